@@ -1,0 +1,23 @@
+// Sizing and behaviour of the paged KV cache, as the engine's options set them.
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm::kv {
+
+struct KvCacheConfig {
+  int32_t block_size = 16;            // tokens per block (vLLM's default)
+  int32_t num_device_blocks = 0;      // blocks in accelerator memory (or the CPU engine's KV store)
+  int32_t num_host_blocks = 0;        // swap-space blocks in (pinned) host memory; 0 disables swap
+  double watermark = 0.01;            // fraction of device blocks new admissions must leave free
+  bool enable_prefix_caching = true;  // share full blocks with equal prefixes across requests
+};
+
+// Upper bounds that catch unit mix-ups (bytes passed as blocks, tokens as blocks).
+inline constexpr int32_t kMaxBlockSize = 1024;
+inline constexpr int32_t kMaxBlocksPerTier = 1 << 26;
+
+// Throws KvCacheError naming the field when the configuration is unusable.
+void validate(const KvCacheConfig& config);
+
+}  // namespace pagedllm::kv

@@ -1,0 +1,500 @@
+#include "core/kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include "core/common/check.h"
+#include "core/kv/kv_errors.h"
+
+namespace pagedllm::kv {
+namespace {
+
+const KvCacheConfig& validated(const KvCacheConfig& config) {
+  validate(config);
+  return config;
+}
+
+std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
+
+}  // namespace
+
+const char* to_string(AllocStatus status) {
+  switch (status) {
+    case AllocStatus::ok: return "ok";
+    case AllocStatus::later: return "later";
+    case AllocStatus::never: return "never";
+  }
+  return "?";
+}
+
+std::ostream& operator<<(std::ostream& out, AllocStatus status) { return out << to_string(status); }
+
+double KvStats::device_usage() const {
+  return device_blocks_total == 0
+             ? 0.0
+             : static_cast<double>(device_blocks_used()) / device_blocks_total;
+}
+
+int64_t KvStats::internal_waste_slots() const {
+  return static_cast<int64_t>(device_blocks_used()) * block_size - device_slots_filled;
+}
+
+double KvStats::prefix_hit_rate() const {
+  return prefix_query_tokens == 0
+             ? 0.0
+             : static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens);
+}
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvEventLog* event_log)
+    : config_(validated(config)),
+      watermark_blocks_(static_cast<int32_t>(config.watermark * config.num_device_blocks)),
+      device_(Tier::device, config.num_device_blocks),
+      host_(Tier::host, config.num_host_blocks),
+      event_log_(event_log) {
+  if (config_.enable_prefix_caching) prefix_cache_.reserve(static_cast<size_t>(config.num_device_blocks));
+}
+
+// --- lookups -----------------------------------------------------------------------------------
+
+const KvCacheManager::SequenceKv& KvCacheManager::sequence(SeqId seq) const {
+  const auto it = sequences_.find(seq);
+  if (it == sequences_.end()) throw KvCacheError("kv cache: unknown " + seq_name(seq));
+  return it->second;
+}
+
+KvCacheManager::SequenceKv& KvCacheManager::sequence(SeqId seq) {
+  const auto it = sequences_.find(seq);
+  if (it == sequences_.end()) throw KvCacheError("kv cache: unknown " + seq_name(seq));
+  return it->second;
+}
+
+int32_t KvCacheManager::blocks_for_tokens(int64_t num_tokens) const {
+  return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
+}
+
+PrefixMatch KvCacheManager::match_prefix(PromptRef prompt) const {
+  PrefixMatch match;
+  if (!config_.enable_prefix_caching || prompt.tokens.empty()) return match;
+  const int32_t block_size = config_.block_size;
+  // Stop one token short of the prompt: the last prompt token must run to produce logits.
+  const auto max_hits = static_cast<int32_t>((prompt.tokens.size() - 1) / block_size);
+  BlockHash hash = kRootBlockHash;
+  for (int32_t i = 0; i < max_hits; ++i) {
+    hash = hash_block(hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
+                      prompt.salt);
+    const auto it = prefix_cache_.find(hash);
+    if (it == prefix_cache_.end()) break;
+    ++match.num_hit_blocks;
+    if (device_.meta(it->second).ref_count == 0) ++match.num_free_hit_blocks;
+  }
+  match.num_cached_tokens = match.num_hit_blocks * block_size;
+  return match;
+}
+
+// --- admission ---------------------------------------------------------------------------------
+
+AllocStatus KvCacheManager::can_allocate(PromptRef prompt, int32_t num_tokens) const {
+  const int32_t whole_prompt_blocks = blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
+  if (whole_prompt_blocks > device_.num_blocks() - watermark_blocks_) return AllocStatus::never;
+  const PrefixMatch match = match_prefix(prompt);
+  const int32_t slots = std::max(num_tokens, match.num_cached_tokens);
+  const int32_t consumed = blocks_for_tokens(slots) - match.num_hit_blocks + match.num_free_hit_blocks;
+  return device_.num_free() - consumed >= watermark_blocks_ ? AllocStatus::ok : AllocStatus::later;
+}
+
+int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens) {
+  if (sequences_.contains(seq)) {
+    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ", which already holds blocks");
+  }
+  const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
+  if (prompt_len == 0) throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with an empty prompt");
+  if (num_tokens < 1 || num_tokens > prompt_len) {
+    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ": num_tokens " +
+                       std::to_string(num_tokens) + " outside [1, prompt length " +
+                       std::to_string(prompt_len) + "]");
+  }
+  const PrefixMatch match = match_prefix(prompt);
+  const int32_t slots = std::max(num_tokens, match.num_cached_tokens);
+  const int32_t consumed = blocks_for_tokens(slots) - match.num_hit_blocks + match.num_free_hit_blocks;
+  if (consumed > device_.num_free()) {
+    throw KvCacheFullError("kv cache: allocate of " + seq_name(seq) + " needs " +
+                           std::to_string(consumed) + " free device blocks, " +
+                           std::to_string(device_.num_free()) + " are free");
+  }
+
+  // Checks done; from here on nothing throws (short of memory exhaustion).
+  const int32_t block_size = config_.block_size;
+  SequenceKv& state = sequences_[seq];
+  state.salt = prompt.salt;
+  state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
+  state.tail_tokens.reserve(static_cast<size_t>(block_size));
+  // Walk the chain again to take the hit blocks; match_prefix stopped at the same place.
+  for (int32_t i = 0; i < match.num_hit_blocks; ++i) {
+    state.last_full_hash = hash_block(
+        state.last_full_hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
+        prompt.salt);
+    const BlockId block = prefix_cache_.at(state.last_full_hash);
+    revive_device_block(block);
+    state.block_table.push_back(block);
+  }
+  state.num_tokens = match.num_cached_tokens;
+  prefix_query_tokens_ += prompt_len;
+  prefix_hit_tokens_ += match.num_cached_tokens;
+
+  const bool logging = event_log_ != nullptr;
+  if (logging) {
+    scratch_fresh_.clear();
+    scratch_cached_.clear();
+  }
+  append_tokens(state,
+                prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
+                                      static_cast<size_t>(slots - match.num_cached_tokens)),
+                logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
+  if (logging) {
+    event_log_->allocate(seq, std::span(state.block_table).first(static_cast<size_t>(match.num_hit_blocks)),
+                         scratch_fresh_, scratch_cached_);
+  }
+  return match.num_cached_tokens;
+}
+
+// --- growth ------------------------------------------------------------------------------------
+
+int32_t KvCacheManager::num_blocks_to_append(SeqId seq, int32_t num_new_tokens) const {
+  const SequenceKv& state = sequence(seq);
+  if (num_new_tokens < 0) throw KvCacheError("kv cache: negative token count for " + seq_name(seq));
+  if (num_new_tokens == 0) return 0;
+  const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
+                             static_cast<int32_t>(state.block_table.size());
+  const bool last_block_partial = state.num_tokens % config_.block_size != 0;
+  const bool copy_on_write = last_block_partial && state.tier == Tier::device &&
+                             device_.meta(state.block_table.back()).ref_count > 1;
+  return new_blocks + (copy_on_write ? 1 : 0);
+}
+
+bool KvCacheManager::can_append_slots(SeqId seq, int32_t num_new_tokens) const {
+  return num_blocks_to_append(seq, num_new_tokens) <= device_.num_free();
+}
+
+std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const TokenId> tokens) {
+  SequenceKv& state = sequence(seq);
+  if (state.tier != Tier::device) {
+    throw KvCacheError("kv cache: append to " + seq_name(seq) + ", which is swapped out");
+  }
+  const int32_t needed = num_blocks_to_append(seq, static_cast<int32_t>(tokens.size()));
+  if (needed > device_.num_free()) {
+    throw KvCacheFullError("kv cache: append to " + seq_name(seq) + " needs " +
+                           std::to_string(needed) + " free device blocks, " +
+                           std::to_string(device_.num_free()) + " are free");
+  }
+  if (tokens.empty()) return std::nullopt;
+
+  std::optional<BlockCopy> copy;
+  if (state.num_tokens % config_.block_size != 0 && device_.meta(state.block_table.back()).ref_count > 1) {
+    // Copy-on-write: the shared partial block is copied before this sequence writes into it.
+    const BlockId src = state.block_table.back();
+    const BlockId dst = take_device_block();
+    device_.meta(dst).num_filled = device_.meta(src).num_filled;
+    device_slots_filled_ += device_.meta(dst).num_filled;
+    release_device_block(src);  // stays held by the other sharers
+    state.block_table.back() = dst;
+    copy = BlockCopy{src, dst};
+    if (event_log_) event_log_->copy_on_write(seq, *copy);
+  }
+
+  if (event_log_ == nullptr) [[likely]] {
+    append_tokens(state, tokens, nullptr, nullptr);
+  } else {
+    scratch_fresh_.clear();
+    scratch_cached_.clear();
+    append_tokens(state, tokens, &scratch_fresh_, &scratch_cached_);
+    if (!scratch_fresh_.empty() || !scratch_cached_.empty()) {
+      event_log_->append(seq, scratch_fresh_, scratch_cached_);
+    }
+  }
+  return copy;
+}
+
+void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens,
+                                   std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
+  const int32_t block_size = config_.block_size;
+  for (const TokenId token : tokens) {
+    const int32_t offset = state.num_tokens % block_size;
+    if (offset == 0) {
+      const BlockId block = take_device_block();
+      state.block_table.push_back(block);
+      if (fresh) fresh->push_back(block);
+    }
+    const BlockId last = state.block_table.back();
+    BlockMeta& meta = device_.meta(last);
+    PAGEDLLM_ASSERT(meta.ref_count == 1, "append into a block that is shared");
+    PAGEDLLM_ASSERT(meta.num_filled == offset, "block fill out of step with the sequence");
+    ++meta.num_filled;
+    ++device_slots_filled_;
+    ++state.num_tokens;
+    if (config_.enable_prefix_caching) {
+      state.tail_tokens.push_back(token);
+      if (offset + 1 == block_size) register_full_block(state, last, cached);
+    }
+  }
+}
+
+void KvCacheManager::register_full_block(SequenceKv& state, BlockId block,
+                                         std::vector<BlockId>* cached) {
+  PAGEDLLM_ASSERT(static_cast<int32_t>(state.tail_tokens.size()) == config_.block_size,
+                  "hashing a block that is not full");
+  state.last_full_hash = hash_block(state.last_full_hash, state.tail_tokens, state.salt);
+  state.tail_tokens.clear();
+  BlockMeta& meta = device_.meta(block);
+  meta.hash = state.last_full_hash;
+  meta.has_hash = true;
+  meta.num_hashed_tokens = state.num_tokens;
+  // The first block to hold a prefix stays its cache entry; a later duplicate is left uncached.
+  const auto [it, inserted] = prefix_cache_.try_emplace(meta.hash, block);
+  if (!inserted) return;
+  meta.is_cached = true;
+  if (cached) cached->push_back(block);
+}
+
+void KvCacheManager::fork(SeqId parent, SeqId child) {
+  if (parent == child) throw KvCacheError("kv cache: fork of " + seq_name(parent) + " onto itself");
+  const SequenceKv& source = sequence(parent);
+  if (sequences_.contains(child)) {
+    throw KvCacheError("kv cache: fork into " + seq_name(child) + ", which already holds blocks");
+  }
+  SequenceKv copy = source;
+  BlockPool& tier_pool = pool(copy.tier);
+  for (const BlockId block : copy.block_table) tier_pool.acquire(block);
+  sequences_.emplace(child, std::move(copy));
+  if (event_log_) event_log_->fork(parent, child);
+}
+
+void KvCacheManager::free(SeqId seq) {
+  const auto it = sequences_.find(seq);
+  if (it == sequences_.end()) {
+    throw KvCacheError("kv cache: free of unknown " + seq_name(seq) + " (double free?)");
+  }
+  const SequenceKv& state = it->second;
+  const std::vector<BlockId>& table = state.block_table;
+  // Release the tail first so that it reaches the free list first and is evicted first.
+  for (auto block = table.rbegin(); block != table.rend(); ++block) {
+    if (state.tier == Tier::device) {
+      release_device_block(*block);
+    } else {
+      host_.release(*block);
+    }
+  }
+  if (event_log_) event_log_->free(seq, state.tier, table);
+  sequences_.erase(it);
+}
+
+// --- swap --------------------------------------------------------------------------------------
+
+std::vector<KvCacheManager::GroupBlock> KvCacheManager::group_blocks(std::span<const SeqId> group,
+                                                                     Tier expected_tier) const {
+  if (group.empty()) throw KvCacheError("kv cache: swap of an empty sequence group");
+  std::vector<GroupBlock> blocks;
+  std::unordered_map<BlockId, size_t> index;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const SeqId seq = group[i];
+    if (std::find(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(i), seq) !=
+        group.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw KvCacheError("kv cache: " + seq_name(seq) + " appears twice in one swap group");
+    }
+    const SequenceKv& state = sequence(seq);
+    if (state.tier != expected_tier) {
+      throw KvCacheError("kv cache: swap " + std::string(expected_tier == Tier::device ? "out" : "in") +
+                         " of " + seq_name(seq) + ", which is already " +
+                         (state.tier == Tier::device ? "on the device" : "swapped out"));
+    }
+    for (const BlockId block : state.block_table) {
+      const auto [it, inserted] = index.try_emplace(block, blocks.size());
+      if (inserted) {
+        blocks.push_back(GroupBlock{block, 1});
+      } else {
+        ++blocks[it->second].refs;
+      }
+    }
+  }
+  return blocks;
+}
+
+bool KvCacheManager::can_swap_out(std::span<const SeqId> group) const {
+  return static_cast<int32_t>(group_blocks(group, Tier::device).size()) <= host_.num_free();
+}
+
+std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
+  const std::vector<GroupBlock> blocks = group_blocks(group, Tier::device);
+  if (host_.num_blocks() == 0) throw KvCacheError("kv cache: swap out with no host swap space configured");
+  if (static_cast<int32_t>(blocks.size()) > host_.num_free()) {
+    throw KvCacheFullError("kv cache: swap out needs " + std::to_string(blocks.size()) +
+                           " free host blocks, " + std::to_string(host_.num_free()) + " are free");
+  }
+  std::vector<BlockMove> moves;
+  moves.reserve(blocks.size());
+  std::unordered_map<BlockId, BlockId> device_to_host;
+  for (const GroupBlock& entry : blocks) {
+    const BlockId host_block = host_.allocate();
+    const BlockMeta& source = device_.meta(entry.block);
+    BlockMeta& target = host_.meta(host_block);
+    target.ref_count = entry.refs;
+    target.num_filled = source.num_filled;
+    target.hash = source.hash;  // kept so that swap-in can offer the block to the cache again
+    target.has_hash = source.has_hash;
+    target.num_hashed_tokens = source.num_hashed_tokens;
+    target.is_cached = false;
+    moves.push_back(BlockMove{entry.block, host_block});
+    device_to_host.emplace(entry.block, host_block);
+  }
+  // Release in reverse first-use order: a group's tail blocks are evicted before its head.
+  for (auto entry = blocks.rbegin(); entry != blocks.rend(); ++entry) {
+    for (int32_t r = 0; r < entry->refs; ++r) release_device_block(entry->block);
+  }
+  for (const SeqId seq : group) {
+    SequenceKv& state = sequences_.at(seq);
+    for (BlockId& block : state.block_table) block = device_to_host.at(block);
+    state.tier = Tier::host;
+  }
+  if (event_log_) event_log_->swap_out(group, moves);
+  return moves;
+}
+
+AllocStatus KvCacheManager::can_swap_in(std::span<const SeqId> group) const {
+  const auto needed = static_cast<int32_t>(group_blocks(group, Tier::host).size());
+  if (needed > device_.num_blocks() - watermark_blocks_) return AllocStatus::never;
+  return device_.num_free() - needed >= watermark_blocks_ ? AllocStatus::ok : AllocStatus::later;
+}
+
+std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
+  const std::vector<GroupBlock> blocks = group_blocks(group, Tier::host);
+  if (static_cast<int32_t>(blocks.size()) > device_.num_free()) {
+    throw KvCacheFullError("kv cache: swap in needs " + std::to_string(blocks.size()) +
+                           " free device blocks, " + std::to_string(device_.num_free()) + " are free");
+  }
+  std::vector<BlockMove> moves;
+  moves.reserve(blocks.size());
+  std::unordered_map<BlockId, BlockId> host_to_device;
+  for (const GroupBlock& entry : blocks) {
+    const BlockId device_block = take_device_block();
+    const BlockMeta& source = host_.meta(entry.block);
+    BlockMeta& target = device_.meta(device_block);
+    target.ref_count = entry.refs;
+    target.num_filled = source.num_filled;
+    device_slots_filled_ += source.num_filled;
+    if (source.has_hash) {
+      target.hash = source.hash;
+      target.has_hash = true;
+      target.num_hashed_tokens = source.num_hashed_tokens;
+      if (config_.enable_prefix_caching) target.is_cached = prefix_cache_.try_emplace(source.hash, device_block).second;
+    }
+    moves.push_back(BlockMove{entry.block, device_block});
+    host_to_device.emplace(entry.block, device_block);
+  }
+  for (const GroupBlock& entry : blocks) {
+    for (int32_t r = 0; r < entry.refs; ++r) host_.release(entry.block);
+  }
+  for (const SeqId seq : group) {
+    SequenceKv& state = sequences_.at(seq);
+    for (BlockId& block : state.block_table) block = host_to_device.at(block);
+    state.tier = Tier::device;
+  }
+  if (event_log_) event_log_->swap_in(group, moves);
+  return moves;
+}
+
+int32_t KvCacheManager::reset_prefix_cache() {
+  int32_t uncached = 0;
+  for (const auto& [hash, block] : prefix_cache_) {
+    BlockMeta& meta = device_.meta(block);
+    meta.is_cached = false;
+    if (meta.ref_count == 0) --num_cached_free_;
+    ++uncached;
+  }
+  prefix_cache_.clear();
+  PAGEDLLM_ASSERT(num_cached_free_ == 0, "cached-free count out of step after reset");
+  if (event_log_) event_log_->reset_prefix_cache(uncached);
+  return uncached;
+}
+
+// --- block accounting --------------------------------------------------------------------------
+
+BlockId KvCacheManager::take_device_block() {
+  const BlockId block = device_.allocate();
+  BlockMeta& meta = device_.meta(block);
+  if (meta.is_cached) {
+    prefix_cache_.erase(meta.hash);
+    --num_cached_free_;
+    ++evictions_;
+    if (event_log_) event_log_->evict(block);
+  }
+  meta.num_filled = 0;
+  meta.num_hashed_tokens = 0;
+  meta.has_hash = false;
+  meta.is_cached = false;
+  return block;
+}
+
+void KvCacheManager::revive_device_block(BlockId block) {
+  BlockMeta& meta = device_.meta(block);
+  if (meta.ref_count == 0) {
+    device_slots_filled_ += meta.num_filled;
+    if (meta.is_cached) --num_cached_free_;
+  }
+  device_.acquire(block);
+}
+
+void KvCacheManager::release_device_block(BlockId block) {
+  if (!device_.release(block)) return;
+  const BlockMeta& meta = device_.meta(block);
+  device_slots_filled_ -= meta.num_filled;
+  if (meta.is_cached) ++num_cached_free_;
+  PAGEDLLM_ASSERT(device_slots_filled_ >= 0, "filled-slot count went negative");
+}
+
+// --- inspection --------------------------------------------------------------------------------
+
+bool KvCacheManager::is_swapped(SeqId seq) const { return sequence(seq).tier == Tier::host; }
+
+std::span<const BlockId> KvCacheManager::block_table(SeqId seq) const {
+  return sequence(seq).block_table;
+}
+
+int32_t KvCacheManager::num_tokens(SeqId seq) const { return sequence(seq).num_tokens; }
+
+int64_t KvCacheManager::slot(SeqId seq, int32_t position) const {
+  const SequenceKv& state = sequence(seq);
+  if (position < 0 || position >= state.num_tokens) {
+    throw KvCacheError("kv cache: position " + std::to_string(position) + " outside " +
+                       seq_name(seq) + " of " + std::to_string(state.num_tokens) + " tokens");
+  }
+  const BlockId block = state.block_table[static_cast<size_t>(position / config_.block_size)];
+  return static_cast<int64_t>(block) * config_.block_size + position % config_.block_size;
+}
+
+std::vector<SeqId> KvCacheManager::sequence_ids() const {
+  std::vector<SeqId> ids;
+  ids.reserve(sequences_.size());
+  for (const auto& entry : sequences_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+KvStats KvCacheManager::stats() const {
+  KvStats stats;
+  stats.block_size = config_.block_size;
+  stats.num_sequences = static_cast<int32_t>(sequences_.size());
+  stats.device_blocks_total = device_.num_blocks();
+  stats.device_blocks_free = device_.num_free();
+  stats.device_blocks_cached = static_cast<int32_t>(prefix_cache_.size());
+  stats.device_blocks_cached_free = num_cached_free_;
+  stats.host_blocks_total = host_.num_blocks();
+  stats.host_blocks_free = host_.num_free();
+  stats.device_slots_filled = device_slots_filled_;
+  stats.prefix_query_tokens = prefix_query_tokens_;
+  stats.prefix_hit_tokens = prefix_hit_tokens_;
+  stats.evictions = evictions_;
+  return stats;
+}
+
+}  // namespace pagedllm::kv

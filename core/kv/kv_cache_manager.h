@@ -1,0 +1,190 @@
+// The paged KV cache manager: block tables, prefix caching, copy-on-write and swap.
+//
+// It owns the metadata of two block pools (device and host) and one block table per sequence;
+// executors own the KV memory those ids name and apply the copies and moves this class returns.
+// Every public mutation either completes or throws with the manager unchanged: preconditions
+// are checked before the first write. Internal invariants are asserted where state changes;
+// check_invariants() verifies all of them at once for tests.
+//
+// A sequence holds exactly ceil(num_tokens / block_size) blocks: slots are reserved for tokens
+// whose ids are known (a prompt chunk, or the token sampled last step), so each full block can be
+// hashed and offered to the prefix cache the moment it fills. Executors must therefore write a
+// layer's new KV for the whole batch before that layer's attention reads the cache, as vLLM's
+// reshape_and_cache does: a request may hit a block that another request fills in the same step.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/kv/block_hash.h"
+#include "core/kv/block_pool.h"
+#include "core/kv/kv_cache_config.h"
+#include "core/kv/kv_event_log.h"
+
+namespace pagedllm::kv {
+
+// Whether an allocation can proceed: now, after other sequences release blocks, or never.
+enum class AllocStatus : uint8_t { ok, later, never };
+const char* to_string(AllocStatus status);
+std::ostream& operator<<(std::ostream& out, AllocStatus status);
+
+// A prompt as the prefix cache sees it.
+struct PromptRef {
+  std::span<const TokenId> tokens;
+  uint64_t salt = 0;  // requests with different salts never share blocks
+};
+
+struct PrefixMatch {
+  int32_t num_cached_tokens = 0;    // leading prompt tokens whose KV sits in cached blocks
+  int32_t num_hit_blocks = 0;       // num_cached_tokens / block_size
+  int32_t num_free_hit_blocks = 0;  // hit blocks that are on the free list (reviving uses them)
+};
+
+struct KvStats {
+  int32_t block_size = 0;
+  int32_t num_sequences = 0;
+  int32_t device_blocks_total = 0;
+  int32_t device_blocks_free = 0;
+  int32_t device_blocks_cached = 0;       // registered in the prefix cache, used or free
+  int32_t device_blocks_cached_free = 0;  // free but still holding reusable content
+  int32_t host_blocks_total = 0;
+  int32_t host_blocks_free = 0;
+  int64_t device_slots_filled = 0;        // token slots written in used device blocks
+  int64_t prefix_query_tokens = 0;        // prompt tokens looked up by allocate()
+  int64_t prefix_hit_tokens = 0;          // of those, tokens served from the cache
+  int64_t evictions = 0;                  // cached blocks reallocated for other content
+
+  int32_t device_blocks_used() const { return device_blocks_total - device_blocks_free; }
+  double device_usage() const;            // used / total, vLLM's "KV cache usage"
+  int64_t internal_waste_slots() const;   // reserved but unfilled slots in used device blocks
+  double prefix_hit_rate() const;         // hit tokens / query tokens (0 when no queries)
+};
+
+class KvCacheManager {
+ public:
+  // Throws KvCacheError for an unusable configuration. The event log, when given, must outlive
+  // the manager.
+  explicit KvCacheManager(const KvCacheConfig& config, KvEventLog* event_log = nullptr);
+
+  const KvCacheConfig& config() const { return config_; }
+  int32_t watermark_blocks() const { return watermark_blocks_; }
+  void set_event_log(KvEventLog* event_log) { event_log_ = event_log; }
+
+  // --- admission -------------------------------------------------------------------------------
+  // The longest run of leading full blocks already cached, stopping short of the whole prompt so
+  // that at least one token is computed and yields logits. No side effects.
+  PrefixMatch match_prefix(PromptRef prompt) const;
+
+  // Whether allocate(prompt, num_tokens) fits while leaving the watermark free: `never` when the
+  // whole prompt exceeds the device tier less the watermark.
+  AllocStatus can_allocate(PromptRef prompt, int32_t num_tokens) const;
+
+  // Starts `seq` with slots for the first max(num_tokens, cached) prompt tokens, reusing cached
+  // blocks for the matched prefix. Returns the number of cached tokens (their KV need not be
+  // computed). Throws KvCacheError for a known seq or bad sizes, KvCacheFullError when the
+  // device tier lacks blocks (the watermark is the caller's policy and is not applied here).
+  int32_t allocate(SeqId seq, PromptRef prompt, int32_t num_tokens);
+
+  // --- growth ----------------------------------------------------------------------------------
+  // Device blocks that append_slots(seq, n tokens) would take, copy-on-write included.
+  int32_t num_blocks_to_append(SeqId seq, int32_t num_new_tokens) const;
+  bool can_append_slots(SeqId seq, int32_t num_new_tokens) const;
+
+  // Reserves one slot per token at the end of `seq` (new blocks on block boundaries). If the
+  // last block is partially filled and shared, it is first copied: the returned copy must be
+  // applied by the executor before the step's forward pass.
+  std::optional<BlockCopy> append_slots(SeqId seq, std::span<const TokenId> tokens);
+
+  // `child` shares all of `parent`'s blocks (reference counts +1); both may then diverge.
+  void fork(SeqId parent, SeqId child);
+
+  // Releases every block of `seq` (in either tier). Cached blocks stay reusable until evicted;
+  // the tail of the sequence is evicted before its head.
+  void free(SeqId seq);
+
+  // --- preemption by swap ----------------------------------------------------------------------
+  // A group (the sequences of one request) moves as a whole; a block shared inside the group is
+  // moved once and stays shared. The returned moves are in first-use order.
+  bool can_swap_out(std::span<const SeqId> group) const;
+  std::vector<BlockMove> swap_out(std::span<const SeqId> group);
+  AllocStatus can_swap_in(std::span<const SeqId> group) const;
+  std::vector<BlockMove> swap_in(std::span<const SeqId> group);
+
+  // Forgets every cached prefix (blocks in use keep their content). Returns how many blocks it
+  // uncached.
+  int32_t reset_prefix_cache();
+
+  // --- inspection ------------------------------------------------------------------------------
+  bool contains(SeqId seq) const { return sequences_.contains(seq); }
+  bool is_swapped(SeqId seq) const;
+  std::span<const BlockId> block_table(SeqId seq) const;
+  int32_t num_tokens(SeqId seq) const;
+  // The flat slot index (block_id * block_size + offset) of a token position, for the executor.
+  int64_t slot(SeqId seq, int32_t position) const;
+  std::vector<SeqId> sequence_ids() const;  // sorted
+  KvStats stats() const;
+  const BlockPool& device_pool() const { return device_; }
+  const BlockPool& host_pool() const { return host_; }
+
+  // Verifies every invariant (O(blocks + table entries)); throws std::logic_error naming the
+  // first one broken: each block's reference count equals the tables holding it, free + used =
+  // total in each tier, free blocks are exactly those on the free list, table lengths match token
+  // counts, and the prefix cache maps each hash to a block that carries it.
+  void check_invariants() const;
+
+ private:
+  struct SequenceKv {
+    std::vector<BlockId> block_table;   // ids in `tier`, one per block_size tokens
+    std::vector<TokenId> tail_tokens;   // tokens of the last block until it fills (for its hash)
+    BlockHash last_full_hash = kRootBlockHash;  // chain hash up to the last full block
+    uint64_t salt = 0;
+    int32_t num_tokens = 0;
+    Tier tier = Tier::device;
+  };
+
+  // Distinct blocks of a group, in first-use order, with how many of the group's tables hold each.
+  struct GroupBlock {
+    BlockId block;
+    int32_t refs;
+  };
+
+  const SequenceKv& sequence(SeqId seq) const;
+  SequenceKv& sequence(SeqId seq);
+  BlockPool& pool(Tier tier) { return tier == Tier::device ? device_ : host_; }
+  std::vector<GroupBlock> group_blocks(std::span<const SeqId> group, Tier expected_tier) const;
+  int32_t blocks_for_tokens(int64_t num_tokens) const;
+
+  // Takes a device block, evicting its cached content if any; the block is returned reset.
+  BlockId take_device_block();
+  void revive_device_block(BlockId block);    // acquire + slot accounting
+  void release_device_block(BlockId block);   // release + slot and cache accounting
+  void register_full_block(SequenceKv& seq, BlockId block, std::vector<BlockId>* cached);
+  // Appends tokens to a device sequence whose free blocks were checked by the caller.
+  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens,
+                     std::vector<BlockId>* fresh, std::vector<BlockId>* cached);
+
+  KvCacheConfig config_;
+  int32_t watermark_blocks_ = 0;
+  BlockPool device_;
+  BlockPool host_;
+  std::unordered_map<BlockHash, BlockId, BlockHashHasher> prefix_cache_;  // device tier only
+  std::unordered_map<SeqId, SequenceKv> sequences_;
+  KvEventLog* event_log_ = nullptr;  // not owned; null = no log
+
+  int32_t num_cached_free_ = 0;
+  int64_t device_slots_filled_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t evictions_ = 0;
+
+  // Scratch for logging, reused so that logging allocates nothing per event.
+  std::vector<BlockId> scratch_fresh_;
+  std::vector<BlockId> scratch_cached_;
+};
+
+}  // namespace pagedllm::kv

@@ -1,0 +1,130 @@
+#include "core/kv/kv_event_log.h"
+
+#include <charconv>
+
+namespace pagedllm::kv {
+namespace {
+
+template <typename Int>
+void append_int(std::string& line, Int value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  line.append(digits, result.ptr);
+}
+
+template <typename Int>
+void append_field(std::string& line, const char* key, Int value) {
+  line += ",\"";
+  line += key;
+  line += "\":";
+  append_int(line, value);
+}
+
+template <typename Int>
+void append_list(std::string& line, const char* key, std::span<const Int> values) {
+  line += ",\"";
+  line += key;
+  line += "\":[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) line += ',';
+    append_int(line, values[i]);
+  }
+  line += ']';
+}
+
+}  // namespace
+
+void KvEventLog::begin(const char* op) {
+  line_.clear();
+  line_ += "{\"step\":";
+  append_int(line_, step_);
+  line_ += ",\"op\":\"";
+  line_ += op;
+  line_ += '"';
+}
+
+void KvEventLog::end() {
+  line_ += "}\n";
+  out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));
+}
+
+void KvEventLog::allocate(SeqId seq, std::span<const BlockId> hit, std::span<const BlockId> fresh,
+                          std::span<const BlockId> cached) {
+  begin("allocate");
+  append_field(line_, "seq", seq);
+  append_list(line_, "hit", hit);
+  append_list(line_, "new", fresh);
+  append_list(line_, "cached", cached);
+  end();
+}
+
+void KvEventLog::append(SeqId seq, std::span<const BlockId> fresh,
+                        std::span<const BlockId> cached) {
+  begin("append");
+  append_field(line_, "seq", seq);
+  append_list(line_, "new", fresh);
+  append_list(line_, "cached", cached);
+  end();
+}
+
+void KvEventLog::copy_on_write(SeqId seq, BlockCopy copy) {
+  begin("cow");
+  append_field(line_, "seq", seq);
+  append_field(line_, "src", copy.src);
+  append_field(line_, "dst", copy.dst);
+  end();
+}
+
+void KvEventLog::fork(SeqId parent, SeqId child) {
+  begin("fork");
+  append_field(line_, "seq", child);
+  append_field(line_, "parent", parent);
+  end();
+}
+
+void KvEventLog::free(SeqId seq, Tier tier, std::span<const BlockId> blocks) {
+  begin("free");
+  append_field(line_, "seq", seq);
+  line_ += tier == Tier::device ? ",\"tier\":\"device\"" : ",\"tier\":\"host\"";
+  append_list(line_, "blocks", blocks);
+  end();
+}
+
+void KvEventLog::evict(BlockId block) {
+  begin("evict");
+  append_field(line_, "block", block);
+  end();
+}
+
+void KvEventLog::swap(const char* op, std::span<const SeqId> seqs,
+                      std::span<const BlockMove> moves) {
+  begin(op);
+  append_list(line_, "seqs", seqs);
+  line_ += ",\"moves\":[";
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (i > 0) line_ += ',';
+    line_ += '[';
+    append_int(line_, moves[i].from);
+    line_ += ',';
+    append_int(line_, moves[i].to);
+    line_ += ']';
+  }
+  line_ += ']';
+  end();
+}
+
+void KvEventLog::swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves) {
+  swap("swap_out", seqs, moves);
+}
+
+void KvEventLog::swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves) {
+  swap("swap_in", seqs, moves);
+}
+
+void KvEventLog::reset_prefix_cache(int32_t num_blocks_uncached) {
+  begin("reset_prefix_cache");
+  append_field(line_, "blocks", num_blocks_uncached);
+  end();
+}
+
+}  // namespace pagedllm::kv

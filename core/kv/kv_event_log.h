@@ -1,0 +1,61 @@
+// The KV event log: one JSON line per block-manager mutation.
+//
+// The lockstep check compares these logs across executors byte for byte, so the format is fixed
+// and documented in docs/KV_EVENT_LOG.md: keys in a fixed order, no spaces, integers only. The
+// log is optional; a manager without one pays a single pointer test per mutation.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "core/common/types.h"
+#include "core/kv/block_pool.h"
+
+namespace pagedllm::kv {
+
+// One block moved between tiers: swap out copies device `from` to host `to`, swap in the reverse.
+struct BlockMove {
+  BlockId from = kNoBlock;
+  BlockId to = kNoBlock;
+  friend bool operator==(const BlockMove&, const BlockMove&) = default;
+};
+
+// A copy-on-write within the device tier: the executor copies block `src` into `dst`.
+struct BlockCopy {
+  BlockId src = kNoBlock;
+  BlockId dst = kNoBlock;
+  friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
+};
+
+class KvEventLog {
+ public:
+  explicit KvEventLog(std::ostream& out) : out_(out) {}
+
+  // The engine step that following events belong to.
+  void set_step(int64_t step) { step_ = step; }
+  int64_t step() const { return step_; }
+
+  void allocate(SeqId seq, std::span<const BlockId> hit, std::span<const BlockId> fresh,
+                std::span<const BlockId> cached);
+  void append(SeqId seq, std::span<const BlockId> fresh, std::span<const BlockId> cached);
+  void copy_on_write(SeqId seq, BlockCopy copy);
+  void fork(SeqId parent, SeqId child);
+  void free(SeqId seq, Tier tier, std::span<const BlockId> blocks);
+  void evict(BlockId block);
+  void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
+  void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
+  void reset_prefix_cache(int32_t num_blocks_uncached);
+
+ private:
+  void begin(const char* op);
+  void end();
+  void swap(const char* op, std::span<const SeqId> seqs, std::span<const BlockMove> moves);
+
+  std::ostream& out_;
+  std::string line_;  // reused buffer: one write per event
+  int64_t step_ = 0;
+};
+
+}  // namespace pagedllm::kv

@@ -1,0 +1,55 @@
+// pagedllm: one binary, one subcommand per job.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/pagedllm/subcommands.h"
+
+namespace {
+
+struct Subcommand {
+  std::string_view name;
+  int (*run)(const std::vector<std::string>&);
+  std::string_view summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"kv-demo", pagedllm::cli::run_kv_demo,
+     "walk the paged KV block manager through prefix sharing, parallel sampling and swap"},
+    {"version", pagedllm::cli::run_version, "print the version and what this build contains"},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: pagedllm <subcommand> [options]   (pagedllm <subcommand> --help)\n\n");
+  for (const Subcommand& sub : kSubcommands) {
+    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(sub.name.size()), sub.name.data(),
+                 static_cast<int>(sub.summary.size()), sub.summary.data());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string_view name = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Subcommand& sub : kSubcommands) {
+    if (sub.name != name) continue;
+    try {
+      return sub.run(args);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "pagedllm %.*s: error: %s\n", static_cast<int>(name.size()), name.data(),
+                   error.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "pagedllm: unknown subcommand '%.*s'\n\n", static_cast<int>(name.size()),
+               name.data());
+  print_usage(stderr);
+  return 2;
+}
