@@ -360,22 +360,51 @@ std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
   return moves;
 }
 
+KvCacheManager::SwapInPlan KvCacheManager::plan_swap_in(std::span<const SeqId> group) const {
+  SwapInPlan plan;
+  plan.blocks = group_blocks(group, Tier::host);
+  plan.cached_device_block.assign(plan.blocks.size(), kNoBlock);
+  for (size_t i = 0; i < plan.blocks.size(); ++i) {
+    const BlockMeta& host_meta = host_.meta(plan.blocks[i].block);
+    const auto hit = host_meta.has_hash ? prefix_cache_.find(host_meta.hash) : prefix_cache_.end();
+    if (hit == prefix_cache_.end()) {
+      ++plan.num_free_blocks_needed;
+      continue;
+    }
+    plan.cached_device_block[i] = hit->second;
+    if (device_.meta(hit->second).ref_count == 0) ++plan.num_free_blocks_needed;
+  }
+  return plan;
+}
+
 AllocStatus KvCacheManager::can_swap_in(std::span<const SeqId> group) const {
-  const auto needed = static_cast<int32_t>(group_blocks(group, Tier::host).size());
-  if (needed > device_.num_blocks() - watermark_blocks_) return AllocStatus::never;
-  return device_.num_free() - needed >= watermark_blocks_ ? AllocStatus::ok : AllocStatus::later;
+  const SwapInPlan plan = plan_swap_in(group);
+  if (static_cast<int32_t>(plan.blocks.size()) > device_.num_blocks() - watermark_blocks_) {
+    return AllocStatus::never;
+  }
+  return device_.num_free() - plan.num_free_blocks_needed >= watermark_blocks_ ? AllocStatus::ok
+                                                                               : AllocStatus::later;
 }
 
 std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
-  const std::vector<GroupBlock> blocks = group_blocks(group, Tier::host);
-  if (static_cast<int32_t>(blocks.size()) > device_.num_free()) {
-    throw KvCacheFullError("kv cache: swap in needs " + std::to_string(blocks.size()) +
+  const SwapInPlan plan = plan_swap_in(group);
+  if (plan.num_free_blocks_needed > device_.num_free()) {
+    throw KvCacheFullError("kv cache: swap in needs " + std::to_string(plan.num_free_blocks_needed) +
                            " free device blocks, " + std::to_string(device_.num_free()) + " are free");
   }
-  std::vector<BlockMove> moves;
-  moves.reserve(blocks.size());
   std::unordered_map<BlockId, BlockId> host_to_device;
-  for (const GroupBlock& entry : blocks) {
+  // Revive the still-cached blocks first, so that allocating the others cannot evict them.
+  for (size_t i = 0; i < plan.blocks.size(); ++i) {
+    const BlockId device_block = plan.cached_device_block[i];
+    if (device_block == kNoBlock) continue;
+    for (int32_t r = 0; r < plan.blocks[i].refs; ++r) revive_device_block(device_block);
+    host_to_device.emplace(plan.blocks[i].block, device_block);
+  }
+  std::vector<BlockMove> moves;
+  moves.reserve(plan.blocks.size());
+  for (size_t i = 0; i < plan.blocks.size(); ++i) {
+    if (plan.cached_device_block[i] != kNoBlock) continue;
+    const GroupBlock& entry = plan.blocks[i];
     const BlockId device_block = take_device_block();
     const BlockMeta& source = host_.meta(entry.block);
     BlockMeta& target = device_.meta(device_block);
@@ -383,15 +412,18 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
     target.num_filled = source.num_filled;
     device_slots_filled_ += source.num_filled;
     if (source.has_hash) {
+      // Not in the cache (checked above): this copy becomes the cache entry again.
       target.hash = source.hash;
       target.has_hash = true;
       target.num_hashed_tokens = source.num_hashed_tokens;
-      if (config_.enable_prefix_caching) target.is_cached = prefix_cache_.try_emplace(source.hash, device_block).second;
+      if (config_.enable_prefix_caching) {
+        target.is_cached = prefix_cache_.try_emplace(source.hash, device_block).second;
+      }
     }
     moves.push_back(BlockMove{entry.block, device_block});
     host_to_device.emplace(entry.block, device_block);
   }
-  for (const GroupBlock& entry : blocks) {
+  for (const GroupBlock& entry : plan.blocks) {
     for (int32_t r = 0; r < entry.refs; ++r) host_.release(entry.block);
   }
   for (const SeqId seq : group) {
@@ -399,7 +431,13 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
     for (BlockId& block : state.block_table) block = host_to_device.at(block);
     state.tier = Tier::device;
   }
-  if (event_log_) event_log_->swap_in(group, moves);
+  if (event_log_) {
+    std::vector<BlockMove> reused;
+    for (size_t i = 0; i < plan.blocks.size(); ++i) {
+      if (plan.cached_device_block[i] != kNoBlock) reused.push_back({plan.blocks[i].block, plan.cached_device_block[i]});
+    }
+    event_log_->swap_in(group, moves, reused);
+  }
   return moves;
 }
 

@@ -109,7 +109,9 @@ class KvCacheManager {
 
   // --- preemption by swap ----------------------------------------------------------------------
   // A group (the sequences of one request) moves as a whole; a block shared inside the group is
-  // moved once and stays shared. The returned moves are in first-use order.
+  // moved once and stays shared. The returned moves are the copies the executor must make, in
+  // first-use order. Swap-in copies only what the device lost: a full block whose content is
+  // still in the device prefix cache is taken from there (no copy; it appears in no move).
   bool can_swap_out(std::span<const SeqId> group) const;
   std::vector<BlockMove> swap_out(std::span<const SeqId> group);
   AllocStatus can_swap_in(std::span<const SeqId> group) const;
@@ -153,6 +155,15 @@ class KvCacheManager {
     int32_t refs;
   };
 
+  // For each host block of a swap-in group: the cached device block holding the same content, or
+  // kNoBlock when it must be copied; and how many free device blocks the swap-in consumes.
+  struct SwapInPlan {
+    std::vector<GroupBlock> blocks;
+    std::vector<BlockId> cached_device_block;
+    int32_t num_free_blocks_needed = 0;
+  };
+
+  SwapInPlan plan_swap_in(std::span<const SeqId> group) const;
   const SequenceKv& sequence(SeqId seq) const;
   SequenceKv& sequence(SeqId seq);
   BlockPool& pool(Tier tier) { return tier == Tier::device ? device_ : host_; }

@@ -96,11 +96,10 @@ void KvEventLog::evict(BlockId block) {
   end();
 }
 
-void KvEventLog::swap(const char* op, std::span<const SeqId> seqs,
-                      std::span<const BlockMove> moves) {
-  begin(op);
-  append_list(line_, "seqs", seqs);
-  line_ += ",\"moves\":[";
+void KvEventLog::append_moves(const char* key, std::span<const BlockMove> moves) {
+  line_ += ",\"";
+  line_ += key;
+  line_ += "\":[";
   for (size_t i = 0; i < moves.size(); ++i) {
     if (i > 0) line_ += ',';
     line_ += '[';
@@ -110,15 +109,22 @@ void KvEventLog::swap(const char* op, std::span<const SeqId> seqs,
     line_ += ']';
   }
   line_ += ']';
-  end();
 }
 
 void KvEventLog::swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves) {
-  swap("swap_out", seqs, moves);
+  begin("swap_out");
+  append_list(line_, "seqs", seqs);
+  append_moves("moves", moves);
+  end();
 }
 
-void KvEventLog::swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves) {
-  swap("swap_in", seqs, moves);
+void KvEventLog::swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves,
+                         std::span<const BlockMove> reused) {
+  begin("swap_in");
+  append_list(line_, "seqs", seqs);
+  append_moves("moves", moves);
+  append_moves("reused", reused);
+  end();
 }
 
 void KvEventLog::reset_prefix_cache(int32_t num_blocks_uncached) {

@@ -45,13 +45,15 @@ class KvEventLog {
   void free(SeqId seq, Tier tier, std::span<const BlockId> blocks);
   void evict(BlockId block);
   void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
-  void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
+  // `reused`: host blocks whose content was still cached on the device (no copy).
+  void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves,
+               std::span<const BlockMove> reused);
   void reset_prefix_cache(int32_t num_blocks_uncached);
 
  private:
   void begin(const char* op);
   void end();
-  void swap(const char* op, std::span<const SeqId> seqs, std::span<const BlockMove> moves);
+  void append_moves(const char* key, std::span<const BlockMove> moves);
 
   std::ostream& out_;
   std::string line_;  // reused buffer: one write per event

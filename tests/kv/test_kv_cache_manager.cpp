@@ -323,7 +323,8 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
 
   BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
   const auto in = manager.swap_in(group);
-  BOOST_TEST(in.size() == 3u);
+  BOOST_TEST(in.size() == 2u);  // full block 0 was still cached on the device: taken back, not copied
+  BOOST_TEST(table(manager, 1)[0] == 0);
   BOOST_TEST(table(manager, 1)[0] == table(manager, 2)[0]);  // still shared
   BOOST_TEST(manager.device_pool().meta(table(manager, 1)[0]).ref_count == 2);
   BOOST_TEST(manager.num_tokens(2) == 7);
@@ -362,6 +363,22 @@ BOOST_AUTO_TEST_CASE(swap_in_waits_for_space_and_reports_never) {
   manager.free(1);
   BOOST_TEST(manager.stats().device_blocks_free == 4);
   BOOST_TEST(manager.stats().host_blocks_free == 8);
+  manager.check_invariants();
+}
+
+BOOST_AUTO_TEST_CASE(swap_in_copies_only_what_the_device_lost) {
+  kv::KvCacheManager manager(small_config(6, 8));
+  manager.allocate(1, {iota_tokens(14)}, 14);  // blocks 0..2 full and cached, 3 partial
+  const std::vector<SeqId> group{1};
+  manager.swap_out(group);
+  manager.allocate(2, {iota_tokens(16, 600)}, 16);  // blocks 3, 4, 5, then 2 (evicted)
+  BOOST_TEST(manager.stats().evictions == 1);
+  manager.free(2);
+  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
+  const auto moves = manager.swap_in(group);
+  BOOST_TEST(moves.size() == 2u);  // the evicted block and the partial block; 0 and 1 come back
+  BOOST_TEST(table(manager, 1) == Ids({0, 1, 2, 5}), boost::test_tools::per_element());
+  BOOST_TEST(manager.stats().device_blocks_free == 2);
   manager.check_invariants();
 }
 

@@ -40,8 +40,8 @@ BOOST_AUTO_TEST_CASE(every_mutation_writes_one_documented_line) {
       "{\"step\":2,\"op\":\"append\",\"seq\":6,\"new\":[],\"cached\":[2]}\n"
       "{\"step\":2,\"op\":\"append\",\"seq\":5,\"new\":[3],\"cached\":[1]}\n"
       "{\"step\":3,\"op\":\"swap_out\",\"seqs\":[5,6],\"moves\":[[0,0],[1,1],[3,2],[2,3]]}\n"
-      "{\"step\":3,\"op\":\"swap_in\",\"seqs\":[5,6],\"moves\":[[0,3],[1,4],[2,5],[3,6]]}\n"
-      "{\"step\":3,\"op\":\"free\",\"seq\":6,\"tier\":\"device\",\"blocks\":[3,6]}\n"
+      "{\"step\":3,\"op\":\"swap_in\",\"seqs\":[5,6],\"moves\":[[2,3]],\"reused\":[[0,0],[1,1],[3,2]]}\n"
+      "{\"step\":3,\"op\":\"free\",\"seq\":6,\"tier\":\"device\",\"blocks\":[0,2]}\n"
       "{\"step\":3,\"op\":\"reset_prefix_cache\",\"blocks\":3}\n";
   BOOST_TEST(text.str() == expected);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,13 @@ std::vector<TokenId> synthetic_tokens(int32_t count, uint32_t seed) {
 }
 
 std::string describe_table(const kv::KvCacheManager& cache, SeqId seq) {
-  std::string text = "seq " + std::to_string(seq) + " (" + std::to_string(cache.num_tokens(seq)) +
-                     " tokens, " + (cache.is_swapped(seq) ? "host" : "device") + "): [";
+  std::ostringstream text;
+  text << "seq " << seq << " (" << cache.num_tokens(seq) << " tokens, "
+       << (cache.is_swapped(seq) ? "host" : "device") << "): [";
   const auto table = cache.block_table(seq);
-  for (size_t i = 0; i < table.size(); ++i) text += (i ? " " : "") + std::to_string(table[i]);
-  return text + "]";
+  for (size_t i = 0; i < table.size(); ++i) text << (i ? " " : "") << table[i];
+  text << "]";
+  return text.str();
 }
 
 void print_usage_line(const kv::KvCacheManager& cache, const std::string& when) {
@@ -225,13 +228,13 @@ int run_kv_demo(const std::vector<std::string>& args) {
   DemoOptions options;
   options.cache.block_size = 16;
   options.cache.num_device_blocks = 48;
-  options.cache.num_host_blocks = 32;
+  options.cache.num_host_blocks = 64;
   po::options_description description("pagedllm kv-demo options");
   description.add_options()
       ("help,h", "show this help")
       ("block-size", po::value(&options.cache.block_size)->default_value(16), "tokens per KV block")
       ("device-blocks", po::value(&options.cache.num_device_blocks)->default_value(48), "device-tier blocks")
-      ("host-blocks", po::value(&options.cache.num_host_blocks)->default_value(32), "host (swap) blocks")
+      ("host-blocks", po::value(&options.cache.num_host_blocks)->default_value(64), "host (swap) blocks")
       ("max-new-tokens", po::value(&options.max_new_tokens)->default_value(160), "tokens each sample generates")
       ("samples", po::value(&options.num_samples)->default_value(3), "parallel samples of the second request")
       ("event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")
