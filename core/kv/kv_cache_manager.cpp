@@ -386,6 +386,10 @@ AllocStatus KvCacheManager::can_swap_in(std::span<const SeqId> group) const {
                                                                                : AllocStatus::later;
 }
 
+int32_t KvCacheManager::num_free_blocks_to_swap_in(std::span<const SeqId> group) const {
+  return plan_swap_in(group).num_free_blocks_needed;
+}
+
 std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
   const SwapInPlan plan = plan_swap_in(group);
   if (plan.num_free_blocks_needed > device_.num_free()) {

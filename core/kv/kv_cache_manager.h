@@ -115,6 +115,7 @@ class KvCacheManager {
   bool can_swap_out(std::span<const SeqId> group) const;
   std::vector<BlockMove> swap_out(std::span<const SeqId> group);
   AllocStatus can_swap_in(std::span<const SeqId> group) const;
+  int32_t num_free_blocks_to_swap_in(std::span<const SeqId> group) const;  // free device blocks it takes
   std::vector<BlockMove> swap_in(std::span<const SeqId> group);
 
   // Forgets every cached prefix (blocks in use keep their content). Returns how many blocks it

@@ -397,8 +397,9 @@ class PropertyRun {
     std::ostringstream out;
     out << "seed " << config_.seed << ", operation " << counts_.ops << ": " << what
         << "\nlast operations (op: what seq arg):";
-    for (size_t i = 1; i <= kTraceLength; ++i) {
-      const TraceEntry& entry = trace_[(static_cast<size_t>(counts_.ops) + i) % kTraceLength];
+    std::array<TraceEntry, kTraceLength> entries = trace_;
+    std::sort(entries.begin(), entries.end(), [](const TraceEntry& a, const TraceEntry& b) { return a.op < b.op; });
+    for (const TraceEntry& entry : entries) {
       if (entry.op >= 0) out << "\n  " << entry.op << ": " << entry.what << " " << entry.seq << " " << entry.arg;
     }
     throw PropertyFailure(out.str());
@@ -933,7 +934,12 @@ class PropertyRun {
     const SwapInPlan plan = plan_swap_in();
     const int32_t consumed = plan.consumed;
     const AllocStatus status = manager_.can_swap_in(group_);
-    require(status == expected_status(distinct, consumed), "can_swap_in disagrees with the free device blocks it takes");
+    if (status != expected_status(distinct, consumed)) {
+      fail(std::string("can_swap_in says ") + to_string(status) + " for " + std::to_string(distinct) +
+           " host blocks of which " + std::to_string(plan.reused) + " are still cached on the device, taking " +
+           std::to_string(consumed) + " of " + std::to_string(device_free) + " free device blocks (watermark " +
+           std::to_string(manager_.watermark_blocks()) + ")");
+    }
     if (status != AllocStatus::ok) {
       if (!rng_.percent(kForcePercent)) return false;
       if (consumed > device_free) {

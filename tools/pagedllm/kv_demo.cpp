@@ -108,7 +108,7 @@ class KvDemo {
     }
     const kv::KvStats stats = cache_.stats();
     std::cout << "\nall requests finished: " << counters_.preemptions << " preemption(s) by swap, "
-              << counters_.blocks_swapped_out << " blocks out, " << counters_.blocks_swapped_in << " blocks in, "
+              << counters_.blocks_swapped_out << " blocks copied out, " << counters_.blocks_swapped_in << " copied back in (the rest was still cached on the device), "
               << counters_.copies << " copy-on-write(s), prefix hit rate "
               << static_cast<int>(100 * stats.prefix_hit_rate()) << "%, " << stats.device_blocks_cached_free
               << " blocks still cached for future prompts\n";
@@ -158,7 +158,7 @@ class KvDemo {
   bool decode_step() {
     bool progressed = false;
     for (DemoRequest& request : requests_) {
-      if (request.swapped && cache_.can_swap_in(request.seqs) == kv::AllocStatus::ok) {
+      if (request.swapped && can_resume(request)) {
         counters_.blocks_swapped_in += static_cast<int64_t>(cache_.swap_in(request.seqs).size());
         request.swapped = false;
         std::cout << "swap in " << request.name << "\n";
@@ -176,6 +176,18 @@ class KvDemo {
       if (++request.generated == options_.max_new_tokens) finish(request);
     }
     return progressed;
+  }
+
+  // Swap a group back in only when every running sequence, its own included, can still grow by a
+  // block afterwards; otherwise it would be preempted again at once.
+  bool can_resume(const DemoRequest& request) const {
+    if (cache_.can_swap_in(request.seqs) != kv::AllocStatus::ok) return false;
+    size_t running = request.seqs.size();
+    for (const DemoRequest& other : requests_) {
+      if (!other.finished && !other.swapped) running += other.seqs.size();
+    }
+    const int32_t free_after = cache_.stats().device_blocks_free - cache_.num_free_blocks_to_swap_in(request.seqs);
+    return free_after >= static_cast<int32_t>(running);
   }
 
   bool group_fits(const DemoRequest& request) const {
