@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/common/types.h"
 
@@ -26,12 +27,32 @@ struct BlockHash {
 // Hash of "no parent": the seed of every chain.
 inline constexpr BlockHash kRootBlockHash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
 
+// Streams one block's tokens into its hash, so a sequence hashes each token as it is appended
+// instead of keeping the tokens of its unfinished block. Trivially copyable (fork copies it).
+class BlockHasher {
+ public:
+  BlockHasher() { reset(kRootBlockHash, 0); }
+  BlockHasher(const BlockHash& parent, uint64_t salt) { reset(parent, salt); }
+
+  void reset(const BlockHash& parent, uint64_t salt);
+  void add(TokenId token);
+  int32_t num_tokens() const { return num_tokens_; }
+  BlockHash finish() const;  // the hash of the tokens added so far; the state is unchanged
+
+ private:
+  uint64_t lo_ = 0;
+  uint64_t hi_ = 0;
+  uint32_t pending_ = 0;  // first token of an incomplete pair
+  int32_t num_tokens_ = 0;
+};
+
 // Hash of one full block given its parent's hash (kRootBlockHash for the first block).
 BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, uint64_t salt);
 
-// For unordered containers keyed by BlockHash: the low word is already well mixed.
-struct BlockHashHasher {
-  size_t operator()(const BlockHash& hash) const noexcept { return static_cast<size_t>(hash.lo); }
-};
+// The chain hashes of every full block of a prompt (tokens.size() / block_size of them). A caller
+// that admits the same prompt repeatedly (a scheduler retrying a waiting request) computes them
+// once and passes them in PromptRef::block_hashes.
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size,
+                                          uint64_t salt);
 
 }  // namespace pagedllm::kv

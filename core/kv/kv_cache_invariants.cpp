@@ -65,9 +65,9 @@ void KvCacheManager::check_invariants() const {
       fail(name + " holds " + std::to_string(state.block_table.size()) + " blocks for " +
            std::to_string(state.num_tokens) + " tokens");
     }
-    if (config_.enable_prefix_caching &&
-        static_cast<int32_t>(state.tail_tokens.size()) != state.num_tokens % block_size) {
-      fail(name + " keeps " + std::to_string(state.tail_tokens.size()) + " tail tokens");
+    if (config_.enable_prefix_caching && state.tail_hasher.num_tokens() != state.num_tokens % block_size) {
+      fail(name + " has hashed " + std::to_string(state.tail_hasher.num_tokens()) +
+           " tokens of its last block");
     }
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;
     std::vector<int32_t>& refs = state.tier == Tier::device ? device_refs : host_refs;
@@ -97,12 +97,11 @@ void KvCacheManager::check_invariants() const {
     ++cached;
     if (meta.ref_count == 0) ++cached_free;
     if (!meta.has_hash) fail("cached block " + std::to_string(block) + " has no hash");
-    const auto it = prefix_cache_.find(meta.hash);
-    if (it == prefix_cache_.end() || it->second != block) {
+    if (prefix_cache_.find(meta.hash) != block) {
       fail("cached block " + std::to_string(block) + " is not the cache entry for its hash");
     }
   }
-  if (cached != static_cast<int32_t>(prefix_cache_.size())) {
+  if (cached != prefix_cache_.size()) {
     fail("prefix cache has " + std::to_string(prefix_cache_.size()) + " entries but " +
          std::to_string(cached) + " blocks are marked cached");
   }

@@ -52,9 +52,8 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvEventLog* event_lo
       watermark_blocks_(static_cast<int32_t>(config.watermark * config.num_device_blocks)),
       device_(Tier::device, config.num_device_blocks),
       host_(Tier::host, config.num_host_blocks),
-      event_log_(event_log) {
-  if (config_.enable_prefix_caching) prefix_cache_.reserve(static_cast<size_t>(config.num_device_blocks));
-}
+      prefix_cache_(config.enable_prefix_caching ? config.num_device_blocks : 0),
+      event_log_(event_log) {}
 
 // --- lookups -----------------------------------------------------------------------------------
 
@@ -75,19 +74,31 @@ int32_t KvCacheManager::blocks_for_tokens(int64_t num_tokens) const {
 }
 
 PrefixMatch KvCacheManager::match_prefix(PromptRef prompt) const {
+  return match_prefix(prompt, nullptr);
+}
+
+PrefixMatch KvCacheManager::match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const {
   PrefixMatch match;
   if (!config_.enable_prefix_caching || prompt.tokens.empty()) return match;
   const int32_t block_size = config_.block_size;
   // Stop one token short of the prompt: the last prompt token must run to produce logits.
   const auto max_hits = static_cast<int32_t>((prompt.tokens.size() - 1) / block_size);
+  const bool precomputed = !prompt.block_hashes.empty();
+  if (precomputed && prompt.block_hashes.size() != prompt.tokens.size() / block_size) {
+    throw KvCacheError("kv cache: PromptRef carries " + std::to_string(prompt.block_hashes.size()) +
+                       " block hashes for " + std::to_string(prompt.tokens.size() / block_size) +
+                       " full blocks");
+  }
   BlockHash hash = kRootBlockHash;
   for (int32_t i = 0; i < max_hits; ++i) {
-    hash = hash_block(hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
-                      prompt.salt);
-    const auto it = prefix_cache_.find(hash);
-    if (it == prefix_cache_.end()) break;
+    hash = precomputed ? prompt.block_hashes[static_cast<size_t>(i)]
+                       : hash_block(hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
+                                    prompt.salt);
+    const BlockId block = prefix_cache_.find(hash);
+    if (block == kNoBlock) break;
     ++match.num_hit_blocks;
-    if (device_.meta(it->second).ref_count == 0) ++match.num_free_hit_blocks;
+    if (device_.meta(block).ref_count == 0) ++match.num_free_hit_blocks;
+    if (hits) hits->push_back(block);
   }
   match.num_cached_tokens = match.num_hit_blocks * block_size;
   return match;
@@ -115,7 +126,8 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
                        std::to_string(num_tokens) + " outside [1, prompt length " +
                        std::to_string(prompt_len) + "]");
   }
-  const PrefixMatch match = match_prefix(prompt);
+  scratch_hits_.clear();
+  const PrefixMatch match = match_prefix(prompt, &scratch_hits_);
   const int32_t slots = std::max(num_tokens, match.num_cached_tokens);
   const int32_t consumed = blocks_for_tokens(slots) - match.num_hit_blocks + match.num_free_hit_blocks;
   if (consumed > device_.num_free()) {
@@ -125,20 +137,16 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
   }
 
   // Checks done; from here on nothing throws (short of memory exhaustion).
-  const int32_t block_size = config_.block_size;
   SequenceKv& state = sequences_[seq];
   state.salt = prompt.salt;
   state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
-  state.tail_tokens.reserve(static_cast<size_t>(block_size));
-  // Walk the chain again to take the hit blocks; match_prefix stopped at the same place.
-  for (int32_t i = 0; i < match.num_hit_blocks; ++i) {
-    state.last_full_hash = hash_block(
-        state.last_full_hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
-        prompt.salt);
-    const BlockId block = prefix_cache_.at(state.last_full_hash);
+  for (const BlockId block : scratch_hits_) {
     revive_device_block(block);
     state.block_table.push_back(block);
   }
+  const BlockHash parent =
+      scratch_hits_.empty() ? kRootBlockHash : device_.meta(scratch_hits_.back()).hash;
+  state.tail_hasher.reset(parent, prompt.salt);
   state.num_tokens = match.num_cached_tokens;
   prefix_query_tokens_ += prompt_len;
   prefix_hit_tokens_ += match.num_cached_tokens;
@@ -162,8 +170,11 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
 // --- growth ------------------------------------------------------------------------------------
 
 int32_t KvCacheManager::num_blocks_to_append(SeqId seq, int32_t num_new_tokens) const {
-  const SequenceKv& state = sequence(seq);
   if (num_new_tokens < 0) throw KvCacheError("kv cache: negative token count for " + seq_name(seq));
+  return num_blocks_to_append(sequence(seq), num_new_tokens);
+}
+
+int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const {
   if (num_new_tokens == 0) return 0;
   const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
                              static_cast<int32_t>(state.block_table.size());
@@ -182,7 +193,7 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
   if (state.tier != Tier::device) {
     throw KvCacheError("kv cache: append to " + seq_name(seq) + ", which is swapped out");
   }
-  const int32_t needed = num_blocks_to_append(seq, static_cast<int32_t>(tokens.size()));
+  const int32_t needed = num_blocks_to_append(state, static_cast<int32_t>(tokens.size()));
   if (needed > device_.num_free()) {
     throw KvCacheFullError("kv cache: append to " + seq_name(seq) + " needs " +
                            std::to_string(needed) + " free device blocks, " +
@@ -234,7 +245,7 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
     ++device_slots_filled_;
     ++state.num_tokens;
     if (config_.enable_prefix_caching) {
-      state.tail_tokens.push_back(token);
+      state.tail_hasher.add(token);
       if (offset + 1 == block_size) register_full_block(state, last, cached);
     }
   }
@@ -242,17 +253,15 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
 
 void KvCacheManager::register_full_block(SequenceKv& state, BlockId block,
                                          std::vector<BlockId>* cached) {
-  PAGEDLLM_ASSERT(static_cast<int32_t>(state.tail_tokens.size()) == config_.block_size,
-                  "hashing a block that is not full");
-  state.last_full_hash = hash_block(state.last_full_hash, state.tail_tokens, state.salt);
-  state.tail_tokens.clear();
+  PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == config_.block_size, "hashing a block that is not full");
+  const BlockHash hash = state.tail_hasher.finish();
+  state.tail_hasher.reset(hash, state.salt);
   BlockMeta& meta = device_.meta(block);
-  meta.hash = state.last_full_hash;
+  meta.hash = hash;
   meta.has_hash = true;
   meta.num_hashed_tokens = state.num_tokens;
   // The first block to hold a prefix stays its cache entry; a later duplicate is left uncached.
-  const auto [it, inserted] = prefix_cache_.try_emplace(meta.hash, block);
-  if (!inserted) return;
+  if (!prefix_cache_.insert(hash, block)) return;
   meta.is_cached = true;
   if (cached) cached->push_back(block);
 }
@@ -366,13 +375,11 @@ KvCacheManager::SwapInPlan KvCacheManager::plan_swap_in(std::span<const SeqId> g
   plan.cached_device_block.assign(plan.blocks.size(), kNoBlock);
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     const BlockMeta& host_meta = host_.meta(plan.blocks[i].block);
-    const auto hit = host_meta.has_hash ? prefix_cache_.find(host_meta.hash) : prefix_cache_.end();
-    if (hit == prefix_cache_.end()) {
-      ++plan.num_free_blocks_needed;
-      continue;
-    }
-    plan.cached_device_block[i] = hit->second;
-    if (device_.meta(hit->second).ref_count == 0) ++plan.num_free_blocks_needed;
+    const BlockId hit = host_meta.has_hash && config_.enable_prefix_caching
+                            ? prefix_cache_.find(host_meta.hash)
+                            : kNoBlock;
+    plan.cached_device_block[i] = hit;
+    if (hit == kNoBlock || device_.meta(hit).ref_count == 0) ++plan.num_free_blocks_needed;
   }
   return plan;
 }
@@ -421,7 +428,7 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
       target.has_hash = true;
       target.num_hashed_tokens = source.num_hashed_tokens;
       if (config_.enable_prefix_caching) {
-        target.is_cached = prefix_cache_.try_emplace(source.hash, device_block).second;
+        target.is_cached = prefix_cache_.insert(source.hash, device_block);
       }
     }
     moves.push_back(BlockMove{entry.block, device_block});
@@ -447,12 +454,12 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
 
 int32_t KvCacheManager::reset_prefix_cache() {
   int32_t uncached = 0;
-  for (const auto& [hash, block] : prefix_cache_) {
+  prefix_cache_.for_each([&](const BlockHash&, BlockId block) {
     BlockMeta& meta = device_.meta(block);
     meta.is_cached = false;
     if (meta.ref_count == 0) --num_cached_free_;
     ++uncached;
-  }
+  });
   prefix_cache_.clear();
   PAGEDLLM_ASSERT(num_cached_free_ == 0, "cached-free count out of step after reset");
   if (event_log_) event_log_->reset_prefix_cache(uncached);
@@ -528,7 +535,7 @@ KvStats KvCacheManager::stats() const {
   stats.num_sequences = static_cast<int32_t>(sequences_.size());
   stats.device_blocks_total = device_.num_blocks();
   stats.device_blocks_free = device_.num_free();
-  stats.device_blocks_cached = static_cast<int32_t>(prefix_cache_.size());
+  stats.device_blocks_cached = prefix_cache_.size();
   stats.device_blocks_cached_free = num_cached_free_;
   stats.host_blocks_total = host_.num_blocks();
   stats.host_blocks_free = host_.num_free();

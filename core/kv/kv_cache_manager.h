@@ -25,6 +25,7 @@
 #include "core/kv/block_pool.h"
 #include "core/kv/kv_cache_config.h"
 #include "core/kv/kv_event_log.h"
+#include "core/kv/prefix_index.h"
 
 namespace pagedllm::kv {
 
@@ -37,6 +38,9 @@ std::ostream& operator<<(std::ostream& out, AllocStatus status);
 struct PromptRef {
   std::span<const TokenId> tokens;
   uint64_t salt = 0;  // requests with different salts never share blocks
+  // Optional: hash_prompt_blocks(tokens, block_size, salt), computed once by a caller that looks
+  // the same prompt up repeatedly. Empty: the manager hashes the tokens itself.
+  std::span<const BlockHash> block_hashes = {};
 };
 
 struct PrefixMatch {
@@ -142,9 +146,8 @@ class KvCacheManager {
 
  private:
   struct SequenceKv {
-    std::vector<BlockId> block_table;   // ids in `tier`, one per block_size tokens
-    std::vector<TokenId> tail_tokens;   // tokens of the last block until it fills (for its hash)
-    BlockHash last_full_hash = kRootBlockHash;  // chain hash up to the last full block
+    std::vector<BlockId> block_table;  // ids in `tier`, one per block_size tokens
+    BlockHasher tail_hasher;           // hash state of the unfinished last block
     uint64_t salt = 0;
     int32_t num_tokens = 0;
     Tier tier = Tier::device;
@@ -165,6 +168,9 @@ class KvCacheManager {
   };
 
   SwapInPlan plan_swap_in(std::span<const SeqId> group) const;
+  // The prefix match, with the hit blocks' ids when `hits` is given.
+  PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
+  int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
   const SequenceKv& sequence(SeqId seq) const;
   SequenceKv& sequence(SeqId seq);
   BlockPool& pool(Tier tier) { return tier == Tier::device ? device_ : host_; }
@@ -184,7 +190,7 @@ class KvCacheManager {
   int32_t watermark_blocks_ = 0;
   BlockPool device_;
   BlockPool host_;
-  std::unordered_map<BlockHash, BlockId, BlockHashHasher> prefix_cache_;  // device tier only
+  PrefixIndex prefix_cache_;  // device tier only
   std::unordered_map<SeqId, SequenceKv> sequences_;
   KvEventLog* event_log_ = nullptr;  // not owned; null = no log
 
@@ -194,7 +200,8 @@ class KvCacheManager {
   int64_t prefix_hit_tokens_ = 0;
   int64_t evictions_ = 0;
 
-  // Scratch for logging, reused so that logging allocates nothing per event.
+  // Scratch buffers reused across calls, so that the hot paths allocate nothing.
+  std::vector<BlockId> scratch_hits_;
   std::vector<BlockId> scratch_fresh_;
   std::vector<BlockId> scratch_cached_;
 };

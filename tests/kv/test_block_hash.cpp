@@ -46,3 +46,29 @@ BOOST_AUTO_TEST_CASE(no_collisions_among_many_near_identical_blocks) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(block_hasher)
+
+BOOST_AUTO_TEST_CASE(streaming_equals_one_shot_for_every_length) {
+  const kv::BlockHash parent = kv::hash_block(kv::kRootBlockHash, std::vector<TokenId>{9, 9}, 0);
+  std::vector<TokenId> tokens;
+  kv::BlockHasher hasher(parent, 5);
+  for (TokenId token = 0; token < 33; ++token) {
+    tokens.push_back(token * 31 - 7);
+    hasher.add(tokens.back());
+    BOOST_TEST(hasher.num_tokens() == static_cast<int32_t>(tokens.size()));
+    BOOST_TEST((hasher.finish() == kv::hash_block(parent, tokens, 5)));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(prompt_block_hashes_chain_full_blocks_only) {
+  std::vector<TokenId> tokens(10);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i);
+  const auto hashes = kv::hash_prompt_blocks(tokens, 4, 3);
+  BOOST_REQUIRE(hashes.size() == 2u);
+  const kv::BlockHash first = kv::hash_block(kv::kRootBlockHash, std::span(tokens).first(4), 3);
+  BOOST_TEST((hashes[0] == first));
+  BOOST_TEST((hashes[1] == kv::hash_block(first, std::span(tokens).subspan(4, 4), 3)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

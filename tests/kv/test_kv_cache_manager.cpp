@@ -151,6 +151,18 @@ BOOST_AUTO_TEST_CASE(prefix_hits_share_full_blocks_and_stop_one_token_short) {
   manager.check_invariants();
 }
 
+BOOST_AUTO_TEST_CASE(precomputed_prompt_hashes_give_the_same_hits) {
+  kv::KvCacheManager manager(small_config(16));
+  const Tokens prompt = iota_tokens(13);
+  manager.allocate(1, {prompt}, 13);
+  const auto hashes = kv::hash_prompt_blocks(prompt, 4, 0);
+  BOOST_TEST(manager.match_prefix({prompt, 0, hashes}).num_cached_tokens == 12);
+  BOOST_TEST(manager.allocate(2, {prompt, 0, hashes}, 13) == 12);
+  const std::vector<kv::BlockHash> too_few(hashes.begin(), hashes.begin() + 1);
+  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(3, {prompt, 0, too_few}, 13); },
+                                   "carries 1 block hashes for 3 full blocks");
+}
+
 BOOST_AUTO_TEST_CASE(salted_prompts_never_share) {
   kv::KvCacheManager manager(small_config(16));
   const Tokens prompt = iota_tokens(9);
