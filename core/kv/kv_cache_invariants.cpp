@@ -59,8 +59,12 @@ void KvCacheManager::check_invariants() const {
   std::vector<int32_t> device_refs(static_cast<size_t>(device_.num_blocks()), 0);
   std::vector<int32_t> host_refs(static_cast<size_t>(host_.num_blocks()), 0);
 
-  for (const auto& [seq, state] : sequences_) {
-    const std::string name = "sequence " + std::to_string(seq);
+  int32_t num_live = 0;
+  for (const SequenceKv& state : sequence_slots_) {
+    if (!state.live) continue;
+    ++num_live;
+    const std::string name = "sequence " + std::to_string(state.id);
+    if (find_sequence(state.id) != &state) fail(name + " is not indexed at its slot");
     if (static_cast<int32_t>(state.block_table.size()) != blocks_for_tokens(state.num_tokens)) {
       fail(name + " holds " + std::to_string(state.block_table.size()) + " blocks for " +
            std::to_string(state.num_tokens) + " tokens");
@@ -84,6 +88,7 @@ void KvCacheManager::check_invariants() const {
       }
     }
   }
+  if (num_live != static_cast<int32_t>(sequence_index_.size())) fail("sequence index size out of step");
   check_pool(device_, device_refs);
   check_pool(host_, host_refs);
 
@@ -101,7 +106,7 @@ void KvCacheManager::check_invariants() const {
       fail("cached block " + std::to_string(block) + " is not the cache entry for its hash");
     }
   }
-  if (cached != prefix_cache_.size()) {
+  if (cached != static_cast<int32_t>(prefix_cache_.size())) {
     fail("prefix cache has " + std::to_string(prefix_cache_.size()) + " entries but " +
          std::to_string(cached) + " blocks are marked cached");
   }

@@ -1,9 +1,11 @@
 #include "core/kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <utility>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "core/common/check.h"
 #include "core/kv/kv_errors.h"
@@ -55,18 +57,60 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvEventLog* event_lo
       prefix_cache_(config.enable_prefix_caching ? config.num_device_blocks : 0),
       event_log_(event_log) {}
 
+uint64_t KvCacheManager::SeqIdBits::operator()(SeqId seq) const {
+  // The MurmurHash3 finalizer: consecutive ids land far apart.
+  auto x = static_cast<uint64_t>(seq);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
 // --- lookups -----------------------------------------------------------------------------------
 
+const KvCacheManager::SequenceKv* KvCacheManager::find_sequence(SeqId seq) const {
+  const int32_t slot = sequence_index_.find(seq);
+  return slot == SequenceIndex::kAbsent ? nullptr : &sequence_slots_[static_cast<size_t>(slot)];
+}
+
 const KvCacheManager::SequenceKv& KvCacheManager::sequence(SeqId seq) const {
-  const auto it = sequences_.find(seq);
-  if (it == sequences_.end()) throw KvCacheError("kv cache: unknown " + seq_name(seq));
-  return it->second;
+  const SequenceKv* state = find_sequence(seq);
+  if (state == nullptr) throw KvCacheError("kv cache: unknown " + seq_name(seq));
+  return *state;
 }
 
 KvCacheManager::SequenceKv& KvCacheManager::sequence(SeqId seq) {
-  const auto it = sequences_.find(seq);
-  if (it == sequences_.end()) throw KvCacheError("kv cache: unknown " + seq_name(seq));
-  return it->second;
+  return const_cast<SequenceKv&>(std::as_const(*this).sequence(seq));
+}
+
+KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
+  int32_t slot = 0;
+  if (free_sequence_slots_.empty()) {
+    slot = static_cast<int32_t>(sequence_slots_.size());
+    sequence_slots_.emplace_back();
+  } else {
+    slot = free_sequence_slots_.back();
+    free_sequence_slots_.pop_back();
+  }
+  const bool inserted = sequence_index_.insert(seq, slot);
+  PAGEDLLM_ASSERT(inserted, "sequence added twice");
+  SequenceKv& state = sequence_slots_[static_cast<size_t>(slot)];
+  state.block_table.clear();  // keeps its capacity: a reused slot allocates nothing
+  state.tail_hasher = BlockHasher();
+  state.id = seq;
+  state.salt = 0;
+  state.num_tokens = 0;
+  state.tier = Tier::device;
+  state.live = true;
+  return state;
+}
+
+void KvCacheManager::remove_sequence(SeqId seq) {
+  const int32_t slot = sequence_index_.find(seq);
+  PAGEDLLM_ASSERT(slot != SequenceIndex::kAbsent, "removing an unknown sequence");
+  sequence_index_.erase(seq);
+  sequence_slots_[static_cast<size_t>(slot)].live = false;
+  free_sequence_slots_.push_back(slot);
 }
 
 int32_t KvCacheManager::blocks_for_tokens(int64_t num_tokens) const {
@@ -116,7 +160,7 @@ AllocStatus KvCacheManager::can_allocate(PromptRef prompt, int32_t num_tokens) c
 }
 
 int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens) {
-  if (sequences_.contains(seq)) {
+  if (contains(seq)) {
     throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ", which already holds blocks");
   }
   const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
@@ -137,7 +181,7 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
   }
 
   // Checks done; from here on nothing throws (short of memory exhaustion).
-  SequenceKv& state = sequences_[seq];
+  SequenceKv& state = add_sequence(seq);
   state.salt = prompt.salt;
   state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
   for (const BlockId block : scratch_hits_) {
@@ -269,22 +313,26 @@ void KvCacheManager::register_full_block(SequenceKv& state, BlockId block,
 void KvCacheManager::fork(SeqId parent, SeqId child) {
   if (parent == child) throw KvCacheError("kv cache: fork of " + seq_name(parent) + " onto itself");
   const SequenceKv& source = sequence(parent);
-  if (sequences_.contains(child)) {
+  if (contains(child)) {
     throw KvCacheError("kv cache: fork into " + seq_name(child) + ", which already holds blocks");
   }
-  SequenceKv copy = source;
+  SequenceKv& copy = add_sequence(child);  // slots live in a deque: `source` stays valid
+  copy.block_table = source.block_table;
+  copy.tail_hasher = source.tail_hasher;
+  copy.salt = source.salt;
+  copy.num_tokens = source.num_tokens;
+  copy.tier = source.tier;
   BlockPool& tier_pool = pool(copy.tier);
   for (const BlockId block : copy.block_table) tier_pool.acquire(block);
-  sequences_.emplace(child, std::move(copy));
   if (event_log_) event_log_->fork(parent, child);
 }
 
 void KvCacheManager::free(SeqId seq) {
-  const auto it = sequences_.find(seq);
-  if (it == sequences_.end()) {
+  const SequenceKv* found = find_sequence(seq);
+  if (found == nullptr) {
     throw KvCacheError("kv cache: free of unknown " + seq_name(seq) + " (double free?)");
   }
-  const SequenceKv& state = it->second;
+  const SequenceKv& state = *found;
   const std::vector<BlockId>& table = state.block_table;
   // Release the tail first so that it reaches the free list first and is evicted first.
   for (auto block = table.rbegin(); block != table.rend(); ++block) {
@@ -295,7 +343,7 @@ void KvCacheManager::free(SeqId seq) {
     }
   }
   if (event_log_) event_log_->free(seq, state.tier, table);
-  sequences_.erase(it);
+  remove_sequence(seq);
 }
 
 // --- swap --------------------------------------------------------------------------------------
@@ -361,7 +409,7 @@ std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
     for (int32_t r = 0; r < entry->refs; ++r) release_device_block(entry->block);
   }
   for (const SeqId seq : group) {
-    SequenceKv& state = sequences_.at(seq);
+    SequenceKv& state = sequence(seq);
     for (BlockId& block : state.block_table) block = device_to_host.at(block);
     state.tier = Tier::host;
   }
@@ -438,7 +486,7 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
     for (int32_t r = 0; r < entry.refs; ++r) host_.release(entry.block);
   }
   for (const SeqId seq : group) {
-    SequenceKv& state = sequences_.at(seq);
+    SequenceKv& state = sequence(seq);
     for (BlockId& block : state.block_table) block = host_to_device.at(block);
     state.tier = Tier::device;
   }
@@ -472,7 +520,8 @@ BlockId KvCacheManager::take_device_block() {
   const BlockId block = device_.allocate();
   BlockMeta& meta = device_.meta(block);
   if (meta.is_cached) {
-    prefix_cache_.erase(meta.hash);
+    const bool erased = prefix_cache_.erase(meta.hash);
+    PAGEDLLM_ASSERT(erased, "cached block missing from the prefix index");
     --num_cached_free_;
     ++evictions_;
     if (event_log_) event_log_->evict(block);
@@ -523,8 +572,10 @@ int64_t KvCacheManager::slot(SeqId seq, int32_t position) const {
 
 std::vector<SeqId> KvCacheManager::sequence_ids() const {
   std::vector<SeqId> ids;
-  ids.reserve(sequences_.size());
-  for (const auto& entry : sequences_) ids.push_back(entry.first);
+  ids.reserve(sequence_index_.size());
+  for (const SequenceKv& state : sequence_slots_) {
+    if (state.live) ids.push_back(state.id);
+  }
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -532,10 +583,10 @@ std::vector<SeqId> KvCacheManager::sequence_ids() const {
 KvStats KvCacheManager::stats() const {
   KvStats stats;
   stats.block_size = config_.block_size;
-  stats.num_sequences = static_cast<int32_t>(sequences_.size());
+  stats.num_sequences = static_cast<int32_t>(sequence_index_.size());
   stats.device_blocks_total = device_.num_blocks();
   stats.device_blocks_free = device_.num_free();
-  stats.device_blocks_cached = prefix_cache_.size();
+  stats.device_blocks_cached = static_cast<int32_t>(prefix_cache_.size());
   stats.device_blocks_cached_free = num_cached_free_;
   stats.host_blocks_total = host_.num_blocks();
   stats.host_blocks_free = host_.num_free();

@@ -14,10 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "core/common/types.h"
@@ -127,7 +127,7 @@ class KvCacheManager {
   int32_t reset_prefix_cache();
 
   // --- inspection ------------------------------------------------------------------------------
-  bool contains(SeqId seq) const { return sequences_.contains(seq); }
+  bool contains(SeqId seq) const { return find_sequence(seq) != nullptr; }
   bool is_swapped(SeqId seq) const;
   std::span<const BlockId> block_table(SeqId seq) const;
   int32_t num_tokens(SeqId seq) const;
@@ -148,10 +148,17 @@ class KvCacheManager {
   struct SequenceKv {
     std::vector<BlockId> block_table;  // ids in `tier`, one per block_size tokens
     BlockHasher tail_hasher;           // hash state of the unfinished last block
+    SeqId id = 0;
     uint64_t salt = 0;
     int32_t num_tokens = 0;
     Tier tier = Tier::device;
+    bool live = false;                 // false: a free slot awaiting reuse
   };
+
+  struct SeqIdBits {
+    uint64_t operator()(SeqId seq) const;  // mixes the id: sequential ids must spread out
+  };
+  using SequenceIndex = FlatIndex<SeqId, SeqIdBits>;
 
   // Distinct blocks of a group, in first-use order, with how many of the group's tables hold each.
   struct GroupBlock {
@@ -171,8 +178,11 @@ class KvCacheManager {
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
   int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
-  const SequenceKv& sequence(SeqId seq) const;
+  const SequenceKv* find_sequence(SeqId seq) const;
+  const SequenceKv& sequence(SeqId seq) const;  // throws KvCacheError naming an unknown seq
   SequenceKv& sequence(SeqId seq);
+  SequenceKv& add_sequence(SeqId seq);
+  void remove_sequence(SeqId seq);
   BlockPool& pool(Tier tier) { return tier == Tier::device ? device_ : host_; }
   std::vector<GroupBlock> group_blocks(std::span<const SeqId> group, Tier expected_tier) const;
   int32_t blocks_for_tokens(int64_t num_tokens) const;
@@ -191,7 +201,9 @@ class KvCacheManager {
   BlockPool device_;
   BlockPool host_;
   PrefixIndex prefix_cache_;  // device tier only
-  std::unordered_map<SeqId, SequenceKv> sequences_;
+  SequenceIndex sequence_index_;             // seq -> index into sequence_slots_
+  std::deque<SequenceKv> sequence_slots_;     // stable addresses; freed slots are reused
+  std::vector<int32_t> free_sequence_slots_;
   KvEventLog* event_log_ = nullptr;  // not owned; null = no log
 
   int32_t num_cached_free_ = 0;

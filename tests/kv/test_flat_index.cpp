@@ -4,6 +4,7 @@
 #include <random>
 #include <tuple>
 
+#include "core/kv/block_pool.h"
 #include "core/kv/prefix_index.h"
 
 namespace kv = pagedllm::kv;
@@ -21,7 +22,7 @@ struct HashLess {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(prefix_index)
+BOOST_AUTO_TEST_SUITE(flat_index)
 
 BOOST_AUTO_TEST_CASE(insert_find_erase) {
   kv::PrefixIndex index(4);
@@ -33,13 +34,14 @@ BOOST_AUTO_TEST_CASE(insert_find_erase) {
   BOOST_TEST(!index.insert(a, 12));  // present: unchanged
   BOOST_TEST(index.find(a) == 10);
   BOOST_TEST(index.find(b) == 11);
-  index.erase(a);
+  BOOST_TEST(index.erase(a));
+  BOOST_TEST(!index.erase(a));
   BOOST_TEST(index.find(a) == kv::kNoBlock);
   BOOST_TEST(index.find(b) == 11);  // shifted back into a's slot, still found
-  BOOST_TEST(index.size() == 1);
+  BOOST_TEST(index.size() == 1u);
   index.clear();
   BOOST_TEST(index.find(b) == kv::kNoBlock);
-  BOOST_TEST(index.size() == 0);
+  BOOST_TEST(index.size() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(matches_a_reference_map_under_random_churn) {
@@ -52,7 +54,7 @@ BOOST_AUTO_TEST_CASE(matches_a_reference_map_under_random_churn) {
     const kv::BlockHash hash = clashing_hash((rng() % 16) * 16 + 250, rng() % 96);
     const auto it = reference.find(hash);
     if (it != reference.end() && rng() % 2 == 0) {
-      index.erase(hash);
+      BOOST_REQUIRE(index.erase(hash));
       reference.erase(it);
     } else if (it == reference.end() && static_cast<int32_t>(reference.size()) < kMaxEntries) {
       const auto block = static_cast<kv::BlockId>(rng() % 1000);
@@ -61,7 +63,7 @@ BOOST_AUTO_TEST_CASE(matches_a_reference_map_under_random_churn) {
     }
     if (op % 97 == 0) {
       for (const auto& [key, block] : reference) BOOST_REQUIRE(index.find(key) == block);
-      BOOST_REQUIRE(index.size() == static_cast<int32_t>(reference.size()));
+      BOOST_REQUIRE(index.size() == reference.size());
     }
     BOOST_REQUIRE(index.find(hash) == (reference.contains(hash) ? reference.at(hash) : kv::kNoBlock));
   }
@@ -71,6 +73,20 @@ BOOST_AUTO_TEST_CASE(matches_a_reference_map_under_random_churn) {
     ++visited;
   });
   BOOST_TEST(visited == static_cast<int32_t>(reference.size()));
+}
+
+BOOST_AUTO_TEST_CASE(grows_past_its_expected_size) {
+  struct Identity {
+    uint64_t operator()(int64_t key) const { return static_cast<uint64_t>(key); }
+  };
+  kv::FlatIndex<int64_t, Identity> index;  // expects nothing: must grow many times
+  for (int64_t key = 0; key < 10000; ++key) BOOST_REQUIRE(index.insert(key * 1024, static_cast<int32_t>(key)));
+  BOOST_TEST(index.size() == 10000u);
+  for (int64_t key = 0; key < 10000; ++key) BOOST_REQUIRE(index.find(key * 1024) == key);
+  for (int64_t key = 0; key < 10000; key += 2) BOOST_REQUIRE(index.erase(key * 1024));
+  for (int64_t key = 0; key < 10000; ++key) {
+    BOOST_REQUIRE(index.find(key * 1024) == (key % 2 ? key : kv::FlatIndex<int64_t, Identity>::kAbsent));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
