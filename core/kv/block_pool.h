@@ -23,7 +23,6 @@ enum class Tier : uint8_t { device, host };
 struct BlockMeta {
   BlockHash hash;                 // chained content hash; meaningful only when has_hash
   int32_t ref_count = 0;          // block tables holding this block; 0 <=> on the free list
-  int32_t num_filled = 0;         // slots holding a token's KV (0..block_size)
   int32_t num_hashed_tokens = 0;  // prefix length the hash covers (block index + 1) * block_size
   BlockId prev_free = kNoBlock;   // free-list links, valid only while ref_count == 0
   BlockId next_free = kNoBlock;

@@ -58,6 +58,8 @@ void KvCacheManager::check_invariants() const {
   const int32_t block_size = config_.block_size;
   std::vector<int32_t> device_refs(static_cast<size_t>(device_.num_blocks()), 0);
   std::vector<int32_t> host_refs(static_cast<size_t>(host_.num_blocks()), 0);
+  std::vector<int32_t> device_fills(static_cast<size_t>(device_.num_blocks()), -1);
+  std::vector<int32_t> host_fills(static_cast<size_t>(host_.num_blocks()), -1);
 
   int32_t num_live = 0;
   for (const SequenceKv& state : sequence_slots_) {
@@ -75,17 +77,24 @@ void KvCacheManager::check_invariants() const {
     }
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;
     std::vector<int32_t>& refs = state.tier == Tier::device ? device_refs : host_refs;
+    std::vector<int32_t>& fills = state.tier == Tier::device ? device_fills : host_fills;
     for (size_t i = 0; i < state.block_table.size(); ++i) {
       const BlockId block = state.block_table[i];
       if (block < 0 || block >= tier_pool.num_blocks()) fail(name + " holds an out-of-range block id");
       ++refs[static_cast<size_t>(block)];
-      const int32_t expected_fill =
-          std::min(block_size, state.num_tokens - static_cast<int32_t>(i) * block_size);
-      if (tier_pool.meta(block).num_filled != expected_fill) {
-        fail(name + " block " + std::to_string(block) + " is filled to " +
-             std::to_string(tier_pool.meta(block).num_filled) + ", expected " +
-             std::to_string(expected_fill));
+      // Every holder of a block must agree on how full it is (a shared block is never written).
+      const int32_t fill = block_fill(state, i);
+      int32_t& seen = fills[static_cast<size_t>(block)];
+      if (seen != -1 && seen != fill) {
+        fail(name + " sees block " + std::to_string(block) + " filled to " + std::to_string(fill) +
+             ", another holder to " + std::to_string(seen));
       }
+      seen = fill;
+    }
+    const bool partial = state.num_tokens % block_size != 0;
+    if (state.tier == Tier::device && partial && !state.last_block_maybe_shared &&
+        device_.meta(state.block_table.back()).ref_count > 1) {
+      fail(name + " shares its partial last block without the copy-on-write hint");
     }
   }
   if (num_live != static_cast<int32_t>(sequence_index_.size())) fail("sequence index size out of step");
@@ -97,7 +106,7 @@ void KvCacheManager::check_invariants() const {
   int64_t filled = 0;
   for (BlockId block = 0; block < device_.num_blocks(); ++block) {
     const BlockMeta& meta = device_.meta(block);
-    if (meta.ref_count > 0) filled += meta.num_filled;
+    if (meta.ref_count > 0) filled += device_fills[static_cast<size_t>(block)];
     if (!meta.is_cached) continue;
     ++cached;
     if (meta.ref_count == 0) ++cached_free;

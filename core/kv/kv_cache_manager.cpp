@@ -101,6 +101,7 @@ KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
   state.salt = 0;
   state.num_tokens = 0;
   state.tier = Tier::device;
+  state.last_block_maybe_shared = false;
   state.live = true;
   return state;
 }
@@ -111,6 +112,10 @@ void KvCacheManager::remove_sequence(SeqId seq) {
   sequence_index_.erase(seq);
   sequence_slots_[static_cast<size_t>(slot)].live = false;
   free_sequence_slots_.push_back(slot);
+}
+
+int32_t KvCacheManager::block_fill(const SequenceKv& state, size_t position) const {
+  return std::min(config_.block_size, state.num_tokens - static_cast<int32_t>(position) * config_.block_size);
 }
 
 int32_t KvCacheManager::blocks_for_tokens(int64_t num_tokens) const {
@@ -222,10 +227,14 @@ int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t nu
   if (num_new_tokens == 0) return 0;
   const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
                              static_cast<int32_t>(state.block_table.size());
-  const bool last_block_partial = state.num_tokens % config_.block_size != 0;
-  const bool copy_on_write = last_block_partial && state.tier == Tier::device &&
-                             device_.meta(state.block_table.back()).ref_count > 1;
-  return new_blocks + (copy_on_write ? 1 : 0);
+  return new_blocks + (needs_copy_on_write(state) ? 1 : 0);
+}
+
+bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
+  // Only fork shares a partial block, and fork sets the hint: the common decode append reads no
+  // block metadata at all.
+  return state.last_block_maybe_shared && state.num_tokens % config_.block_size != 0 &&
+         state.tier == Tier::device && device_.meta(state.block_table.back()).ref_count > 1;
 }
 
 bool KvCacheManager::can_append_slots(SeqId seq, int32_t num_new_tokens) const {
@@ -246,17 +255,18 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
   if (tokens.empty()) return std::nullopt;
 
   std::optional<BlockCopy> copy;
-  if (state.num_tokens % config_.block_size != 0 && device_.meta(state.block_table.back()).ref_count > 1) {
-    // Copy-on-write: the shared partial block is copied before this sequence writes into it.
+  if (needs_copy_on_write(state)) {
+    // The shared partial block is copied before this sequence writes into it.
+    const int32_t fill = state.num_tokens % config_.block_size;
     const BlockId src = state.block_table.back();
     const BlockId dst = take_device_block();
-    device_.meta(dst).num_filled = device_.meta(src).num_filled;
-    device_slots_filled_ += device_.meta(dst).num_filled;
-    release_device_block(src);  // stays held by the other sharers
+    device_slots_filled_ += fill;
+    release_device_block(src, fill);  // stays held by the other sharers
     state.block_table.back() = dst;
     copy = BlockCopy{src, dst};
     if (event_log_) event_log_->copy_on_write(seq, *copy);
   }
+  state.last_block_maybe_shared = false;  // copied, or found exclusive
 
   if (event_log_ == nullptr) [[likely]] {
     append_tokens(state, tokens, nullptr, nullptr);
@@ -281,16 +291,13 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
       state.block_table.push_back(block);
       if (fresh) fresh->push_back(block);
     }
-    const BlockId last = state.block_table.back();
-    BlockMeta& meta = device_.meta(last);
-    PAGEDLLM_ASSERT(meta.ref_count == 1, "append into a block that is shared");
-    PAGEDLLM_ASSERT(meta.num_filled == offset, "block fill out of step with the sequence");
-    ++meta.num_filled;
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1,
+                          "append into a block that is shared");
     ++device_slots_filled_;
     ++state.num_tokens;
     if (config_.enable_prefix_caching) {
       state.tail_hasher.add(token);
-      if (offset + 1 == block_size) register_full_block(state, last, cached);
+      if (offset + 1 == block_size) register_full_block(state, state.block_table.back(), cached);
     }
   }
 }
@@ -322,6 +329,8 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   copy.salt = source.salt;
   copy.num_tokens = source.num_tokens;
   copy.tier = source.tier;
+  copy.last_block_maybe_shared = true;
+  sequence(parent).last_block_maybe_shared = true;
   BlockPool& tier_pool = pool(copy.tier);
   for (const BlockId block : copy.block_table) tier_pool.acquire(block);
   if (event_log_) event_log_->fork(parent, child);
@@ -335,11 +344,11 @@ void KvCacheManager::free(SeqId seq) {
   const SequenceKv& state = *found;
   const std::vector<BlockId>& table = state.block_table;
   // Release the tail first so that it reaches the free list first and is evicted first.
-  for (auto block = table.rbegin(); block != table.rend(); ++block) {
+  for (size_t i = table.size(); i-- > 0;) {
     if (state.tier == Tier::device) {
-      release_device_block(*block);
+      release_device_block(table[i], block_fill(state, i));
     } else {
-      host_.release(*block);
+      host_.release(table[i]);
     }
   }
   if (event_log_) event_log_->free(seq, state.tier, table);
@@ -365,10 +374,11 @@ std::vector<KvCacheManager::GroupBlock> KvCacheManager::group_blocks(std::span<c
                          " of " + seq_name(seq) + ", which is already " +
                          (state.tier == Tier::device ? "on the device" : "swapped out"));
     }
-    for (const BlockId block : state.block_table) {
+    for (size_t position = 0; position < state.block_table.size(); ++position) {
+      const BlockId block = state.block_table[position];
       const auto [it, inserted] = index.try_emplace(block, blocks.size());
       if (inserted) {
-        blocks.push_back(GroupBlock{block, 1});
+        blocks.push_back(GroupBlock{block, 1, block_fill(state, position)});
       } else {
         ++blocks[it->second].refs;
       }
@@ -396,7 +406,6 @@ std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
     const BlockMeta& source = device_.meta(entry.block);
     BlockMeta& target = host_.meta(host_block);
     target.ref_count = entry.refs;
-    target.num_filled = source.num_filled;
     target.hash = source.hash;  // kept so that swap-in can offer the block to the cache again
     target.has_hash = source.has_hash;
     target.num_hashed_tokens = source.num_hashed_tokens;
@@ -406,7 +415,7 @@ std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
   }
   // Release in reverse first-use order: a group's tail blocks are evicted before its head.
   for (auto entry = blocks.rbegin(); entry != blocks.rend(); ++entry) {
-    for (int32_t r = 0; r < entry->refs; ++r) release_device_block(entry->block);
+    for (int32_t r = 0; r < entry->refs; ++r) release_device_block(entry->block, entry->fill);
   }
   for (const SeqId seq : group) {
     SequenceKv& state = sequence(seq);
@@ -468,8 +477,7 @@ std::vector<BlockMove> KvCacheManager::swap_in(std::span<const SeqId> group) {
     const BlockMeta& source = host_.meta(entry.block);
     BlockMeta& target = device_.meta(device_block);
     target.ref_count = entry.refs;
-    target.num_filled = source.num_filled;
-    device_slots_filled_ += source.num_filled;
+    device_slots_filled_ += entry.fill;
     if (source.has_hash) {
       // Not in the cache (checked above): this copy becomes the cache entry again.
       target.hash = source.hash;
@@ -526,7 +534,6 @@ BlockId KvCacheManager::take_device_block() {
     ++evictions_;
     if (event_log_) event_log_->evict(block);
   }
-  meta.num_filled = 0;
   meta.num_hashed_tokens = 0;
   meta.has_hash = false;
   meta.is_cached = false;
@@ -535,17 +542,18 @@ BlockId KvCacheManager::take_device_block() {
 
 void KvCacheManager::revive_device_block(BlockId block) {
   BlockMeta& meta = device_.meta(block);
+  PAGEDLLM_ASSERT(meta.has_hash, "only full, hashed blocks are shared by content");
   if (meta.ref_count == 0) {
-    device_slots_filled_ += meta.num_filled;
+    device_slots_filled_ += config_.block_size;
     if (meta.is_cached) --num_cached_free_;
   }
   device_.acquire(block);
 }
 
-void KvCacheManager::release_device_block(BlockId block) {
+void KvCacheManager::release_device_block(BlockId block, int32_t fill) {
   if (!device_.release(block)) return;
   const BlockMeta& meta = device_.meta(block);
-  device_slots_filled_ -= meta.num_filled;
+  device_slots_filled_ -= fill;
   if (meta.is_cached) ++num_cached_free_;
   PAGEDLLM_ASSERT(device_slots_filled_ >= 0, "filled-slot count went negative");
 }

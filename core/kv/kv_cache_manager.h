@@ -152,6 +152,7 @@ class KvCacheManager {
     uint64_t salt = 0;
     int32_t num_tokens = 0;
     Tier tier = Tier::device;
+    bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive
     bool live = false;                 // false: a free slot awaiting reuse
   };
 
@@ -164,6 +165,7 @@ class KvCacheManager {
   struct GroupBlock {
     BlockId block;
     int32_t refs;
+    int32_t fill;  // slots holding KV
   };
 
   // For each host block of a swap-in group: the cached device block holding the same content, or
@@ -186,11 +188,13 @@ class KvCacheManager {
   BlockPool& pool(Tier tier) { return tier == Tier::device ? device_ : host_; }
   std::vector<GroupBlock> group_blocks(std::span<const SeqId> group, Tier expected_tier) const;
   int32_t blocks_for_tokens(int64_t num_tokens) const;
+  int32_t block_fill(const SequenceKv& state, size_t position) const;  // filled slots of table[position]
+  bool needs_copy_on_write(const SequenceKv& state) const;
 
   // Takes a device block, evicting its cached content if any; the block is returned reset.
   BlockId take_device_block();
   void revive_device_block(BlockId block);    // acquire + slot accounting
-  void release_device_block(BlockId block);   // release + slot and cache accounting
+  void release_device_block(BlockId block, int32_t fill);  // release + slot and cache accounting
   void register_full_block(SequenceKv& seq, BlockId block, std::vector<BlockId>* cached);
   // Appends tokens to a device sequence whose free blocks were checked by the caller.
   void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens,
