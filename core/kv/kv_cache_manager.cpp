@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/common/check.h"
 #include "core/kv/kv_errors.h"
@@ -430,13 +431,16 @@ KvCacheManager::SwapInPlan KvCacheManager::plan_swap_in(std::span<const SeqId> g
   SwapInPlan plan;
   plan.blocks = group_blocks(group, Tier::host);
   plan.cached_device_block.assign(plan.blocks.size(), kNoBlock);
+  std::unordered_set<BlockId> revived;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     const BlockMeta& host_meta = host_.meta(plan.blocks[i].block);
     const BlockId hit = host_meta.has_hash && config_.enable_prefix_caching
                             ? prefix_cache_.find(host_meta.hash)
                             : kNoBlock;
     plan.cached_device_block[i] = hit;
-    if (hit == kNoBlock || device_.meta(hit).ref_count == 0) ++plan.num_free_blocks_needed;
+    // Two host copies of one content (sequences that filled equal blocks apart) revive one block.
+    const bool free_hit = hit != kNoBlock && device_.meta(hit).ref_count == 0 && revived.insert(hit).second;
+    if (hit == kNoBlock || free_hit) ++plan.num_free_blocks_needed;
   }
   return plan;
 }

@@ -394,6 +394,23 @@ BOOST_AUTO_TEST_CASE(swap_in_copies_only_what_the_device_lost) {
   manager.check_invariants();
 }
 
+BOOST_AUTO_TEST_CASE(swap_in_counts_one_revived_block_once) {
+  // Found by the property test: two host copies of one content revive a single device block.
+  kv::KvCacheManager manager(small_config(8, 8));
+  manager.allocate(1, {Tokens{1, 2}}, 2);
+  manager.fork(1, 2);
+  manager.append_slots(1, Tokens{3, 4});  // copy-on-write: seq 1's block is cached
+  manager.append_slots(2, Tokens{3, 4});  // seq 2 fills the original: same content, uncached
+  const std::vector<SeqId> group{1, 2};
+  manager.swap_out(group);
+  manager.allocate(3, {iota_tokens(28, 500)}, 28);  // every free block but the cached one
+  BOOST_TEST(manager.stats().device_blocks_free == 1);
+  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
+  BOOST_TEST(manager.swap_in(group).empty());
+  BOOST_TEST(table(manager, 1) == table(manager, 2), boost::test_tools::per_element());
+  manager.check_invariants();
+}
+
 BOOST_AUTO_TEST_CASE(swapped_in_blocks_serve_prefix_hits_again) {
   kv::KvCacheManager manager(small_config(3, 4));
   const Tokens prompt = iota_tokens(9);

@@ -1,0 +1,33 @@
+// A generation request as the engine receives it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/sched/sampling_params.h"
+
+namespace pagedllm::sched {
+
+using RequestId = int64_t;
+
+struct Request {
+  RequestId id = 0;
+  std::vector<TokenId> prompt_tokens;
+  SamplingParams params;
+  double arrival_time = 0.0;  // seconds on the engine clock
+  int32_t priority = 0;       // priority policy: lower runs first (as vLLM), ties by arrival
+  uint64_t cache_salt = 0;    // requests with different salts never share prefix-cache blocks
+};
+
+enum class FinishReason : uint8_t {
+  none,      // still running
+  stop,      // EOS or a stop token
+  length,    // max_tokens or the model's context length
+  abort,     // aborted by the client
+  rejected,  // can never fit in the KV cache
+};
+const char* to_string(FinishReason reason);
+
+}  // namespace pagedllm::sched

@@ -1,0 +1,57 @@
+// Per-request sampling parameters, as vLLM's users know them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+
+namespace pagedllm::sched {
+
+struct SamplingParams {
+  int32_t n = 1;                      // parallel samples returned
+  int32_t beam_width = 0;             // > 0: beam search with this many beams (n <= beam_width)
+  float temperature = 1.0f;           // 0 = greedy
+  float top_p = 1.0f;                 // nucleus mass kept, in (0, 1]
+  int32_t top_k = 0;                  // tokens kept; 0 or -1 = all
+  float min_p = 0.0f;                 // drop tokens below min_p * p(max), in [0, 1]
+  float repetition_penalty = 1.0f;    // > 0; 1 = off (divides positive logits of seen tokens)
+  float presence_penalty = 0.0f;      // in [-2, 2]
+  float frequency_penalty = 0.0f;     // in [-2, 2]
+  std::optional<uint64_t> seed;       // per-request random stream; absent = engine-chosen
+  int32_t max_tokens = 16;            // output tokens at most
+  int32_t min_tokens = 0;             // no stop (EOS or stop ids) before this many
+  std::vector<std::string> stop;      // stop strings (matched on detokenized text by the frontend)
+  std::vector<TokenId> stop_token_ids;
+  bool ignore_eos = false;
+  std::optional<int32_t> logprobs;    // top logprobs per output token, 0..20
+
+  bool use_beam_search() const { return beam_width > 0; }
+  // Sequences a group runs at once: beams, or parallel samples.
+  int32_t num_sequences() const { return use_beam_search() ? beam_width : n; }
+};
+
+// A request that cannot be served as asked; the message names the field and the bound.
+class InvalidRequestError : public std::invalid_argument {
+ public:
+  InvalidRequestError(std::string field, const std::string& message)
+      : std::invalid_argument(message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct RequestLimits {
+  int32_t max_model_len = 0;  // prompt + output tokens the model accepts
+  int32_t max_logprobs = 20;
+};
+
+// Throws InvalidRequestError naming the first field out of range. A prompt that with max_tokens
+// exceeds max_model_len is refused with the context length, the prompt and the completion tokens.
+void validate(const SamplingParams& params, int32_t num_prompt_tokens, const RequestLimits& limits);
+
+}  // namespace pagedllm::sched

@@ -1,0 +1,426 @@
+#include "core/sched/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/common/check.h"
+#include "core/kv/kv_errors.h"
+#include "core/sched/policy.h"
+
+namespace pagedllm::sched {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, kv::KvCacheManager& kv) : config_(config), kv_(kv) {
+  validate(config_);
+}
+
+// --- queues ------------------------------------------------------------------------------------
+
+void Scheduler::insert_sorted(Queue& queue, SequenceGroup* group) const {
+  const auto position = std::upper_bound(queue.begin(), queue.end(), group,
+                                         [this](const SequenceGroup* a, const SequenceGroup* b) {
+                                           return runs_before(config_.policy, *a, *b);
+                                         });
+  queue.insert(position, group);
+}
+
+void Scheduler::erase(Queue& queue, const SequenceGroup* group) {
+  const auto it = std::find(queue.begin(), queue.end(), group);
+  PAGEDLLM_ASSERT(it != queue.end(), "group missing from the queue of its state");
+  queue.erase(it);
+}
+
+std::span<const SeqId> Scheduler::unfinished_ids(const SequenceGroup& group) {
+  scratch_ids_.clear();
+  for (const Sequence& seq : group.seqs) {
+    if (!seq.finished()) scratch_ids_.push_back(seq.id);
+  }
+  return scratch_ids_;
+}
+
+// --- admission of new requests -----------------------------------------------------------------
+
+std::string Scheduler::never_fits_reason(const SequenceGroup& group) const {
+  const Sequence& seq = group.seqs.front();
+  const int64_t block_size = kv_.config().block_size;
+  const int64_t usable = kv_.device_pool().num_blocks() - kv_.watermark_blocks();
+  const int64_t prompt = seq.num_tokens();
+  const int64_t max_tokens = group.request.params.max_tokens;
+  const int64_t num_seqs = group.request.params.num_sequences();
+  // Worst case: the prompt's full blocks shared, every sequence's other blocks its own.
+  const int64_t shared = prompt / block_size;
+  const int64_t worst = shared + num_seqs * (ceil_div(prompt + max_tokens, block_size) - shared);
+  if (worst <= usable) return {};
+  return "the request can never fit the KV cache: " + std::to_string(num_seqs) + " sequence(s) of up to " +
+         std::to_string(prompt + max_tokens) + " tokens (" + std::to_string(prompt) + " prompt + " +
+         std::to_string(max_tokens) + " max_tokens) need up to " + std::to_string(worst) + " blocks of " +
+         std::to_string(block_size) + " tokens, the cache has " + std::to_string(usable) +
+         " usable blocks; lower max_tokens or n, or give the cache more memory";
+}
+
+SequenceGroup& Scheduler::add(std::unique_ptr<SequenceGroup> group) {
+  if (!group || group->seqs.size() != 1 || group->state != GroupState::waiting) {
+    throw std::invalid_argument("scheduler: a new group must be waiting with exactly one sequence");
+  }
+  const RequestId id = group->request.id;
+  if (groups_.contains(id)) throw std::invalid_argument("scheduler: request id " + std::to_string(id) + " is in use");
+  SequenceGroup& added = *group;
+  groups_.emplace(id, std::move(group));
+  const std::string reason = never_fits_reason(added);
+  if (!reason.empty()) {
+    added.state = GroupState::finished;
+    added.finish_reason = FinishReason::rejected;
+    added.finish_message = reason;
+    return added;
+  }
+  insert_sorted(waiting_, &added);
+  return added;
+}
+
+// --- the step ----------------------------------------------------------------------------------
+
+StepPlan Scheduler::schedule(int64_t step, double now) {
+  StepPlan plan;
+  plan.step = step;
+  current_step_ = step;
+  StepState state{&plan, now, config_.max_num_batched_tokens, config_.max_num_seqs};
+  if (config_.policy == SchedulingPolicy::priority) preempt_for_priority(state);
+  schedule_running(state, /*prefilling=*/false);
+  schedule_running(state, /*prefilling=*/true);
+  if (!state.preempted_any) schedule_swapped(state);
+  if (!state.preempted_any && swapped_.empty()) schedule_waiting(state);
+  return plan;
+}
+
+void Scheduler::schedule_running(StepState& state, bool prefilling) {
+  scratch_groups_.assign(running_.begin(), running_.end());
+  for (SequenceGroup* group : scratch_groups_) {
+    if (group->state != GroupState::running || scheduled_now(*group)) continue;
+    if (group->is_prefilling() != prefilling) continue;
+    if (try_schedule(state, *group) == Outcome::out_of_blocks) preempt(state, *group);
+  }
+}
+
+void Scheduler::schedule_swapped(StepState& state) {
+  scratch_groups_.assign(swapped_.begin(), swapped_.end());
+  for (SequenceGroup* group : scratch_groups_) {
+    const std::span<const SeqId> ids = unfinished_ids(*group);
+    const auto num_seqs = static_cast<int32_t>(ids.size());
+    if (num_seqs > state.seq_budget || num_seqs > state.token_budget) break;
+    if (kv_.can_swap_in(ids) != kv::AllocStatus::ok) break;
+    // Room for every sequence's next slot afterwards, or it would be preempted again at once.
+    if (kv_.stats().device_blocks_free - kv_.num_free_blocks_to_swap_in(ids) < num_seqs) break;
+    const std::vector<kv::BlockMove> moves = kv_.swap_in(ids);
+    state.plan->swap_in.insert(state.plan->swap_in.end(), moves.begin(), moves.end());
+    erase(swapped_, group);
+    group->state = GroupState::running;
+    insert_sorted(running_, group);
+    try_schedule(state, *group);
+  }
+}
+
+void Scheduler::schedule_waiting(StepState& state) {
+  scratch_groups_.assign(waiting_.begin(), waiting_.end());
+  for (SequenceGroup* group : scratch_groups_) {
+    const Outcome outcome = admit(state, *group);
+    // Head-of-line: a waiting group that does not fit now holds the ones behind it (FCFS order).
+    if (outcome != Outcome::scheduled && outcome != Outcome::rejected) break;
+  }
+}
+
+void Scheduler::preempt_for_priority(StepState& state) {
+  // A waiting request of strictly higher priority than the last running one takes its blocks.
+  while (!waiting_.empty() && !running_.empty()) {
+    SequenceGroup& head = *waiting_.front();
+    SequenceGroup& tail = *running_.back();
+    if (head.request.priority >= tail.request.priority) break;
+    const Sequence& seq = head.seqs.front();
+    const int32_t first_chunk = std::min(seq.num_tokens(), config_.max_num_batched_tokens);
+    if (kv_.can_allocate({seq.tokens, head.request.cache_salt}, first_chunk) != kv::AllocStatus::later) break;
+    preempt(state, tail);
+  }
+  state.preempted_any = false;  // these preemptions make room for admission, not against it
+}
+
+Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& group) {
+  const int32_t block_size = kv_.config().block_size;
+  scratch_new_tokens_.assign(group.seqs.size(), 0);
+  int32_t num_seqs = 0;
+  int32_t total_tokens = 0;
+  int32_t blocks = 0;
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    const Sequence& seq = group.seqs[i];
+    if (seq.finished()) continue;
+    const int32_t tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), state.token_budget - total_tokens,
+                                       block_size, config_.enable_chunked_prefill});
+    if (tokens == 0) return Outcome::out_of_budget;
+    scratch_new_tokens_[i] = tokens;
+    total_tokens += tokens;
+    blocks += kv_.num_blocks_to_append(seq.id, tokens);
+    ++num_seqs;
+  }
+  if (num_seqs == 0) return Outcome::out_of_budget;
+  if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
+  if (blocks > kv_.stats().device_blocks_free && !make_room(state, group, blocks)) {
+    // Nobody left to preempt: a single prompt may still compute the part that fits.
+    const Sequence* only = num_seqs == 1 && group.is_prefilling() ? &group.seqs.front() : nullptr;
+    if (only == nullptr || only->finished()) return Outcome::out_of_blocks;
+    const int32_t free_slots = kv_.stats().device_blocks_free * block_size +
+                               (block_size - only->num_computed_tokens % block_size) % block_size;
+    const int32_t tokens = plan_chunk({only->num_computed_tokens, only->num_tokens(),
+                                       std::min(free_slots, state.token_budget), block_size, true});
+    if (tokens == 0 || tokens >= only->num_uncomputed_tokens()) return Outcome::out_of_blocks;
+    scratch_new_tokens_.assign(group.seqs.size(), 0);
+    scratch_new_tokens_[0] = tokens;
+    total_tokens = tokens;
+  }
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    const int32_t tokens = scratch_new_tokens_[i];
+    if (tokens == 0) continue;
+    Sequence& seq = group.seqs[i];
+    const int32_t start = seq.num_computed_tokens;
+    const auto copy = kv_.append_slots(seq.id, std::span<const TokenId>(seq.tokens).subspan(start, tokens));
+    if (copy) state.plan->copies.push_back(*copy);
+    add_to_plan(state, group, i, start, start + tokens);
+  }
+  state.token_budget -= total_tokens;
+  state.seq_budget -= num_seqs;
+  group.last_scheduled_step = current_step_;
+  return Outcome::scheduled;
+}
+
+bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t blocks) {
+  while (kv_.stats().device_blocks_free < blocks) {
+    SequenceGroup* victim = nullptr;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      if (!scheduled_now(**it)) {
+        victim = *it;
+        break;
+      }
+    }
+    if (victim == nullptr || victim == &group) return false;
+    preempt(state, *victim);
+  }
+  return true;
+}
+
+void Scheduler::preempt(StepState& state, SequenceGroup& victim) {
+  PreemptionMode mode = choose_preemption_mode(config_, victim);
+  const std::span<const SeqId> ids = unfinished_ids(victim);
+  if (mode == PreemptionMode::swap && (kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
+    mode = PreemptionMode::recompute;  // no swap space left: recomputing loses nothing but time
+  }
+  erase(running_, &victim);
+  if (mode == PreemptionMode::swap) {
+    const std::vector<kv::BlockMove> moves = kv_.swap_out(ids);
+    state.plan->swap_out.insert(state.plan->swap_out.end(), moves.begin(), moves.end());
+    victim.state = GroupState::swapped;
+    insert_sorted(swapped_, &victim);
+    ++victim.times.num_preemptions_swap;
+  } else {
+    for (Sequence& seq : victim.seqs) {
+      if (seq.finished()) continue;
+      kv_.free(seq.id);
+      seq.num_computed_tokens = 0;
+    }
+    victim.state = GroupState::waiting;
+    victim.admission_hashes.clear();
+    insert_sorted(waiting_, &victim);
+    ++victim.times.num_preemptions_recompute;
+  }
+  state.plan->preempted.push_back({victim.request.id, mode});
+  state.preempted_any = true;
+}
+
+Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
+  const int32_t block_size = kv_.config().block_size;
+  const std::span<const SeqId> ids = unfinished_ids(group);
+  const auto num_seqs = static_cast<int32_t>(ids.size());
+  if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
+  if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
+    group.admission_hashes = kv::hash_prompt_blocks(group.seqs.front().tokens, block_size, group.request.cache_salt);
+  }
+  // Plan every sequence's first chunk (one, unless a forked group was preempted by recompute).
+  scratch_new_tokens_.assign(group.seqs.size(), 0);
+  int32_t total_tokens = 0;
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    const Sequence& seq = group.seqs[i];
+    if (seq.finished()) continue;
+    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt,
+                               i == 0 ? std::span<const kv::BlockHash>(group.admission_hashes)
+                                      : std::span<const kv::BlockHash>()};
+    const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
+    const int32_t tokens = plan_chunk({cached, seq.num_tokens(), state.token_budget - total_tokens, block_size,
+                                       config_.enable_chunked_prefill});
+    if (tokens == 0) return Outcome::out_of_budget;
+    const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
+    if (status == kv::AllocStatus::never) {
+      finish(group, FinishReason::rejected);
+      group.finish_message = "the prompt (" + std::to_string(seq.num_tokens()) +
+                             " tokens) is larger than the KV cache less its watermark";
+      state.plan->rejected.push_back({group.request.id, group.finish_message});
+      return Outcome::rejected;
+    }
+    if (status == kv::AllocStatus::later) return Outcome::out_of_blocks;
+    scratch_new_tokens_[i] = cached + tokens;  // the slot count to reserve
+    total_tokens += tokens;
+  }
+  // Allocate; a forked group whose later sequences no longer fit is rolled back whole.
+  size_t allocated = 0;
+  try {
+    for (; allocated < group.seqs.size(); ++allocated) {
+      Sequence& seq = group.seqs[allocated];
+      if (seq.finished()) continue;
+      const kv::PromptRef prompt{seq.tokens, group.request.cache_salt,
+                                 allocated == 0 ? std::span<const kv::BlockHash>(group.admission_hashes)
+                                                : std::span<const kv::BlockHash>()};
+      seq.num_computed_tokens = kv_.allocate(seq.id, prompt, scratch_new_tokens_[allocated]);
+    }
+  } catch (const kv::KvCacheFullError&) {
+    for (size_t i = 0; i < allocated; ++i) {
+      if (!group.seqs[i].finished()) {
+        kv_.free(group.seqs[i].id);
+        group.seqs[i].num_computed_tokens = 0;
+      }
+    }
+    return Outcome::out_of_blocks;
+  }
+  erase(waiting_, &group);
+  group.state = GroupState::running;
+  insert_sorted(running_, &group);
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    if (group.seqs[i].finished()) continue;
+    add_to_plan(state, group, i, group.seqs[i].num_computed_tokens, scratch_new_tokens_[i]);
+  }
+  group.admission_hashes.clear();
+  group.admission_hashes.shrink_to_fit();
+  state.token_budget -= total_tokens;
+  state.seq_budget -= num_seqs;
+  group.last_scheduled_step = current_step_;
+  return Outcome::scheduled;
+}
+
+void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end) {
+  const Sequence& seq = group.seqs[seq_index];
+  const SamplingParams& params = group.request.params;
+  ScheduledSequence scheduled;
+  scheduled.request = group.request.id;
+  scheduled.seq = seq.id;
+  scheduled.sample_index = static_cast<int32_t>(seq_index);
+  scheduled.tokens = seq.tokens;
+  scheduled.start = start;
+  scheduled.end = end;
+  scheduled.num_prompt_tokens = seq.num_prompt_tokens;
+  scheduled.block_table = kv_.block_table(seq.id);
+  scheduled.sample = end == seq.num_tokens();
+  scheduled.params = &params;
+  if (scheduled.sample) {
+    if (params.use_beam_search()) {
+      scheduled.num_beam_candidates = 2 * params.beam_width;
+    } else if (params.n > 1 && group.seqs.size() == 1 && seq.num_output_tokens() == 0) {
+      scheduled.num_samples = params.n;  // the group forks into n samples after this step
+    }
+  }
+  StepPlan& plan = *state.plan;
+  const int32_t tokens = end - start;
+  plan.num_batched_tokens += tokens;
+  (scheduled.is_prefill() ? plan.num_prefill_tokens : plan.num_decode_tokens) += tokens;
+  plan.sequences.push_back(scheduled);
+  if (group.times.first_scheduled < 0) group.times.first_scheduled = state.now;
+}
+
+// --- between steps -----------------------------------------------------------------------------
+
+SequenceGroup* Scheduler::find(RequestId id) {
+  const auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : it->second.get();
+}
+
+Sequence& Scheduler::fork(SequenceGroup& group, size_t parent_index, SeqId child_id) {
+  Sequence child = group.seqs.at(parent_index);
+  child.id = child_id;
+  kv_.fork(group.seqs[parent_index].id, child_id);
+  group.seqs.push_back(std::move(child));
+  return group.seqs.back();
+}
+
+void Scheduler::release(Sequence& seq) {
+  if (kv_.contains(seq.id)) kv_.free(seq.id);
+}
+
+void Scheduler::finish(SequenceGroup& group, FinishReason reason) {
+  switch (group.state) {
+    case GroupState::waiting: erase(waiting_, &group); break;
+    case GroupState::running: erase(running_, &group); break;
+    case GroupState::swapped: erase(swapped_, &group); break;
+    case GroupState::finished: return;
+  }
+  for (Sequence& seq : group.seqs) release(seq);
+  group.state = GroupState::finished;
+  if (group.finish_reason == FinishReason::none) group.finish_reason = reason;
+}
+
+bool Scheduler::abort(RequestId id) {
+  SequenceGroup* group = find(id);
+  if (group == nullptr || group->state == GroupState::finished) return false;
+  finish(*group, FinishReason::abort);
+  for (Sequence& seq : group->seqs) {
+    if (!seq.finished()) seq.finish_reason = FinishReason::abort;
+  }
+  return true;
+}
+
+std::unique_ptr<SequenceGroup> Scheduler::take_finished(RequestId id) {
+  const auto it = groups_.find(id);
+  if (it == groups_.end() || it->second->state != GroupState::finished) return nullptr;
+  std::unique_ptr<SequenceGroup> group = std::move(it->second);
+  groups_.erase(it);
+  return group;
+}
+
+void Scheduler::check_invariants() const {
+  const auto fail = [](const std::string& what) { throw std::logic_error("scheduler invariant broken: " + what); };
+  size_t queued = 0;
+  int32_t live_kv_sequences = 0;
+  for (const auto& [id, owned] : groups_) {
+    const SequenceGroup& group = *owned;
+    const std::string name = "request " + std::to_string(id);
+    const Queue* queue = group.state == GroupState::waiting   ? &waiting_
+                         : group.state == GroupState::running ? &running_
+                         : group.state == GroupState::swapped ? &swapped_
+                                                              : nullptr;
+    if (queue != nullptr) {
+      ++queued;
+      if (std::find(queue->begin(), queue->end(), &group) == queue->end()) {
+        fail(name + " is " + to_string(group.state) + " but not in that queue");
+      }
+    }
+    for (const Sequence& seq : group.seqs) {
+      const bool holds_kv = kv_.contains(seq.id);
+      const bool should_hold = !seq.finished() && (group.state == GroupState::running || group.state == GroupState::swapped);
+      if (holds_kv != should_hold) {
+        fail(name + " sequence " + std::to_string(seq.id) + (holds_kv ? " holds" : " lacks") + " KV blocks while " +
+             to_string(group.state));
+      }
+      if (!holds_kv) continue;
+      ++live_kv_sequences;
+      if (group.state == GroupState::running && kv_.num_tokens(seq.id) != seq.num_computed_tokens) {
+        fail(name + " sequence " + std::to_string(seq.id) + " has " + std::to_string(kv_.num_tokens(seq.id)) +
+             " KV slots for " + std::to_string(seq.num_computed_tokens) + " computed tokens");
+      }
+      if (kv_.is_swapped(seq.id) != (group.state == GroupState::swapped)) fail(name + " is in the wrong KV tier");
+    }
+  }
+  if (queued != waiting_.size() + running_.size() + swapped_.size()) fail("a queue holds a group of another state");
+  if (live_kv_sequences != kv_.stats().num_sequences) {
+    fail("the KV cache holds " + std::to_string(kv_.stats().num_sequences) + " sequences, live requests " +
+         std::to_string(live_kv_sequences));
+  }
+  kv_.check_invariants();
+}
+
+}  // namespace pagedllm::sched

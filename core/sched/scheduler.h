@@ -1,0 +1,112 @@
+// The scheduler: continuous batching over waiting, running and swapped queues.
+//
+// Each step it serves, in order: running groups that decode, running groups in the middle of a
+// prompt (chunked prefill), swapped groups (only in a step that preempted nothing), and waiting
+// groups (only when nothing is swapped and nothing was preempted), within the token budget
+// (max_num_batched_tokens) and max_num_seqs. Slots are reserved only for tokens computed in the
+// step being planned, which is what lets the KV manager offer each block to the prefix cache as
+// soon as it fills. When blocks run out, the group last in policy order among those not yet
+// scheduled this step is preempted (by recompute or swap); a group that finds nobody else to
+// preempt is preempted itself. Policies are the functions of policy.h; this class applies them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kv/kv_cache_manager.h"
+#include "core/sched/scheduler_config.h"
+#include "core/sched/sequence.h"
+#include "core/sched/step_plan.h"
+
+namespace pagedllm::sched {
+
+class Scheduler {
+ public:
+  // The KV manager must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, kv::KvCacheManager& kv);
+
+  const SchedulerConfig& config() const { return config_; }
+  const kv::KvCacheManager& kv() const { return kv_; }
+
+  // Takes a new request: one waiting sequence holding the prompt. A group that can never fit the
+  // KV cache (its prompt and max_tokens for every sequence exceed the device tier) is finished at
+  // once as `rejected`, with the reason in finish_message.
+  SequenceGroup& add(std::unique_ptr<SequenceGroup> group);
+
+  // Frees the request's blocks in whatever state it is and finishes it as `abort`. False when
+  // the request is unknown or already finished.
+  bool abort(RequestId id);
+
+  StepPlan schedule(int64_t step, double now);
+
+  // --- between steps: the engine's bookkeeping after a step ----------------------------------
+  SequenceGroup* find(RequestId id);
+  // A new sequence sharing all of `parent`'s blocks (parallel sampling, beam search).
+  Sequence& fork(SequenceGroup& group, size_t parent_index, SeqId child_id);
+  // Releases a finished or discarded sequence's blocks (it stays in the group unless erased).
+  void release(Sequence& seq);
+  // Marks the group finished, drops it from its queue and releases every sequence's blocks.
+  void finish(SequenceGroup& group, FinishReason reason);
+  // Hands a finished group back to the caller and forgets it.
+  std::unique_ptr<SequenceGroup> take_finished(RequestId id);
+
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_swapped() const { return static_cast<int32_t>(swapped_.size()); }
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty() || !swapped_.empty(); }
+
+  // Test support: each running sequence's KV slots equal its computed tokens, and each queue
+  // holds exactly the groups in its state. Throws std::logic_error naming the broken one.
+  void check_invariants() const;
+
+ private:
+  using Queue = std::deque<SequenceGroup*>;
+
+  enum class Outcome : uint8_t { scheduled, out_of_budget, out_of_blocks, rejected };
+
+  struct StepState {
+    StepPlan* plan;
+    double now;
+    int32_t token_budget;
+    int32_t seq_budget;
+    bool preempted_any = false;
+  };
+
+  void insert_sorted(Queue& queue, SequenceGroup* group) const;
+  static void erase(Queue& queue, const SequenceGroup* group);
+  std::string never_fits_reason(const SequenceGroup& group) const;
+
+  void schedule_running(StepState& state, bool prefilling);
+  void schedule_swapped(StepState& state);
+  void schedule_waiting(StepState& state);
+  void preempt_for_priority(StepState& state);
+
+  // Reserves slots and adds the group's sequences to the plan, or reports what stopped it.
+  Outcome try_schedule(StepState& state, SequenceGroup& group);
+  bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }
+  std::span<const SeqId> unfinished_ids(const SequenceGroup& group);
+  // Preempts unscheduled running groups from the back until `blocks` are free. False when the
+  // next victim would be `group` itself (or nobody is left).
+  bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);
+  void preempt(StepState& state, SequenceGroup& victim);
+  void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end);
+  Outcome admit(StepState& state, SequenceGroup& group);
+
+  SchedulerConfig config_;
+  kv::KvCacheManager& kv_;
+  std::unordered_map<RequestId, std::unique_ptr<SequenceGroup>> groups_;
+  Queue waiting_;
+  Queue running_;
+  Queue swapped_;
+  int64_t current_step_ = -1;
+  std::vector<SequenceGroup*> scratch_groups_;  // queue snapshots: preemption edits the queues
+  std::vector<int32_t> scratch_new_tokens_;
+  std::vector<SeqId> scratch_ids_;
+};
+
+}  // namespace pagedllm::sched

@@ -1,0 +1,39 @@
+#include "core/sched/sequence.h"
+
+namespace pagedllm::sched {
+
+const char* to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::none: return "none";
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::abort: return "abort";
+    case FinishReason::rejected: return "rejected";
+  }
+  return "?";
+}
+
+const char* to_string(GroupState state) {
+  switch (state) {
+    case GroupState::waiting: return "waiting";
+    case GroupState::running: return "running";
+    case GroupState::swapped: return "swapped";
+    case GroupState::finished: return "finished";
+  }
+  return "?";
+}
+
+int32_t SequenceGroup::num_unfinished_seqs() const {
+  int32_t count = 0;
+  for (const Sequence& seq : seqs) count += seq.finished() ? 0 : 1;
+  return count;
+}
+
+bool SequenceGroup::is_prefilling() const {
+  for (const Sequence& seq : seqs) {
+    if (!seq.finished() && seq.num_uncomputed_tokens() > 1) return true;
+  }
+  return false;
+}
+
+}  // namespace pagedllm::sched

@@ -1,0 +1,64 @@
+// Sequences and sequence groups: the scheduler's view of a request in flight.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/kv/block_hash.h"
+#include "core/sched/request.h"
+
+namespace pagedllm::sched {
+
+// One sample of a request: its tokens and how many of them have KV in the cache.
+struct Sequence {
+  SeqId id = 0;
+  std::vector<TokenId> tokens;       // prompt, then output
+  int32_t num_prompt_tokens = 0;
+  int32_t num_computed_tokens = 0;   // leading tokens whose KV is in the cache
+  double cumulative_logprob = 0.0;
+  FinishReason finish_reason = FinishReason::none;
+
+  bool finished() const { return finish_reason != FinishReason::none; }
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+  int32_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
+};
+
+enum class GroupState : uint8_t { waiting, running, swapped, finished };
+const char* to_string(GroupState state);
+
+enum class PreemptionMode : uint8_t { recompute, swap };
+
+// Timestamps the engine records per request (seconds on the engine clock; < 0 = not yet).
+struct RequestTimes {
+  double arrival = 0.0;
+  double first_scheduled = -1.0;
+  double first_token = -1.0;
+  double finished = -1.0;
+  std::vector<double> token_times;  // when each output step of the group completed
+  int32_t num_preemptions_recompute = 0;
+  int32_t num_preemptions_swap = 0;
+};
+
+// One request: its sequences (one until the prompt is done; then n samples or the beams).
+struct SequenceGroup {
+  Request request;
+  std::vector<Sequence> seqs;             // live sequences, in creation order
+  std::vector<Sequence> finished_beams;   // beam search: complete hypotheses
+  GroupState state = GroupState::waiting;
+  FinishReason finish_reason = FinishReason::none;
+  std::string finish_message;             // why a group was rejected
+  RequestTimes times;
+  std::vector<kv::BlockHash> admission_hashes;  // block hashes of seqs[0] while waiting (cached)
+  int64_t last_scheduled_step = -1;             // the scheduler's mark: scheduled in this step
+
+  int32_t num_unfinished_seqs() const;
+  bool is_beam_search() const { return request.params.use_beam_search(); }
+  // True until every live sequence has KV for all but its last token.
+  bool is_prefilling() const;
+};
+
+}  // namespace pagedllm::sched

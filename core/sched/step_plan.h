@@ -1,0 +1,84 @@
+// StepPlan: everything the scheduler decided for one engine step, as plain data.
+//
+// The only way decisions leave the core. Executors apply the block operations first, in this
+// order: swap_out, swap_in, copies; then run one forward pass over `sequences` and sample where
+// asked. Spans point into the scheduler's state and stay valid until the next schedule() call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/kv/block_pool.h"
+#include "core/kv/kv_event_log.h"
+#include "core/sched/request.h"
+#include "core/sched/sequence.h"
+
+namespace pagedllm::sched {
+
+struct ScheduledSequence {
+  RequestId request = 0;
+  SeqId seq = 0;
+  int32_t sample_index = 0;                 // the sequence's place in its group (random stream)
+  std::span<const TokenId> tokens;          // all tokens so far; [start, end) are computed now
+  int32_t start = 0;                        // first position computed this step
+  int32_t end = 0;                          // one past the last
+  int32_t num_prompt_tokens = 0;
+  std::span<const kv::BlockId> block_table; // device blocks after this step's allocations
+  bool sample = false;                      // end == tokens.size(): produce logits and sample
+  int32_t num_samples = 1;                  // parallel sampling's first token: n samples at once
+  int32_t num_beam_candidates = 0;          // beam search: the best this-many tokens with logprobs
+  const SamplingParams* params = nullptr;
+
+  int32_t num_new_tokens() const { return end - start; }
+  bool is_prefill() const { return end - start > 1 || start < num_prompt_tokens; }
+};
+
+struct PreemptedGroup {
+  RequestId request = 0;
+  PreemptionMode mode = PreemptionMode::recompute;
+};
+
+struct RejectedGroup {
+  RequestId request = 0;
+  std::string reason;
+};
+
+struct StepPlan {
+  int64_t step = 0;
+  std::vector<ScheduledSequence> sequences;  // decodes first, then prefill chunks
+  std::vector<kv::BlockMove> swap_out;       // device -> host, applied first
+  std::vector<kv::BlockMove> swap_in;        // host -> device
+  std::vector<kv::BlockCopy> copies;         // copy-on-write within the device
+  std::vector<PreemptedGroup> preempted;
+  std::vector<RejectedGroup> rejected;
+  int32_t num_batched_tokens = 0;            // sum of num_new_tokens()
+  int32_t num_prefill_tokens = 0;
+  int32_t num_decode_tokens = 0;
+
+  bool empty() const { return sequences.empty() && swap_out.empty() && swap_in.empty() && copies.empty(); }
+};
+
+// What an executor returns for one sampled token.
+struct SampledToken {
+  TokenId token = 0;
+  float logprob = 0.0f;
+};
+
+// One entry per ScheduledSequence with sample = true, in plan order.
+struct SequenceOutput {
+  SeqId seq = 0;
+  // num_samples tokens (parallel sampling), or num_beam_candidates tokens by descending logprob.
+  std::vector<SampledToken> samples;
+  // When params->logprobs is set: the top tokens at this position, per sample.
+  std::vector<std::vector<SampledToken>> top_logprobs;
+};
+
+struct StepResult {
+  std::vector<SequenceOutput> outputs;
+  double elapsed_seconds = 0.0;  // the simulator's predicted step time; measured time otherwise
+};
+
+}  // namespace pagedllm::sched
