@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/types.h"
@@ -20,6 +21,7 @@ struct Sequence {
   int32_t num_computed_tokens = 0;   // leading tokens whose KV is in the cache
   double cumulative_logprob = 0.0;
   FinishReason finish_reason = FinishReason::none;
+  std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per output token, when asked
 
   bool finished() const { return finish_reason != FinishReason::none; }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

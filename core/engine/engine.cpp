@@ -1,0 +1,315 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "core/common/check.h"
+#include "core/engine/beam_search.h"
+
+namespace pagedllm::engine {
+
+using sched::FinishReason;
+using sched::GroupState;
+using sched::ScheduledSequence;
+using sched::Sequence;
+using sched::SequenceGroup;
+using sched::SequenceOutput;
+
+Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log)
+    : config_(config),
+      executor_(executor),
+      clock_(clock),
+      event_log_(event_log),
+      kv_(config.cache, event_log),
+      scheduler_(config.scheduler, kv_) {}
+
+void Engine::add_request(sched::Request request) {
+  sched::validate(request.params, static_cast<int32_t>(request.prompt_tokens.size()),
+                  {config_.scheduler.max_model_len, config_.max_logprobs});
+  if (scheduler_.find(request.id) != nullptr) {
+    throw std::invalid_argument("request id " + std::to_string(request.id) + " is already in use");
+  }
+  auto group = std::make_unique<SequenceGroup>();
+  Sequence seq;
+  seq.id = next_seq_id_++;
+  seq.tokens = request.prompt_tokens;
+  seq.num_prompt_tokens = seq.num_tokens();
+  group->times.arrival = request.arrival_time;
+  group->request = std::move(request);
+  group->seqs.push_back(std::move(seq));
+  const SequenceGroup& added = scheduler_.add(std::move(group));
+  if (added.state == GroupState::finished) {  // can never fit: reported by the next step
+    ++counters_.requests_rejected;
+    pending_outputs_.push_back(added.request.id);
+  }
+}
+
+bool Engine::abort_request(sched::RequestId id) {
+  if (!scheduler_.abort(id)) return false;
+  scheduler_.find(id)->times.finished = clock_.now();
+  ++counters_.requests_aborted;
+  pending_outputs_.push_back(id);
+  return true;
+}
+
+std::vector<RequestOutput> Engine::step() {
+  const double start = clock_.now();
+  if (event_log_ != nullptr) event_log_->set_step(step_);
+  const sched::StepPlan plan = scheduler_.schedule(step_, start);
+  for (const sched::RejectedGroup& rejected : plan.rejected) {
+    ++counters_.requests_rejected;
+    pending_outputs_.push_back(rejected.request);
+  }
+  sched::StepResult result;
+  if (!plan.empty()) result = executor_.execute(plan);
+  if (auto* virtual_clock = dynamic_cast<VirtualClock*>(&clock_)) virtual_clock->advance(result.elapsed_seconds);
+  const double end = clock_.now();
+  touched_.clear();
+  apply(plan, result, end);
+  record_step(plan, start, end);
+  ++step_;
+
+  std::vector<RequestOutput> outputs;
+  touched_.insert(touched_.end(), pending_outputs_.begin(), pending_outputs_.end());
+  pending_outputs_.clear();
+  for (const sched::RequestId id : touched_) {
+    SequenceGroup* group = scheduler_.find(id);
+    if (group == nullptr) continue;  // already reported
+    outputs.push_back(make_output(*group));
+    if (group->state == GroupState::finished) scheduler_.take_finished(id);
+  }
+  return outputs;
+}
+
+// --- applying a step ---------------------------------------------------------------------------
+
+void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time) {
+  for (const ScheduledSequence& scheduled : plan.sequences) {
+    Sequence& seq = scheduler_.find(scheduled.request)->seqs.at(static_cast<size_t>(scheduled.sample_index));
+    PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
+    seq.num_computed_tokens = scheduled.end;
+  }
+  counters_.prompt_tokens += plan.num_prefill_tokens;
+  for (const sched::PreemptedGroup& preempted : plan.preempted) {
+    ++(preempted.mode == sched::PreemptionMode::swap ? counters_.preemptions_swap : counters_.preemptions_recompute);
+  }
+  counters_.blocks_swapped_out += static_cast<int64_t>(plan.swap_out.size());
+  counters_.blocks_swapped_in += static_cast<int64_t>(plan.swap_in.size());
+
+  // Sampled tokens, in plan order; a beam group's candidates are applied together.
+  std::vector<std::pair<SequenceGroup*, std::vector<const SequenceOutput*>>> beam_groups;
+  size_t next_output = 0;
+  for (const ScheduledSequence& scheduled : plan.sequences) {
+    if (!scheduled.sample) continue;
+    if (next_output >= result.outputs.size() || result.outputs[next_output].seq != scheduled.seq) {
+      throw std::logic_error("executor " + executor_.name() + " returned outputs that do not follow the plan");
+    }
+    const SequenceOutput& output = result.outputs[next_output++];
+    SequenceGroup& group = *scheduler_.find(scheduled.request);
+    if (std::find(touched_.begin(), touched_.end(), scheduled.request) == touched_.end()) {
+      touched_.push_back(scheduled.request);
+      if (group.times.first_token < 0) group.times.first_token = end_time;
+      group.times.token_times.push_back(end_time);
+    }
+    if (group.is_beam_search()) {
+      auto it = std::find_if(beam_groups.begin(), beam_groups.end(), [&](const auto& entry) { return entry.first == &group; });
+      if (it == beam_groups.end()) it = beam_groups.insert(beam_groups.end(), {&group, {}});
+      it->second.push_back(&output);
+      continue;
+    }
+    apply_sample(group, scheduled, output);
+  }
+  if (next_output != result.outputs.size()) {
+    throw std::logic_error("executor " + executor_.name() + " returned more outputs than the plan samples");
+  }
+  for (const auto& [group, outputs] : beam_groups) apply_beam_step(*group, outputs);
+  for (const sched::RequestId id : touched_) {
+    SequenceGroup& group = *scheduler_.find(id);
+    maybe_finish(group);
+    if (group.state == GroupState::finished && group.times.finished < 0) {
+      group.times.finished = end_time;
+      ++counters_.requests_finished;
+    }
+  }
+}
+
+void Engine::apply_sample(SequenceGroup& group, const ScheduledSequence& scheduled, const SequenceOutput& output) {
+  if (static_cast<int32_t>(output.samples.size()) != scheduled.num_samples) {
+    throw std::logic_error("executor " + executor_.name() + " returned " + std::to_string(output.samples.size()) +
+                           " samples where the plan asked for " + std::to_string(scheduled.num_samples));
+  }
+  if (scheduled.num_samples > 1) {
+    // Parallel sampling: the prompt's sequence forks into n samples now that its KV is complete.
+    for (int32_t k = 1; k < scheduled.num_samples; ++k) scheduler_.fork(group, 0, next_seq_id_++);
+    for (size_t k = 0; k < output.samples.size(); ++k) append_token(group, group.seqs[k], output.samples[k], output, k);
+    return;
+  }
+  append_token(group, group.seqs[static_cast<size_t>(scheduled.sample_index)], output.samples.front(), output, 0);
+}
+
+void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::SampledToken& sampled,
+                          const SequenceOutput& output, size_t sample) {
+  seq.tokens.push_back(sampled.token);
+  seq.cumulative_logprob += sampled.logprob;
+  if (group.request.params.logprobs) {
+    std::vector<std::pair<TokenId, float>> top;
+    if (sample < output.top_logprobs.size()) {
+      for (const sched::SampledToken& entry : output.top_logprobs[sample]) top.emplace_back(entry.token, entry.logprob);
+    }
+    seq.top_logprobs.push_back(std::move(top));
+  }
+  ++counters_.generation_tokens;
+  if (const auto reason = stop_reason(group, seq)) {
+    seq.finish_reason = *reason;
+    scheduler_.release(seq);
+  }
+}
+
+std::optional<FinishReason> Engine::stop_reason(const SequenceGroup& group, const Sequence& seq) const {
+  const sched::SamplingParams& params = group.request.params;
+  const TokenId last = seq.tokens.back();
+  if (seq.num_output_tokens() >= params.min_tokens) {
+    if (!params.ignore_eos && config_.eos_token_id && last == *config_.eos_token_id) return FinishReason::stop;
+    if (std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), last) != params.stop_token_ids.end()) {
+      return FinishReason::stop;
+    }
+  }
+  if (seq.num_output_tokens() >= params.max_tokens) return FinishReason::length;
+  if (seq.num_tokens() >= config_.scheduler.max_model_len) return FinishReason::length;
+  return std::nullopt;
+}
+
+void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutput* const> outputs) {
+  const sched::SamplingParams& params = group.request.params;
+  std::vector<BeamCandidate> candidates;
+  for (const SequenceOutput* output : outputs) {
+    const auto parent = std::find_if(group.seqs.begin(), group.seqs.end(),
+                                     [&](const Sequence& seq) { return seq.id == output->seq; });
+    PAGEDLLM_ASSERT(parent != group.seqs.end(), "beam output for an unknown sequence");
+    const auto index = static_cast<int32_t>(parent - group.seqs.begin());
+    for (const sched::SampledToken& sampled : output->samples) {
+      candidates.push_back({index, sampled.token, sampled.logprob, parent->cumulative_logprob + sampled.logprob});
+    }
+  }
+  const int32_t num_output = group.seqs.front().num_output_tokens() + 1;
+  const bool eos_allowed = !params.ignore_eos && num_output >= params.min_tokens;
+  const int32_t room = params.beam_width - static_cast<int32_t>(group.finished_beams.size());
+  const BeamStep step = select_beams(std::move(candidates), params.beam_width,
+                                     eos_allowed ? config_.eos_token_id : std::nullopt, room);
+  for (const BeamCandidate& complete : step.complete) {
+    Sequence hypothesis = group.seqs[static_cast<size_t>(complete.parent)];
+    hypothesis.tokens.push_back(complete.token);
+    hypothesis.cumulative_logprob = complete.score;
+    hypothesis.finish_reason = FinishReason::stop;
+    group.finished_beams.push_back(std::move(hypothesis));
+    ++counters_.generation_tokens;
+  }
+  // The first candidate of a beam extends it in place; each further one forks it first.
+  const size_t num_parents = group.seqs.size();
+  std::vector<int32_t> uses(num_parents, 0);
+  std::vector<size_t> targets;
+  for (const BeamCandidate& candidate : step.extend) {
+    const auto parent = static_cast<size_t>(candidate.parent);
+    if (uses[parent]++ == 0) {
+      targets.push_back(parent);
+    } else {
+      scheduler_.fork(group, parent, next_seq_id_++);
+      targets.push_back(group.seqs.size() - 1);
+    }
+  }
+  for (size_t j = 0; j < step.extend.size(); ++j) {
+    Sequence& seq = group.seqs[targets[j]];
+    seq.tokens.push_back(step.extend[j].token);
+    seq.cumulative_logprob = step.extend[j].score;
+    ++counters_.generation_tokens;
+  }
+  // Beams that no candidate extends are dropped.
+  for (size_t i = num_parents; i-- > 0;) {
+    if (uses[i] > 0) continue;
+    scheduler_.release(group.seqs[i]);
+    group.seqs.erase(group.seqs.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  const bool at_length = std::all_of(group.seqs.begin(), group.seqs.end(), [&](const Sequence& seq) {
+    return seq.num_output_tokens() >= params.max_tokens || seq.num_tokens() >= config_.scheduler.max_model_len;
+  });
+  if (group.seqs.empty() || static_cast<int32_t>(group.finished_beams.size()) >= params.beam_width) {
+    finish_beams(group, FinishReason::stop);
+  } else if (at_length) {
+    finish_beams(group, FinishReason::length);
+  }
+}
+
+void Engine::finish_beams(SequenceGroup& group, FinishReason reason) {
+  for (Sequence& seq : group.seqs) {
+    if (seq.finished()) continue;
+    Sequence hypothesis = seq;
+    hypothesis.finish_reason = reason;
+    group.finished_beams.push_back(std::move(hypothesis));
+  }
+  scheduler_.finish(group, reason);
+  for (Sequence& seq : group.seqs) {
+    if (!seq.finished()) seq.finish_reason = reason;
+  }
+}
+
+void Engine::maybe_finish(SequenceGroup& group) {
+  if (group.state == GroupState::finished || group.is_beam_search() || group.num_unfinished_seqs() > 0) return;
+  scheduler_.finish(group, group.seqs.front().finish_reason);
+}
+
+RequestOutput Engine::make_output(const SequenceGroup& group) const {
+  RequestOutput output;
+  output.id = group.request.id;
+  output.num_prompt_tokens = static_cast<int32_t>(group.request.prompt_tokens.size());
+  output.finished = group.state == GroupState::finished;
+  output.finish_reason = group.finish_reason;
+  output.message = group.finish_message;
+  output.times = group.times;
+  std::vector<const Sequence*> sources;
+  if (group.is_beam_search() && output.finished) {
+    for (const Sequence& beam : group.finished_beams) sources.push_back(&beam);
+    std::stable_sort(sources.begin(), sources.end(), [](const Sequence* a, const Sequence* b) {
+      return beam_score(a->cumulative_logprob, a->num_tokens()) > beam_score(b->cumulative_logprob, b->num_tokens());
+    });
+    sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
+  } else {
+    for (const Sequence& seq : group.seqs) sources.push_back(&seq);
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Sequence& seq = *sources[i];
+    Completion completion;
+    completion.index = static_cast<int32_t>(i);
+    completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+    completion.cumulative_logprob = seq.cumulative_logprob;
+    completion.finish_reason = seq.finish_reason;
+    completion.top_logprobs = seq.top_logprobs;
+    output.completions.push_back(std::move(completion));
+  }
+  return output;
+}
+
+void Engine::record_step(const sched::StepPlan& plan, double start, double end) {
+  if (!config_.record_step_metrics) return;
+  StepMetrics metrics;
+  metrics.step = plan.step;
+  metrics.start_time = start;
+  metrics.end_time = end;
+  metrics.num_running = scheduler_.num_running();
+  metrics.num_waiting = scheduler_.num_waiting();
+  metrics.num_swapped = scheduler_.num_swapped();
+  metrics.num_batched_tokens = plan.num_batched_tokens;
+  metrics.num_prefill_tokens = plan.num_prefill_tokens;
+  metrics.num_decode_tokens = plan.num_decode_tokens;
+  metrics.num_scheduled_seqs = static_cast<int32_t>(plan.sequences.size());
+  metrics.kv_usage = kv_.stats().device_usage();
+  metrics.blocks_swapped_out = static_cast<int32_t>(plan.swap_out.size());
+  metrics.blocks_swapped_in = static_cast<int32_t>(plan.swap_in.size());
+  metrics.blocks_copied = static_cast<int32_t>(plan.copies.size());
+  for (const sched::PreemptedGroup& preempted : plan.preempted) {
+    ++(preempted.mode == sched::PreemptionMode::swap ? metrics.preemptions_swap : metrics.preemptions_recompute);
+  }
+  step_metrics_.push_back(metrics);
+}
+
+}  // namespace pagedllm::engine

@@ -1,0 +1,79 @@
+// The engine loop: schedule, execute, apply. One engine drives any executor.
+//
+// step(): the scheduler plans (sched::StepPlan), the executor applies the block operations and
+// runs the forward pass, then the engine applies the result: computed-token counts, sampled
+// tokens, stop conditions, the fork into n samples after a prompt, beam bookkeeping, finishing
+// and freeing. A VirtualClock passed in is advanced by the executor's reported step time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/clock.h"
+#include "core/engine/engine_config.h"
+#include "core/engine/executor.h"
+#include "core/engine/metrics.h"
+#include "core/engine/request_output.h"
+#include "core/kv/kv_cache_manager.h"
+#include "core/kv/kv_event_log.h"
+#include "core/sched/scheduler.h"
+
+namespace pagedllm::engine {
+
+class Engine {
+ public:
+  // The executor, the clock and the event log (optional) must outlive the engine.
+  Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log = nullptr);
+
+  // Validates and queues. Throws sched::InvalidRequestError naming the field at fault, or
+  // std::invalid_argument for a request id already in use. A request that can never fit the KV
+  // cache is accepted and comes back from the next step() finished as `rejected`.
+  void add_request(sched::Request request);
+
+  // Frees the request's blocks in any state; its final output comes back from the next step().
+  bool abort_request(sched::RequestId id);
+
+  // One engine step. Returns the cumulative output of every request that progressed or ended.
+  std::vector<RequestOutput> step();
+
+  bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
+  int64_t num_steps() const { return step_; }
+  const EngineConfig& config() const { return config_; }
+  const EngineCounters& counters() const { return counters_; }
+  const std::vector<StepMetrics>& step_metrics() const { return step_metrics_; }
+  const sched::Scheduler& scheduler() const { return scheduler_; }
+  const kv::KvCacheManager& kv() const { return kv_; }
+  const Clock& clock() const { return clock_; }
+
+ private:
+  void apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time);
+  void apply_sample(sched::SequenceGroup& group, const sched::ScheduledSequence& scheduled,
+                    const sched::SequenceOutput& output);
+  void apply_beam_step(sched::SequenceGroup& group, std::span<const sched::SequenceOutput* const> outputs);
+  void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
+                    const sched::SequenceOutput& output, size_t sample);
+  std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
+  void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason);
+  void maybe_finish(sched::SequenceGroup& group);
+  RequestOutput make_output(const sched::SequenceGroup& group) const;
+  void record_step(const sched::StepPlan& plan, double start, double end);
+
+  EngineConfig config_;
+  Executor& executor_;
+  Clock& clock_;
+  kv::KvEventLog* event_log_;
+  kv::KvCacheManager kv_;
+  sched::Scheduler scheduler_;
+  int64_t step_ = 0;
+  SeqId next_seq_id_ = 1;
+  EngineCounters counters_;
+  std::vector<StepMetrics> step_metrics_;
+  std::vector<sched::RequestId> pending_outputs_;  // finished between steps (abort, rejection)
+  std::vector<sched::RequestId> touched_;          // requests that progressed in this step
+};
+
+}  // namespace pagedllm::engine

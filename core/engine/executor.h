@@ -1,0 +1,23 @@
+// The seam between the core and the backends (cuda, cpu_ref, sim, tests).
+#pragma once
+
+#include <string>
+
+#include "core/sched/step_plan.h"
+
+namespace pagedllm::engine {
+
+// Executors own KV memory and nothing else: every state transition lives in the core.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // Applies the plan's block operations first, in order (swap_out, swap_in, copies), then runs
+  // one forward pass over plan.sequences and samples for those with `sample` set. Returns one
+  // SequenceOutput per sampled sequence, in plan order.
+  virtual sched::StepResult execute(const sched::StepPlan& plan) = 0;
+
+  virtual std::string name() const = 0;
+};
+
+}  // namespace pagedllm::engine

@@ -1,0 +1,40 @@
+// What the engine records per step; per-request times live in sched::RequestTimes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pagedllm::engine {
+
+struct StepMetrics {
+  int64_t step = 0;
+  double start_time = 0.0;
+  double end_time = 0.0;
+  int32_t num_running = 0;   // groups, after scheduling
+  int32_t num_waiting = 0;
+  int32_t num_swapped = 0;
+  int32_t num_batched_tokens = 0;
+  int32_t num_prefill_tokens = 0;
+  int32_t num_decode_tokens = 0;
+  int32_t num_scheduled_seqs = 0;
+  double kv_usage = 0.0;     // device blocks used / total, after scheduling
+  int32_t blocks_swapped_out = 0;
+  int32_t blocks_swapped_in = 0;
+  int32_t blocks_copied = 0;
+  int32_t preemptions_recompute = 0;
+  int32_t preemptions_swap = 0;
+};
+
+struct EngineCounters {
+  int64_t prompt_tokens = 0;      // prompt tokens of finished or running requests, counted on admission
+  int64_t generation_tokens = 0;  // tokens sampled
+  int64_t preemptions_recompute = 0;
+  int64_t preemptions_swap = 0;
+  int64_t blocks_swapped_out = 0;
+  int64_t blocks_swapped_in = 0;
+  int64_t requests_finished = 0;
+  int64_t requests_aborted = 0;
+  int64_t requests_rejected = 0;
+};
+
+}  // namespace pagedllm::engine

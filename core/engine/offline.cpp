@@ -1,0 +1,37 @@
+#include "core/engine/offline.h"
+
+#include <stdexcept>
+
+#include "core/engine/clock.h"
+#include "core/engine/engine.h"
+
+namespace pagedllm::engine {
+
+std::vector<RequestOutput> generate(std::span<const GenerateRequest> requests, Executor& executor,
+                                    const EngineConfig& config) {
+  VirtualClock clock;
+  Engine engine(config, executor, clock);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    sched::Request request;
+    request.id = static_cast<sched::RequestId>(i);
+    request.prompt_tokens = requests[i].prompt;
+    request.params = requests[i].params;
+    request.priority = requests[i].priority;
+    engine.add_request(std::move(request));
+  }
+  std::vector<RequestOutput> outputs(requests.size());
+  size_t num_finished = 0;
+  while (engine.has_unfinished()) {
+    const int64_t steps_before = engine.num_steps();
+    for (RequestOutput& output : engine.step()) {
+      if (!output.finished) continue;
+      outputs[static_cast<size_t>(output.id)] = std::move(output);
+      ++num_finished;
+    }
+    if (engine.num_steps() == steps_before) throw std::logic_error("generate: the engine made no step");
+  }
+  if (num_finished != requests.size()) throw std::logic_error("generate: a request never finished");
+  return outputs;
+}
+
+}  // namespace pagedllm::engine

@@ -1,0 +1,33 @@
+// What the engine reports about a request: cumulative, as vLLM's RequestOutput.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/sched/request.h"
+#include "core/sched/sequence.h"
+
+namespace pagedllm::engine {
+
+struct Completion {
+  int32_t index = 0;
+  std::vector<TokenId> tokens;  // output tokens only
+  double cumulative_logprob = 0.0;
+  sched::FinishReason finish_reason = sched::FinishReason::none;
+  std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per token, when asked
+};
+
+struct RequestOutput {
+  sched::RequestId id = 0;
+  int32_t num_prompt_tokens = 0;
+  std::vector<Completion> completions;  // n samples, or the n best beams once finished
+  bool finished = false;
+  sched::FinishReason finish_reason = sched::FinishReason::none;
+  std::string message;                  // why a request was rejected
+  sched::RequestTimes times;
+};
+
+}  // namespace pagedllm::engine

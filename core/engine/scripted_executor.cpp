@@ -1,0 +1,146 @@
+#include "core/engine/scripted_executor.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace pagedllm::engine {
+namespace {
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+uint64_t script_hash(sched::RequestId request, int32_t sample, int32_t position, TokenId previous) {
+  return mix64(static_cast<uint64_t>(request) * 0x9e3779b97f4a7c15ULL ^
+               mix64(static_cast<uint64_t>(sample) << 32 ^ static_cast<uint32_t>(position)) ^
+               static_cast<uint64_t>(static_cast<uint32_t>(previous)) << 17);
+}
+
+// The KV of a position stands for its whole prefix, as a real model's does.
+uint64_t extend_fingerprint(uint64_t prefix, TokenId token) {
+  return mix64(prefix ^ (static_cast<uint64_t>(static_cast<uint32_t>(token)) + 0x632be59bd9b4e019ULL));
+}
+
+size_t slot_of(const sched::ScheduledSequence& scheduled, int32_t position, int32_t block_size) {
+  const auto block = scheduled.block_table[static_cast<size_t>(position / block_size)];
+  return static_cast<size_t>(block) * static_cast<size_t>(block_size) + static_cast<size_t>(position % block_size);
+}
+
+}  // namespace
+
+ScriptedExecutor::ScriptedExecutor(const ScriptedExecutorConfig& config, const kv::KvCacheConfig& cache)
+    : config_(config), block_size_(cache.block_size) {
+  if (config_.verify_kv) {
+    device_slots_.assign(static_cast<size_t>(cache.num_device_blocks) * cache.block_size, 0);
+    host_slots_.assign(static_cast<size_t>(cache.num_host_blocks) * cache.block_size, 0);
+  }
+}
+
+TokenId ScriptedExecutor::scripted_token(sched::RequestId request, int32_t sample, int32_t position,
+                                         TokenId previous) const {
+  const uint64_t hash = script_hash(request, sample, position, previous);
+  if (config_.eos_token_id && config_.eos_period > 0 && (hash >> 40) % static_cast<uint64_t>(config_.eos_period) == 0) {
+    return *config_.eos_token_id;
+  }
+  auto token = static_cast<TokenId>(hash % static_cast<uint64_t>(config_.vocab_size));
+  if (config_.eos_token_id && token == *config_.eos_token_id) token = (token + 1) % config_.vocab_size;
+  return token;
+}
+
+sched::StepResult ScriptedExecutor::execute(const sched::StepPlan& plan) {
+  if (config_.verify_kv) {
+    apply_block_operations(plan);
+    // Every new K/V of the step is written before any attention reads (as a layer does).
+    for (const sched::ScheduledSequence& scheduled : plan.sequences) write_kv(scheduled);
+    for (const sched::ScheduledSequence& scheduled : plan.sequences) check_kv(scheduled);
+  }
+  sched::StepResult result;
+  for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+    if (scheduled.sample) result.outputs.push_back(sample(scheduled));
+  }
+  result.elapsed_seconds = config_.seconds_per_step + config_.seconds_per_token * plan.num_batched_tokens;
+  ++num_steps_;
+  return result;
+}
+
+void ScriptedExecutor::apply_block_operations(const sched::StepPlan& plan) {
+  const auto block_size = static_cast<size_t>(block_size_);
+  const auto copy_block = [block_size](const std::vector<uint64_t>& from, kv::BlockId src, std::vector<uint64_t>& to,
+                                       kv::BlockId dst) {
+    std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(src) * block_size), block_size,
+                to.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dst) * block_size));
+  };
+  for (const kv::BlockMove& move : plan.swap_out) copy_block(device_slots_, move.from, host_slots_, move.to);
+  for (const kv::BlockMove& move : plan.swap_in) copy_block(host_slots_, move.from, device_slots_, move.to);
+  for (const kv::BlockCopy& copy : plan.copies) copy_block(device_slots_, copy.src, device_slots_, copy.dst);
+}
+
+void ScriptedExecutor::write_kv(const sched::ScheduledSequence& scheduled) {
+  if (static_cast<int64_t>(scheduled.block_table.size()) * block_size_ < scheduled.end) {
+    throw std::logic_error("scripted executor: sequence " + std::to_string(scheduled.seq) + " has " +
+                           std::to_string(scheduled.block_table.size()) + " blocks for " +
+                           std::to_string(scheduled.end) + " tokens");
+  }
+  scratch_prefix_.resize(static_cast<size_t>(scheduled.end));
+  uint64_t prefix = 0;
+  for (int32_t position = 0; position < scheduled.end; ++position) {
+    prefix = extend_fingerprint(prefix, scheduled.tokens[static_cast<size_t>(position)]);
+    scratch_prefix_[static_cast<size_t>(position)] = prefix;
+  }
+  for (int32_t position = scheduled.start; position < scheduled.end; ++position) {
+    device_slots_[slot_of(scheduled, position, block_size_)] = scratch_prefix_[static_cast<size_t>(position)];
+  }
+}
+
+void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
+  uint64_t prefix = 0;
+  for (int32_t position = 0; position < scheduled.end; ++position) {
+    prefix = extend_fingerprint(prefix, scheduled.tokens[static_cast<size_t>(position)]);
+    const size_t slot = slot_of(scheduled, position, block_size_);
+    if (device_slots_[slot] != prefix) {
+      throw std::logic_error("scripted executor: sequence " + std::to_string(scheduled.seq) + " of request " +
+                             std::to_string(scheduled.request) + " reads the wrong KV at position " +
+                             std::to_string(position) + " (block " +
+                             std::to_string(scheduled.block_table[static_cast<size_t>(position / block_size_)]) +
+                             "): its block table does not hold its prefix");
+    }
+  }
+  num_kv_reads_checked_ += scheduled.end;
+}
+
+sched::SequenceOutput ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled) const {
+  sched::SequenceOutput output;
+  output.seq = scheduled.seq;
+  const TokenId previous = scheduled.tokens.back();
+  const int32_t position = scheduled.end;
+  const auto logprob_of = [&](int32_t sample, int32_t rank) {
+    const uint64_t hash = script_hash(scheduled.request, sample + 7919 * rank, position, previous);
+    return -0.05f * static_cast<float>(rank + 1) - static_cast<float>(hash % 1000) * 1e-4f;
+  };
+  if (scheduled.num_beam_candidates > 0) {
+    for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {
+      output.samples.push_back({scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous),
+                                logprob_of(scheduled.sample_index, rank)});
+    }
+    return output;
+  }
+  for (int32_t k = 0; k < scheduled.num_samples; ++k) {
+    const int32_t sample = scheduled.num_samples > 1 ? k : scheduled.sample_index;
+    output.samples.push_back({scripted_token(scheduled.request, sample, position, previous), logprob_of(sample, 0)});
+    if (scheduled.params != nullptr && scheduled.params->logprobs) {
+      std::vector<sched::SampledToken> top{output.samples.back()};
+      for (int32_t rank = 1; rank < *scheduled.params->logprobs; ++rank) {
+        top.push_back({scripted_token(scheduled.request, sample + 4096 * rank, position, previous), logprob_of(sample, rank)});
+      }
+      output.top_logprobs.push_back(std::move(top));
+    }
+  }
+  return output;
+}
+
+}  // namespace pagedllm::engine

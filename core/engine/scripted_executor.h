@@ -1,0 +1,55 @@
+// An executor without a model: every sampled token is a fixed function of (request, sample,
+// position, previous token), so any schedule of the same requests yields the same tokens. It
+// also simulates the KV memory (one fingerprint of the prefix per slot, in both tiers), applies
+// the plan's swaps and copies to it, and checks that every sequence reads exactly its own prefix
+// through its block table: a wrong prefix hit, a missing copy-on-write or a lost swap throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/engine/executor.h"
+#include "core/kv/kv_cache_config.h"
+
+namespace pagedllm::engine {
+
+struct ScriptedExecutorConfig {
+  int32_t vocab_size = 32000;
+  std::optional<TokenId> eos_token_id;
+  int32_t eos_period = 0;            // > 0: about one token in eos_period is EOS
+  double seconds_per_step = 0.010;   // reported step time: fixed part
+  double seconds_per_token = 1e-5;   // plus this per batched token
+  bool verify_kv = true;             // simulate KV memory and check every read (O(context) per step)
+};
+
+class ScriptedExecutor final : public Executor {
+ public:
+  ScriptedExecutor(const ScriptedExecutorConfig& config, const kv::KvCacheConfig& cache);
+
+  sched::StepResult execute(const sched::StepPlan& plan) override;
+  std::string name() const override { return "scripted"; }
+
+  // The token sample `sample` of `request` takes at `position`, after `previous`.
+  TokenId scripted_token(sched::RequestId request, int32_t sample, int32_t position, TokenId previous) const;
+
+  int64_t num_steps() const { return num_steps_; }
+  int64_t num_kv_reads_checked() const { return num_kv_reads_checked_; }
+
+ private:
+  void apply_block_operations(const sched::StepPlan& plan);
+  void write_kv(const sched::ScheduledSequence& scheduled);
+  void check_kv(const sched::ScheduledSequence& scheduled);
+  sched::SequenceOutput sample(const sched::ScheduledSequence& scheduled) const;
+
+  ScriptedExecutorConfig config_;
+  int32_t block_size_;
+  std::vector<uint64_t> device_slots_;  // prefix fingerprint per device slot
+  std::vector<uint64_t> host_slots_;
+  std::vector<uint64_t> scratch_prefix_;
+  int64_t num_steps_ = 0;
+  int64_t num_kv_reads_checked_ = 0;
+};
+
+}  // namespace pagedllm::engine
