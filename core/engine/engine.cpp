@@ -63,6 +63,7 @@ std::vector<RequestOutput> Engine::step() {
   }
   sched::StepResult result;
   if (!plan.empty()) result = executor_.execute(plan);
+  idle_steps_ = plan.empty() && plan.rejected.empty() ? idle_steps_ + 1 : 0;
   if (auto* virtual_clock = dynamic_cast<VirtualClock*>(&clock_)) virtual_clock->advance(result.elapsed_seconds);
   const double end = clock_.now();
   touched_.clear();

@@ -42,6 +42,8 @@ class Engine {
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
   int64_t num_steps() const { return step_; }
+  // Steps in a row that scheduled nothing while requests were unfinished (a driver's stall check).
+  int64_t num_idle_steps() const { return idle_steps_; }
   const EngineConfig& config() const { return config_; }
   const EngineCounters& counters() const { return counters_; }
   const std::vector<StepMetrics>& step_metrics() const { return step_metrics_; }
@@ -69,6 +71,7 @@ class Engine {
   kv::KvCacheManager kv_;
   sched::Scheduler scheduler_;
   int64_t step_ = 0;
+  int64_t idle_steps_ = 0;
   SeqId next_seq_id_ = 1;
   EngineCounters counters_;
   std::vector<StepMetrics> step_metrics_;

@@ -54,6 +54,11 @@ std::string Scheduler::never_fits_reason(const SequenceGroup& group) const {
   // Worst case: the prompt's full blocks shared, every sequence's other blocks its own.
   const int64_t shared = prompt / block_size;
   const int64_t worst = shared + num_seqs * (ceil_div(prompt + max_tokens, block_size) - shared);
+  if (num_seqs > config_.max_num_seqs || num_seqs > config_.max_num_batched_tokens) {
+    return "the request runs " + std::to_string(num_seqs) + " sequences at once, more than max_num_seqs (" +
+           std::to_string(config_.max_num_seqs) + ") or max_num_batched_tokens (" +
+           std::to_string(config_.max_num_batched_tokens) + ") allow";
+  }
   if (worst <= usable) return {};
   return "the request can never fit the KV cache: " + std::to_string(num_seqs) + " sequence(s) of up to " +
          std::to_string(prompt + max_tokens) + " tokens (" + std::to_string(prompt) + " prompt + " +
@@ -113,7 +118,7 @@ void Scheduler::schedule_swapped(StepState& state) {
     if (num_seqs > state.seq_budget || num_seqs > state.token_budget) break;
     if (kv_.can_swap_in(ids) != kv::AllocStatus::ok) break;
     // Room for every sequence's next slot afterwards, or it would be preempted again at once.
-    if (kv_.stats().device_blocks_free - kv_.num_free_blocks_to_swap_in(ids) < num_seqs) break;
+    if (kv_.device_pool().num_free() - kv_.num_free_blocks_to_swap_in(ids) < num_seqs) break;
     const std::vector<kv::BlockMove> moves = kv_.swap_in(ids);
     state.plan->swap_in.insert(state.plan->swap_in.end(), moves.begin(), moves.end());
     erase(swapped_, group);
@@ -141,7 +146,8 @@ void Scheduler::preempt_for_priority(StepState& state) {
     const Sequence& seq = head.seqs.front();
     const int32_t first_chunk = std::min(seq.num_tokens(), config_.max_num_batched_tokens);
     if (kv_.can_allocate({seq.tokens, head.request.cache_salt}, first_chunk) != kv::AllocStatus::later) break;
-    preempt(state, tail);
+    // By recompute: a swapped victim would return before the waiting head is admitted.
+    preempt(state, tail, PreemptionMode::recompute);
   }
   state.preempted_any = false;  // these preemptions make room for admission, not against it
 }
@@ -165,11 +171,11 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   }
   if (num_seqs == 0) return Outcome::out_of_budget;
   if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
-  if (blocks > kv_.stats().device_blocks_free && !make_room(state, group, blocks)) {
+  if (blocks > kv_.device_pool().num_free() && !make_room(state, group, blocks)) {
     // Nobody left to preempt: a single prompt may still compute the part that fits.
     const Sequence* only = num_seqs == 1 && group.is_prefilling() ? &group.seqs.front() : nullptr;
     if (only == nullptr || only->finished()) return Outcome::out_of_blocks;
-    const int32_t free_slots = kv_.stats().device_blocks_free * block_size +
+    const int32_t free_slots = kv_.device_pool().num_free() * block_size +
                                (block_size - only->num_computed_tokens % block_size) % block_size;
     const int32_t tokens = plan_chunk({only->num_computed_tokens, only->num_tokens(),
                                        std::min(free_slots, state.token_budget), block_size, true});
@@ -194,7 +200,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
 }
 
 bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t blocks) {
-  while (kv_.stats().device_blocks_free < blocks) {
+  while (kv_.device_pool().num_free() < blocks) {
     SequenceGroup* victim = nullptr;
     for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
       if (!scheduled_now(**it)) {
@@ -208,8 +214,8 @@ bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t 
   return true;
 }
 
-void Scheduler::preempt(StepState& state, SequenceGroup& victim) {
-  PreemptionMode mode = choose_preemption_mode(config_, victim);
+void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode) {
+  PreemptionMode mode = forced_mode ? *forced_mode : choose_preemption_mode(config_, victim);
   const std::span<const SeqId> ids = unfinished_ids(victim);
   if (mode == PreemptionMode::swap && (kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
     mode = PreemptionMode::recompute;  // no swap space left: recomputing loses nothing but time

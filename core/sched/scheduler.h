@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -93,7 +94,7 @@ class Scheduler {
   // Preempts unscheduled running groups from the back until `blocks` are free. False when the
   // next victim would be `group` itself (or nobody is left).
   bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);
-  void preempt(StepState& state, SequenceGroup& victim);
+  void preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode = std::nullopt);
   void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end);
   Outcome admit(StepState& state, SequenceGroup& group);
 
