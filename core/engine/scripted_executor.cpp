@@ -3,17 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/common/mix.h"
+
 namespace pagedllm::engine {
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
 
 uint64_t script_hash(sched::RequestId request, int32_t sample, int32_t position, TokenId previous) {
   return mix64(static_cast<uint64_t>(request) * 0x9e3779b97f4a7c15ULL ^

@@ -2,18 +2,10 @@
 
 #include <bit>
 
+#include "core/common/mix.h"
+
 namespace pagedllm::kv {
 namespace {
-
-// The 64-bit finalizer of MurmurHash3: a bijection with full avalanche.
-constexpr uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
 
 constexpr uint64_t kLaneMultiplierLo = 0x9e3779b97f4a7c15ULL;
 constexpr uint64_t kLaneMultiplierHi = 0xbf58476d1ce4e5b9ULL;

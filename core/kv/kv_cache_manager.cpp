@@ -1,14 +1,15 @@
 #include "core/kv/kv_cache_manager.h"
 
 #include <algorithm>
-#include <utility>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "core/common/check.h"
+#include "core/common/mix.h"
 #include "core/kv/kv_errors.h"
 
 namespace pagedllm::kv {
@@ -59,12 +60,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvEventLog* event_lo
       event_log_(event_log) {}
 
 uint64_t KvCacheManager::SeqIdBits::operator()(SeqId seq) const {
-  // The MurmurHash3 finalizer: consecutive ids land far apart.
-  auto x = static_cast<uint64_t>(seq);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
+  return mix64(static_cast<uint64_t>(seq));  // consecutive ids land far apart
 }
 
 // --- lookups -----------------------------------------------------------------------------------

@@ -1,0 +1,18 @@
+// Integer mixing shared by the hashes of the core.
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm {
+
+// The 64-bit finalizer of MurmurHash3: a bijection with full avalanche.
+constexpr uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+}  // namespace pagedllm
