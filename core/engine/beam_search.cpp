@@ -5,14 +5,14 @@
 
 namespace pagedllm::engine {
 
-BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width, std::optional<TokenId> eos,
-                      int32_t room_for_complete) {
+BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width,
+                      std::span<const TokenId> stop_tokens, int32_t room_for_complete) {
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const BeamCandidate& a, const BeamCandidate& b) { return a.score > b.score; });
   BeamStep step;
   for (const BeamCandidate& candidate : candidates) {
     if (static_cast<int32_t>(step.extend.size()) == beam_width) break;
-    if (eos && candidate.token == *eos) {
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), candidate.token) != stop_tokens.end()) {
       if (static_cast<int32_t>(step.complete.size()) < room_for_complete) step.complete.push_back(candidate);
       continue;
     }

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <span>
 #include <vector>
 
 #include "core/common/types.h"
@@ -21,11 +21,12 @@ struct BeamStep {
   std::vector<BeamCandidate> complete;  // candidates that end with EOS: finished hypotheses
 };
 
-// Ranks every candidate by score (ties keep parent order, then candidate order) and takes the
-// best beam_width that do not end the sequence; EOS candidates ranked above the last kept beam
-// become finished hypotheses, up to `room_for_complete`.
-BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width, std::optional<TokenId> eos,
-                      int32_t room_for_complete);
+// Ranks every candidate by score (ties keep input order: the engine passes them by parent, then
+// by rank) and takes the best beam_width that do not end the sequence; candidates that end it
+// (EOS or a stop token: `stop_tokens`) ranked above the last kept beam become finished
+// hypotheses, up to `room_for_complete`.
+BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width,
+                      std::span<const TokenId> stop_tokens, int32_t room_for_complete);
 
 // vLLM's beam score: cumulative logprob over the sequence length to the power length_penalty.
 double beam_score(double cumulative_logprob, int32_t num_tokens, double length_penalty = 1.0);

@@ -38,8 +38,9 @@ void Engine::add_request(sched::Request request) {
   group->times.arrival = request.arrival_time;
   group->request = std::move(request);
   group->seqs.push_back(std::move(seq));
-  const SequenceGroup& added = scheduler_.add(std::move(group));
+  SequenceGroup& added = scheduler_.add(std::move(group));
   if (added.state == GroupState::finished) {  // can never fit: reported by the next step
+    added.times.finished = clock_.now();
     ++counters_.requests_rejected;
     pending_outputs_.push_back(added.request.id);
   }
@@ -58,6 +59,7 @@ std::vector<RequestOutput> Engine::step() {
   if (event_log_ != nullptr) event_log_->set_step(step_);
   const sched::StepPlan plan = scheduler_.schedule(step_, start);
   for (const sched::RejectedGroup& rejected : plan.rejected) {
+    scheduler_.find(rejected.request)->times.finished = start;
     ++counters_.requests_rejected;
     pending_outputs_.push_back(rejected.request);
   }
@@ -77,8 +79,9 @@ std::vector<RequestOutput> Engine::step() {
   for (const sched::RequestId id : touched_) {
     SequenceGroup* group = scheduler_.find(id);
     if (group == nullptr) continue;  // already reported
-    outputs.push_back(make_output(*group));
-    if (group->state == GroupState::finished) scheduler_.take_finished(id);
+    const bool finished = group->state == GroupState::finished;
+    if (finished || config_.output_kind != OutputKind::final_only) outputs.push_back(make_output(*group));
+    if (finished) scheduler_.take_finished(id);
   }
   return outputs;
 }
@@ -108,7 +111,8 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
     }
     const SequenceOutput& output = result.outputs[next_output++];
     SequenceGroup& group = *scheduler_.find(scheduled.request);
-    if (std::find(touched_.begin(), touched_.end(), scheduled.request) == touched_.end()) {
+    if (group.last_sampled_step != plan.step) {
+      group.last_sampled_step = plan.step;
       touched_.push_back(scheduled.request);
       if (group.times.first_token < 0) group.times.first_token = end_time;
       group.times.token_times.push_back(end_time);
@@ -183,26 +187,45 @@ std::optional<FinishReason> Engine::stop_reason(const SequenceGroup& group, cons
 
 void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutput* const> outputs) {
   const sched::SamplingParams& params = group.request.params;
+  // Beams sample in lockstep (the scheduler holds back beams that finish recomputing early).
+  PAGEDLLM_ASSERT(static_cast<int32_t>(outputs.size()) == group.num_unfinished_seqs(), "a beam missed its step");
   std::vector<BeamCandidate> candidates;
+  std::vector<const SequenceOutput*> output_of(group.seqs.size(), nullptr);  // by parent index
   for (const SequenceOutput* output : outputs) {
     const auto parent = std::find_if(group.seqs.begin(), group.seqs.end(),
                                      [&](const Sequence& seq) { return seq.id == output->seq; });
     PAGEDLLM_ASSERT(parent != group.seqs.end(), "beam output for an unknown sequence");
     const auto index = static_cast<int32_t>(parent - group.seqs.begin());
+    output_of[static_cast<size_t>(index)] = output;
     for (const sched::SampledToken& sampled : output->samples) {
       candidates.push_back({index, sampled.token, sampled.logprob, parent->cumulative_logprob + sampled.logprob});
     }
   }
-  const int32_t num_output = group.seqs.front().num_output_tokens() + 1;
-  const bool eos_allowed = !params.ignore_eos && num_output >= params.min_tokens;
+  // Tokens that end a beam: EOS (unless ignored) and the stop ids, once min_tokens are out.
+  std::vector<TokenId> stop_tokens;
+  if (group.seqs.front().num_output_tokens() + 1 >= params.min_tokens) {
+    stop_tokens = params.stop_token_ids;
+    if (!params.ignore_eos && config_.eos_token_id) stop_tokens.push_back(*config_.eos_token_id);
+  }
   const int32_t room = params.beam_width - static_cast<int32_t>(group.finished_beams.size());
-  const BeamStep step = select_beams(std::move(candidates), params.beam_width,
-                                     eos_allowed ? config_.eos_token_id : std::nullopt, room);
+  const BeamStep step = select_beams(std::move(candidates), params.beam_width, stop_tokens, room);
+  // With logprobs asked, a beam's token carries its parent's best candidates (the executor
+  // returned them by descending logprob).
+  const auto record_logprobs = [&](Sequence& seq, int32_t parent) {
+    if (!params.logprobs) return;
+    std::vector<std::pair<TokenId, float>> top;
+    for (const sched::SampledToken& entry : output_of[static_cast<size_t>(parent)]->samples) {
+      if (static_cast<int32_t>(top.size()) == *params.logprobs) break;
+      top.emplace_back(entry.token, entry.logprob);
+    }
+    seq.top_logprobs.push_back(std::move(top));
+  };
   for (const BeamCandidate& complete : step.complete) {
     Sequence hypothesis = group.seqs[static_cast<size_t>(complete.parent)];
     hypothesis.tokens.push_back(complete.token);
     hypothesis.cumulative_logprob = complete.score;
     hypothesis.finish_reason = FinishReason::stop;
+    record_logprobs(hypothesis, complete.parent);
     group.finished_beams.push_back(std::move(hypothesis));
     ++counters_.generation_tokens;
   }
@@ -223,6 +246,7 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
     Sequence& seq = group.seqs[targets[j]];
     seq.tokens.push_back(step.extend[j].token);
     seq.cumulative_logprob = step.extend[j].score;
+    record_logprobs(seq, step.extend[j].parent);
     ++counters_.generation_tokens;
   }
   // Beams that no candidate extends are dropped.
@@ -235,23 +259,21 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
     return seq.num_output_tokens() >= params.max_tokens || seq.num_tokens() >= config_.scheduler.max_model_len;
   });
   if (group.seqs.empty() || static_cast<int32_t>(group.finished_beams.size()) >= params.beam_width) {
-    finish_beams(group, FinishReason::stop);
+    finish_beams(group, FinishReason::stop, /*keep_running_beams=*/false);
   } else if (at_length) {
-    finish_beams(group, FinishReason::length);
+    finish_beams(group, FinishReason::length, /*keep_running_beams=*/true);
   }
 }
 
-void Engine::finish_beams(SequenceGroup& group, FinishReason reason) {
+void Engine::finish_beams(SequenceGroup& group, FinishReason reason, bool keep_running_beams) {
+  // Enough hypotheses ended: the beams still running are dropped, as unfinished work. At the
+  // length limit the running beams are complete hypotheses themselves.
   for (Sequence& seq : group.seqs) {
     if (seq.finished()) continue;
-    Sequence hypothesis = seq;
-    hypothesis.finish_reason = reason;
-    group.finished_beams.push_back(std::move(hypothesis));
+    seq.finish_reason = reason;
+    if (keep_running_beams) group.finished_beams.push_back(seq);
   }
   scheduler_.finish(group, reason);
-  for (Sequence& seq : group.seqs) {
-    if (!seq.finished()) seq.finish_reason = reason;
-  }
 }
 
 void Engine::maybe_finish(SequenceGroup& group) {
@@ -259,32 +281,43 @@ void Engine::maybe_finish(SequenceGroup& group) {
   scheduler_.finish(group, group.seqs.front().finish_reason);
 }
 
-RequestOutput Engine::make_output(const SequenceGroup& group) const {
+RequestOutput Engine::make_output(SequenceGroup& group) const {
   RequestOutput output;
   output.id = group.request.id;
   output.num_prompt_tokens = static_cast<int32_t>(group.request.prompt_tokens.size());
   output.finished = group.state == GroupState::finished;
   output.finish_reason = group.finish_reason;
   output.message = group.finish_message;
+  const bool delta = config_.output_kind == OutputKind::delta;
   output.times = group.times;
+  if (delta) output.times.token_times.clear();  // O(1) per report: a streaming client keeps its own
   std::vector<const Sequence*> sources;
-  if (group.is_beam_search() && output.finished) {
+  if (group.is_beam_search() && output.finished && !group.finished_beams.empty()) {
     for (const Sequence& beam : group.finished_beams) sources.push_back(&beam);
     std::stable_sort(sources.begin(), sources.end(), [](const Sequence* a, const Sequence* b) {
       return beam_score(a->cumulative_logprob, a->num_tokens()) > beam_score(b->cumulative_logprob, b->num_tokens());
     });
     sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
   } else {
+    // Samples; or the beams so far (running, aborted): at most n of them.
     for (const Sequence& seq : group.seqs) sources.push_back(&seq);
+    if (group.is_beam_search()) sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
   }
+  // Delta reports carry the tokens since the last report of the same completion index (beam
+  // search reorders its completions when it finishes, so its final report is whole).
+  const bool whole = !delta || (group.is_beam_search() && output.finished);
+  group.num_reported_tokens.resize(std::max(group.num_reported_tokens.size(), sources.size()), 0);
   for (size_t i = 0; i < sources.size(); ++i) {
     const Sequence& seq = *sources[i];
+    const int32_t from = whole ? 0 : std::min(group.num_reported_tokens[i], seq.num_output_tokens());
     Completion completion;
     completion.index = static_cast<int32_t>(i);
-    completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+    completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens + from, seq.tokens.end());
     completion.cumulative_logprob = seq.cumulative_logprob;
     completion.finish_reason = seq.finish_reason;
-    completion.top_logprobs = seq.top_logprobs;
+    completion.top_logprobs.assign(seq.top_logprobs.begin() + std::min<size_t>(from, seq.top_logprobs.size()),
+                                   seq.top_logprobs.end());
+    group.num_reported_tokens[i] = seq.num_output_tokens();
     output.completions.push_back(std::move(completion));
   }
   return output;

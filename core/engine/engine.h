@@ -37,7 +37,8 @@ class Engine {
   // Frees the request's blocks in any state; its final output comes back from the next step().
   bool abort_request(sched::RequestId id);
 
-  // One engine step. Returns the cumulative output of every request that progressed or ended.
+  // One engine step. Returns the output of every request that progressed or ended, as
+  // config().output_kind says (cumulative, delta, or finished requests only).
   std::vector<RequestOutput> step();
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
@@ -59,9 +60,9 @@ class Engine {
   void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
                     const sched::SequenceOutput& output, size_t sample);
   std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
-  void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason);
+  void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);
-  RequestOutput make_output(const sched::SequenceGroup& group) const;
+  RequestOutput make_output(sched::SequenceGroup& group) const;  // records what was reported
   void record_step(const sched::StepPlan& plan, double start, double end);
 
   EngineConfig config_;

@@ -10,7 +10,9 @@ namespace pagedllm::engine {
 std::vector<RequestOutput> generate(std::span<const GenerateRequest> requests, Executor& executor,
                                     const EngineConfig& config) {
   VirtualClock clock;
-  Engine engine(config, executor, clock);
+  EngineConfig final_only = config;
+  final_only.output_kind = OutputKind::final_only;  // the whole output once, when it finishes
+  Engine engine(final_only, executor, clock);
   for (size_t i = 0; i < requests.size(); ++i) {
     sched::Request request;
     request.id = static_cast<sched::RequestId>(i);

@@ -132,6 +132,14 @@ void Scheduler::schedule_waiting(StepState& state) {
   scratch_groups_.assign(waiting_.begin(), waiting_.end());
   for (SequenceGroup* group : scratch_groups_) {
     const Outcome outcome = admit(state, *group);
+    if (outcome == Outcome::out_of_blocks && running_.empty() && swapped_.empty()) {
+      // The cache is as empty as it will ever be. Only a forked group preempted by recompute gets
+      // here (add() rejects the rest): its sequences no longer share their prompt blocks.
+      reject(state, *group, "after preemption by recompute its " + std::to_string(group->num_unfinished_seqs()) +
+                                " sequences no longer share blocks and cannot fit the KV cache together; "
+                                "allow swap preemption with enough swap space, or give the cache more memory");
+      continue;
+    }
     // Head-of-line: a waiting group that does not fit now holds the ones behind it (FCFS order).
     if (outcome != Outcome::scheduled && outcome != Outcome::rejected) break;
   }
@@ -158,30 +166,44 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   int32_t num_seqs = 0;
   int32_t total_tokens = 0;
   int32_t blocks = 0;
+  // Beams sample together: while some are still recomputing, none computes its last token.
+  const bool lockstep = group.is_beam_search() && group.is_prefilling() && group.num_unfinished_seqs() > 1;
   for (size_t i = 0; i < group.seqs.size(); ++i) {
     const Sequence& seq = group.seqs[i];
     if (seq.finished()) continue;
-    const int32_t tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), state.token_budget - total_tokens,
+    const int32_t end = lockstep ? seq.num_tokens() - 1 : seq.num_tokens();
+    if (seq.num_computed_tokens >= end) continue;  // waits for its siblings
+    const int32_t tokens = plan_chunk({seq.num_computed_tokens, end, state.token_budget - total_tokens,
                                        block_size, config_.enable_chunked_prefill});
     if (tokens == 0) return Outcome::out_of_budget;
     scratch_new_tokens_[i] = tokens;
     total_tokens += tokens;
-    blocks += kv_.num_blocks_to_append(seq.id, tokens);
+    // An upper bound from our own counts (the KV holds exactly num_computed slots): the new
+    // blocks, ceil((offset + tokens) / block_size) - 1 past a partial last block, plus one for
+    // its copy-on-write if it is shared; ceil(tokens / block_size) from a block boundary.
+    const int32_t offset = seq.num_computed_tokens % block_size;
+    blocks += (offset + tokens + block_size - 1) / block_size;
     ++num_seqs;
   }
-  if (num_seqs == 0) return Outcome::out_of_budget;
-  if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
+  if (blocks > kv_.device_pool().num_free()) {
+    blocks = 0;  // tight: ask the KV manager for the exact count (shared last blocks only)
+    for (size_t i = 0; i < group.seqs.size(); ++i) {
+      if (scratch_new_tokens_[i] > 0) blocks += kv_.num_blocks_to_append(group.seqs[i].id, scratch_new_tokens_[i]);
+    }
+  }
+  const int32_t group_seqs = group.num_unfinished_seqs();  // all count, waiting siblings too
+  if (num_seqs == 0 || group_seqs > state.seq_budget) return Outcome::out_of_budget;
   if (blocks > kv_.device_pool().num_free() && !make_room(state, group, blocks)) {
-    // Nobody left to preempt: a single prompt may still compute the part that fits.
-    const Sequence* only = num_seqs == 1 && group.is_prefilling() ? &group.seqs.front() : nullptr;
-    if (only == nullptr || only->finished()) return Outcome::out_of_blocks;
+    // Nobody left to preempt: a lone prompt may still compute the part that fits.
+    const auto only = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
+    if (group_seqs != 1 || !group.is_prefilling()) return Outcome::out_of_blocks;
     const int32_t free_slots = kv_.device_pool().num_free() * block_size +
                                (block_size - only->num_computed_tokens % block_size) % block_size;
     const int32_t tokens = plan_chunk({only->num_computed_tokens, only->num_tokens(),
                                        std::min(free_slots, state.token_budget), block_size, true});
     if (tokens == 0 || tokens >= only->num_uncomputed_tokens()) return Outcome::out_of_blocks;
     scratch_new_tokens_.assign(group.seqs.size(), 0);
-    scratch_new_tokens_[0] = tokens;
+    scratch_new_tokens_[static_cast<size_t>(only - group.seqs.begin())] = tokens;
     total_tokens = tokens;
   }
   for (size_t i = 0; i < group.seqs.size(); ++i) {
@@ -194,7 +216,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     add_to_plan(state, group, i, start, start + tokens);
   }
   state.token_budget -= total_tokens;
-  state.seq_budget -= num_seqs;
+  state.seq_budget -= group_seqs;
   group.last_scheduled_step = current_step_;
   return Outcome::scheduled;
 }
@@ -250,57 +272,57 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
     group.admission_hashes = kv::hash_prompt_blocks(group.seqs.front().tokens, block_size, group.request.cache_salt);
   }
-  // Plan every sequence's first chunk (one, unless a forked group was preempted by recompute).
-  scratch_new_tokens_.assign(group.seqs.size(), 0);
+  // One sequence, unless a forked group was preempted by recompute. Each is planned and allocated
+  // in turn, so that a later one sees the blocks the earlier ones just filled as prefix hits; if
+  // one does not fit, the ones before it are discarded and the group waits, all or nothing.
+  const bool lockstep = group.is_beam_search() && num_seqs > 1;
+  scratch_new_tokens_.assign(group.seqs.size(), -1);  // -1: not allocated
   int32_t total_tokens = 0;
-  for (size_t i = 0; i < group.seqs.size(); ++i) {
-    const Sequence& seq = group.seqs[i];
+  Outcome outcome = Outcome::scheduled;
+  for (size_t i = 0; i < group.seqs.size() && outcome == Outcome::scheduled; ++i) {
+    Sequence& seq = group.seqs[i];
     if (seq.finished()) continue;
     const kv::PromptRef prompt{seq.tokens, group.request.cache_salt,
                                i == 0 ? std::span<const kv::BlockHash>(group.admission_hashes)
                                       : std::span<const kv::BlockHash>()};
     const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
-    const int32_t tokens = plan_chunk({cached, seq.num_tokens(), state.token_budget - total_tokens, block_size,
-                                       config_.enable_chunked_prefill});
-    if (tokens == 0) return Outcome::out_of_budget;
-    const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
-    if (status == kv::AllocStatus::never) {
-      finish(group, FinishReason::rejected);
-      group.finish_message = "the prompt (" + std::to_string(seq.num_tokens()) +
-                             " tokens) is larger than the KV cache less its watermark";
-      state.plan->rejected.push_back({group.request.id, group.finish_message});
-      return Outcome::rejected;
+    // Beams sample together: while recomputing, each stops one token short of its end.
+    const int32_t end = lockstep ? seq.num_tokens() - 1 : seq.num_tokens();
+    int32_t tokens = plan_chunk({cached, end, state.token_budget - total_tokens, block_size,
+                                 config_.enable_chunked_prefill});
+    if (tokens == 0 && !(lockstep && cached == end && cached > 0)) {
+      outcome = Outcome::out_of_budget;
+      break;
     }
-    if (status == kv::AllocStatus::later) return Outcome::out_of_blocks;
-    scratch_new_tokens_[i] = cached + tokens;  // the slot count to reserve
+    const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
+    if (status != kv::AllocStatus::ok) {
+      outcome = status == kv::AllocStatus::never ? Outcome::rejected : Outcome::out_of_blocks;
+      break;
+    }
+    seq.num_computed_tokens = kv_.allocate(seq.id, prompt, std::max(cached + tokens, 1));
+    PAGEDLLM_ASSERT(seq.num_computed_tokens == cached, "prefix match changed between lookup and allocation");
+    scratch_new_tokens_[i] = tokens;
     total_tokens += tokens;
   }
-  // Allocate; a forked group whose later sequences no longer fit is rolled back whole.
-  size_t allocated = 0;
-  try {
-    for (; allocated < group.seqs.size(); ++allocated) {
-      Sequence& seq = group.seqs[allocated];
-      if (seq.finished()) continue;
-      const kv::PromptRef prompt{seq.tokens, group.request.cache_salt,
-                                 allocated == 0 ? std::span<const kv::BlockHash>(group.admission_hashes)
-                                                : std::span<const kv::BlockHash>()};
-      seq.num_computed_tokens = kv_.allocate(seq.id, prompt, scratch_new_tokens_[allocated]);
+  if (outcome != Outcome::scheduled) {
+    for (size_t i = group.seqs.size(); i-- > 0;) {
+      if (scratch_new_tokens_[i] < 0) continue;
+      kv_.discard(group.seqs[i].id);
+      group.seqs[i].num_computed_tokens = 0;
     }
-  } catch (const kv::KvCacheFullError&) {
-    for (size_t i = 0; i < allocated; ++i) {
-      if (!group.seqs[i].finished()) {
-        kv_.free(group.seqs[i].id);
-        group.seqs[i].num_computed_tokens = 0;
-      }
+    if (outcome == Outcome::rejected) {
+      reject(state, group, "the prompt (" + std::to_string(group.seqs.front().num_tokens()) +
+                               " tokens) is larger than the KV cache less its watermark");
     }
-    return Outcome::out_of_blocks;
+    return outcome;
   }
   erase(waiting_, &group);
   group.state = GroupState::running;
   insert_sorted(running_, &group);
   for (size_t i = 0; i < group.seqs.size(); ++i) {
-    if (group.seqs[i].finished()) continue;
-    add_to_plan(state, group, i, group.seqs[i].num_computed_tokens, scratch_new_tokens_[i]);
+    if (scratch_new_tokens_[i] <= 0) continue;
+    const int32_t start = group.seqs[i].num_computed_tokens;
+    add_to_plan(state, group, i, start, start + scratch_new_tokens_[i]);
   }
   group.admission_hashes.clear();
   group.admission_hashes.shrink_to_fit();
@@ -308,6 +330,12 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   state.seq_budget -= num_seqs;
   group.last_scheduled_step = current_step_;
   return Outcome::scheduled;
+}
+
+void Scheduler::reject(StepState& state, SequenceGroup& group, const std::string& reason) {
+  finish(group, FinishReason::rejected);
+  group.finish_message = reason;
+  state.plan->rejected.push_back({group.request.id, reason});
 }
 
 void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end) {

@@ -97,6 +97,7 @@ class Scheduler {
   void preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode = std::nullopt);
   void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end);
   Outcome admit(StepState& state, SequenceGroup& group);
+  void reject(StepState& state, SequenceGroup& group, const std::string& reason);
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;

@@ -56,6 +56,8 @@ struct SequenceGroup {
   RequestTimes times;
   std::vector<kv::BlockHash> admission_hashes;  // block hashes of seqs[0] while waiting (cached)
   int64_t last_scheduled_step = -1;             // the scheduler's mark: scheduled in this step
+  int64_t last_sampled_step = -1;               // the engine's mark: sampled in this step
+  std::vector<int32_t> num_reported_tokens;     // per sequence: output tokens already reported (delta)
 
   int32_t num_unfinished_seqs() const;
   bool is_beam_search() const { return request.params.use_beam_search(); }
