@@ -289,8 +289,14 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
   output.finish_reason = group.finish_reason;
   output.message = group.finish_message;
   const bool delta = config_.output_kind == OutputKind::delta;
-  output.times = group.times;
-  if (delta) output.times.token_times.clear();  // O(1) per report: a streaming client keeps its own
+  if (delta) {
+    // O(1) per report: everything but the token times (a streaming client keeps its own).
+    std::vector<double> token_times = std::move(group.times.token_times);
+    output.times = group.times;
+    group.times.token_times = std::move(token_times);
+  } else {
+    output.times = group.times;
+  }
   std::vector<const Sequence*> sources;
   if (group.is_beam_search() && output.finished && !group.finished_beams.empty()) {
     for (const Sequence& beam : group.finished_beams) sources.push_back(&beam);

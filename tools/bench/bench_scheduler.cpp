@@ -239,6 +239,7 @@ class EngineDriver final : public Driver {
     engine::EngineConfig result;
     result.cache = spec.cache;
     result.scheduler = spec.scheduler;
+    result.output_kind = engine::OutputKind::delta;  // what a streaming server asks for
     return result;  // step metrics on, as the engine runs by default
   }
 
