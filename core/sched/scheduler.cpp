@@ -94,18 +94,22 @@ StepPlan Scheduler::schedule(int64_t step, double now) {
   current_step_ = step;
   StepState state{&plan, now, config_.max_num_batched_tokens, config_.max_num_seqs};
   if (config_.policy == SchedulingPolicy::priority) preempt_for_priority(state);
-  schedule_running(state, /*prefilling=*/false);
-  schedule_running(state, /*prefilling=*/true);
+  plan.sequences.reserve(running_.size() + 64);
+  schedule_running(state);
   if (!state.preempted_any) schedule_swapped(state);
   if (!state.preempted_any && swapped_.empty()) schedule_waiting(state);
   return plan;
 }
 
-void Scheduler::schedule_running(StepState& state, bool prefilling) {
-  scratch_groups_.assign(running_.begin(), running_.end());
+void Scheduler::schedule_running(StepState& state) {
+  // Decodes first, then prompts in progress, each in policy order. Iterates a snapshot, since
+  // preemption edits running_.
+  scratch_groups_.clear();
+  scratch_prefilling_.clear();
+  for (SequenceGroup* group : running_) (group->is_prefilling() ? scratch_prefilling_ : scratch_groups_).push_back(group);
+  scratch_groups_.insert(scratch_groups_.end(), scratch_prefilling_.begin(), scratch_prefilling_.end());
   for (SequenceGroup* group : scratch_groups_) {
     if (group->state != GroupState::running || scheduled_now(*group)) continue;
-    if (group->is_prefilling() != prefilling) continue;
     if (try_schedule(state, *group) == Outcome::out_of_blocks) preempt(state, *group);
   }
 }

@@ -82,7 +82,7 @@ class Scheduler {
   static void erase(Queue& queue, const SequenceGroup* group);
   std::string never_fits_reason(const SequenceGroup& group) const;
 
-  void schedule_running(StepState& state, bool prefilling);
+  void schedule_running(StepState& state);
   void schedule_swapped(StepState& state);
   void schedule_waiting(StepState& state);
   void preempt_for_priority(StepState& state);
@@ -107,6 +107,7 @@ class Scheduler {
   Queue swapped_;
   int64_t current_step_ = -1;
   std::vector<SequenceGroup*> scratch_groups_;  // queue snapshots: preemption edits the queues
+  std::vector<SequenceGroup*> scratch_prefilling_;
   std::vector<int32_t> scratch_new_tokens_;
   std::vector<SeqId> scratch_ids_;
 };
