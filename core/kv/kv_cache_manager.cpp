@@ -96,7 +96,6 @@ KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
   state.tail_hasher = BlockHasher();
   state.id = seq;
   state.salt = 0;
-  state.num_hit_blocks = 0;
   state.num_tokens = 0;
   state.tier = Tier::device;
   state.last_block_maybe_shared = false;
@@ -194,7 +193,6 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
   const BlockHash parent =
       scratch_hits_.empty() ? kRootBlockHash : device_.meta(scratch_hits_.back()).hash;
   state.tail_hasher.reset(parent, prompt.salt);
-  state.num_hit_blocks = match.num_hit_blocks;
   state.num_tokens = match.num_cached_tokens;
   prefix_query_tokens_ += prompt_len;
   prefix_hit_tokens_ += match.num_cached_tokens;
@@ -326,7 +324,6 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   copy.block_table = source.block_table;
   copy.tail_hasher = source.tail_hasher;
   copy.salt = source.salt;
-  copy.num_hit_blocks = source.num_hit_blocks;
   copy.num_tokens = source.num_tokens;
   copy.tier = source.tier;
   copy.last_block_maybe_shared = true;
@@ -353,21 +350,6 @@ void KvCacheManager::free(SeqId seq) {
   }
   if (event_log_) event_log_->free(seq, state.tier, table);
   remove_sequence(seq);
-}
-
-void KvCacheManager::discard(SeqId seq) {
-  const SequenceKv& state = sequence(seq);
-  if (state.tier != Tier::device) throw KvCacheError("kv cache: discard of " + seq_name(seq) + ", which is swapped out");
-  const std::vector<BlockId>& table = state.block_table;
-  for (size_t i = table.size(); i-- > static_cast<size_t>(state.num_hit_blocks);) {
-    BlockMeta& meta = device_.meta(table[i]);
-    if (!meta.is_cached || meta.ref_count != 1) continue;  // shared: another holder vouches for it
-    const bool erased = prefix_cache_.erase(meta.hash);
-    PAGEDLLM_ASSERT(erased, "cached block missing from the prefix index");
-    meta.is_cached = false;
-  }
-  if (event_log_) event_log_->discard(seq);
-  free(seq);
 }
 
 // --- swap --------------------------------------------------------------------------------------

@@ -111,11 +111,6 @@ class KvCacheManager {
   // the tail of the sequence is evicted before its head.
   void free(SeqId seq);
 
-  // Like free(), and also drops from the prefix cache the blocks `seq` filled itself since its
-  // allocate(): their KV was never computed, because the caller is rolling back an admission
-  // within the step that made it (a group whose later sequences did not fit).
-  void discard(SeqId seq);
-
   // --- preemption by swap ----------------------------------------------------------------------
   // A group (the sequences of one request) moves as a whole; a block shared inside the group is
   // moved once and stays shared. The returned moves are the copies the executor must make, in
@@ -155,7 +150,6 @@ class KvCacheManager {
     BlockHasher tail_hasher;           // hash state of the unfinished last block
     SeqId id = 0;
     uint64_t salt = 0;
-    int32_t num_hit_blocks = 0;        // leading blocks taken from the prefix cache at allocate()
     int32_t num_tokens = 0;
     Tier tier = Tier::device;
     bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive

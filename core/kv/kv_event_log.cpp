@@ -90,12 +90,6 @@ void KvEventLog::free(SeqId seq, Tier tier, std::span<const BlockId> blocks) {
   end();
 }
 
-void KvEventLog::discard(SeqId seq) {
-  begin("discard");
-  append_field(line_, "seq", seq);
-  end();
-}
-
 void KvEventLog::evict(BlockId block) {
   begin("evict");
   append_field(line_, "block", block);

@@ -44,7 +44,6 @@ class KvEventLog {
   void fork(SeqId parent, SeqId child);
   void free(SeqId seq, Tier tier, std::span<const BlockId> blocks);
   void evict(BlockId block);
-  void discard(SeqId seq);  // followed by the free line of the same sequence
   void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
   // `reused`: host blocks whose content was still cached on the device (no copy).
   void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves,

@@ -34,10 +34,10 @@ void Scheduler::erase(Queue& queue, const SequenceGroup* group) {
   queue.erase(it);
 }
 
-std::span<const SeqId> Scheduler::unfinished_ids(const SequenceGroup& group) {
+std::span<const SeqId> Scheduler::resident_ids(const SequenceGroup& group) {
   scratch_ids_.clear();
   for (const Sequence& seq : group.seqs) {
-    if (!seq.finished()) scratch_ids_.push_back(seq.id);
+    if (!seq.finished() && !is_rejoining(seq)) scratch_ids_.push_back(seq.id);
   }
   return scratch_ids_;
 }
@@ -110,15 +110,26 @@ void Scheduler::schedule_running(StepState& state) {
   scratch_groups_.insert(scratch_groups_.end(), scratch_prefilling_.begin(), scratch_prefilling_.end());
   for (SequenceGroup* group : scratch_groups_) {
     if (group->state != GroupState::running || scheduled_now(*group)) continue;
-    if (try_schedule(state, *group) == Outcome::out_of_blocks) preempt(state, *group);
+    if (try_schedule(state, *group) != Outcome::out_of_blocks) continue;
+    if (running_.size() == 1 && swapped_.empty()) {
+      // It holds the cache alone and still does not fit: preempting it would only bring it back
+      // to this point. add() rules this out for a group whose sequences share their prompt, so
+      // this is a forked group that lost that sharing to a preemption by recompute.
+      reject(state, *group, "its " + std::to_string(group->num_unfinished_seqs()) +
+                                " sequences outgrew the KV cache after a preemption by recompute undid their "
+                                "sharing of the prompt; allow swap preemption with enough swap space, enable "
+                                "prefix caching, or give the cache more memory");
+      continue;
+    }
+    preempt(state, *group);
   }
 }
 
 void Scheduler::schedule_swapped(StepState& state) {
   scratch_groups_.assign(swapped_.begin(), swapped_.end());
   for (SequenceGroup* group : scratch_groups_) {
-    const std::span<const SeqId> ids = unfinished_ids(*group);
-    const auto num_seqs = static_cast<int32_t>(ids.size());
+    const std::span<const SeqId> ids = resident_ids(*group);
+    const int32_t num_seqs = group->num_unfinished_seqs();
     if (num_seqs > state.seq_budget || num_seqs > state.token_budget) break;
     if (kv_.can_swap_in(ids) != kv::AllocStatus::ok) break;
     // Room for every sequence's next slot afterwards, or it would be preempted again at once.
@@ -167,18 +178,33 @@ void Scheduler::preempt_for_priority(StepState& state) {
 Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& group) {
   const int32_t block_size = kv_.config().block_size;
   scratch_new_tokens_.assign(group.seqs.size(), 0);
-  int32_t num_seqs = 0;
+  const bool lockstep = group.is_beam_search() && group.is_prefilling() && group.num_unfinished_seqs() > 1;
+  // Siblings waiting to rejoin after a recompute do so once the prompt's KV is back (they hit it
+  // in the prefix cache), or at once when there is no prefix cache to share through.
+  const bool may_join = !kv_.config().enable_prefix_caching ||
+                        std::any_of(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) {
+                          return seq.num_computed_tokens >= seq.num_prompt_tokens;
+                        });
+  int32_t active = 0;
+  for (const Sequence& seq : group.seqs) {
+    if (seq.finished()) continue;
+    if (is_rejoining(seq)) {
+      active += may_join ? 1 : 0;
+    } else if (seq.num_computed_tokens < lockstep_end(group, seq, lockstep)) {
+      ++active;
+    }
+  }
+  if (active == 0 || active > state.token_budget) return Outcome::out_of_budget;
+  // Sequences that compute side by side share the budget, or the first would take it all.
+  const int32_t share = state.token_budget / active;
   int32_t total_tokens = 0;
   int32_t blocks = 0;
-  // Beams sample together: while some are still recomputing, none computes its last token.
-  const bool lockstep = group.is_beam_search() && group.is_prefilling() && group.num_unfinished_seqs() > 1;
   for (size_t i = 0; i < group.seqs.size(); ++i) {
     const Sequence& seq = group.seqs[i];
-    if (seq.finished()) continue;
-    const int32_t end = lockstep ? seq.num_tokens() - 1 : seq.num_tokens();
-    if (seq.num_computed_tokens >= end) continue;  // waits for its siblings
-    const int32_t tokens = plan_chunk({seq.num_computed_tokens, end, state.token_budget - total_tokens,
-                                       block_size, config_.enable_chunked_prefill});
+    const int32_t end = lockstep_end(group, seq, lockstep);
+    if (seq.finished() || is_rejoining(seq) || seq.num_computed_tokens >= end) continue;
+    const int32_t tokens = plan_chunk({seq.num_computed_tokens, end, share, block_size,
+                                       config_.enable_chunked_prefill || active > 1});
     if (tokens == 0) return Outcome::out_of_budget;
     scratch_new_tokens_[i] = tokens;
     total_tokens += tokens;
@@ -187,7 +213,6 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     // its copy-on-write if it is shared; ceil(tokens / block_size) from a block boundary.
     const int32_t offset = seq.num_computed_tokens % block_size;
     blocks += (offset + tokens + block_size - 1) / block_size;
-    ++num_seqs;
   }
   if (blocks > kv_.device_pool().num_free()) {
     blocks = 0;  // tight: ask the KV manager for the exact count (shared last blocks only)
@@ -196,7 +221,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     }
   }
   const int32_t group_seqs = group.num_unfinished_seqs();  // all count, waiting siblings too
-  if (num_seqs == 0 || group_seqs > state.seq_budget) return Outcome::out_of_budget;
+  if (group_seqs > state.seq_budget) return Outcome::out_of_budget;
   if (blocks > kv_.device_pool().num_free() && !make_room(state, group, blocks)) {
     // Nobody left to preempt: a lone prompt may still compute the part that fits.
     const auto only = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
@@ -219,6 +244,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     if (copy) state.plan->copies.push_back(*copy);
     add_to_plan(state, group, i, start, start + tokens);
   }
+  if (may_join) total_tokens += rejoin_siblings(state, group, share, lockstep || active > 1);
   state.token_budget -= total_tokens;
   state.seq_budget -= group_seqs;
   group.last_scheduled_step = current_step_;
@@ -242,7 +268,7 @@ bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t 
 
 void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode) {
   PreemptionMode mode = forced_mode ? *forced_mode : choose_preemption_mode(config_, victim);
-  const std::span<const SeqId> ids = unfinished_ids(victim);
+  const std::span<const SeqId> ids = resident_ids(victim);
   if (mode == PreemptionMode::swap && (kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
     mode = PreemptionMode::recompute;  // no swap space left: recomputing loses nothing but time
   }
@@ -256,7 +282,7 @@ void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<P
   } else {
     for (Sequence& seq : victim.seqs) {
       if (seq.finished()) continue;
-      kv_.free(seq.id);
+      release(seq);
       seq.num_computed_tokens = 0;
     }
     victim.state = GroupState::waiting;
@@ -270,70 +296,65 @@ void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<P
 
 Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   const int32_t block_size = kv_.config().block_size;
-  const std::span<const SeqId> ids = unfinished_ids(group);
-  const auto num_seqs = static_cast<int32_t>(ids.size());
+  const int32_t num_seqs = group.num_unfinished_seqs();
   if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
+  // The first live sequence is admitted. The others of a forked group preempted by recompute join
+  // it later (try_schedule), once its prompt's KV is back, so that they share it again.
+  const auto leader = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
+  PAGEDLLM_ASSERT(leader != group.seqs.end(), "a waiting group with no live sequence");
+  Sequence& seq = *leader;
   if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
-    group.admission_hashes = kv::hash_prompt_blocks(group.seqs.front().tokens, block_size, group.request.cache_salt);
+    group.admission_hashes = kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt);
   }
-  // One sequence, unless a forked group was preempted by recompute. Each is planned and allocated
-  // in turn, so that a later one sees the blocks the earlier ones just filled as prefix hits; if
-  // one does not fit, the ones before it are discarded and the group waits, all or nothing.
-  const bool lockstep = group.is_beam_search() && num_seqs > 1;
-  scratch_new_tokens_.assign(group.seqs.size(), -1);  // -1: not allocated
-  int32_t total_tokens = 0;
-  Outcome outcome = Outcome::scheduled;
-  for (size_t i = 0; i < group.seqs.size() && outcome == Outcome::scheduled; ++i) {
-    Sequence& seq = group.seqs[i];
-    if (seq.finished()) continue;
-    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt,
-                               i == 0 ? std::span<const kv::BlockHash>(group.admission_hashes)
-                                      : std::span<const kv::BlockHash>()};
-    const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
-    // Beams sample together: while recomputing, each stops one token short of its end.
-    const int32_t end = lockstep ? seq.num_tokens() - 1 : seq.num_tokens();
-    int32_t tokens = plan_chunk({cached, end, state.token_budget - total_tokens, block_size,
-                                 config_.enable_chunked_prefill});
-    if (tokens == 0 && !(lockstep && cached == end && cached > 0)) {
-      outcome = Outcome::out_of_budget;
-      break;
-    }
-    const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
-    if (status != kv::AllocStatus::ok) {
-      outcome = status == kv::AllocStatus::never ? Outcome::rejected : Outcome::out_of_blocks;
-      break;
-    }
-    seq.num_computed_tokens = kv_.allocate(seq.id, prompt, std::max(cached + tokens, 1));
-    PAGEDLLM_ASSERT(seq.num_computed_tokens == cached, "prefix match changed between lookup and allocation");
-    scratch_new_tokens_[i] = tokens;
-    total_tokens += tokens;
+  const kv::PromptRef prompt{seq.tokens, group.request.cache_salt, group.admission_hashes};
+  const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
+  const int32_t end = lockstep_end(group, seq, num_seqs > 1);
+  const int32_t tokens = plan_chunk({cached, end, state.token_budget, block_size, config_.enable_chunked_prefill});
+  if (tokens == 0 && cached < end) return Outcome::out_of_budget;
+  const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
+  if (status == kv::AllocStatus::never) {
+    reject(state, group, "the prompt (" + std::to_string(seq.num_tokens()) +
+                             " tokens) is larger than the KV cache less its watermark");
+    return Outcome::rejected;
   }
-  if (outcome != Outcome::scheduled) {
-    for (size_t i = group.seqs.size(); i-- > 0;) {
-      if (scratch_new_tokens_[i] < 0) continue;
-      kv_.discard(group.seqs[i].id);
-      group.seqs[i].num_computed_tokens = 0;
-    }
-    if (outcome == Outcome::rejected) {
-      reject(state, group, "the prompt (" + std::to_string(group.seqs.front().num_tokens()) +
-                               " tokens) is larger than the KV cache less its watermark");
-    }
-    return outcome;
-  }
+  if (status == kv::AllocStatus::later) return Outcome::out_of_blocks;
+  seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
+  PAGEDLLM_ASSERT(seq.num_computed_tokens == cached, "prefix match changed between lookup and allocation");
   erase(waiting_, &group);
   group.state = GroupState::running;
   insert_sorted(running_, &group);
-  for (size_t i = 0; i < group.seqs.size(); ++i) {
-    if (scratch_new_tokens_[i] <= 0) continue;
-    const int32_t start = group.seqs[i].num_computed_tokens;
-    add_to_plan(state, group, i, start, start + scratch_new_tokens_[i]);
-  }
+  if (tokens > 0) add_to_plan(state, group, static_cast<size_t>(leader - group.seqs.begin()), cached, cached + tokens);
   group.admission_hashes.clear();
   group.admission_hashes.shrink_to_fit();
-  state.token_budget -= total_tokens;
+  state.token_budget -= tokens;
   state.seq_budget -= num_seqs;
   group.last_scheduled_step = current_step_;
   return Outcome::scheduled;
+}
+
+int32_t Scheduler::lockstep_end(const SequenceGroup& group, const Sequence& seq, bool lockstep) {
+  // Beams sample together: while some are still recomputing, none computes its last token.
+  return lockstep && group.is_beam_search() ? seq.num_tokens() - 1 : seq.num_tokens();
+}
+
+int32_t Scheduler::rejoin_siblings(StepState& state, SequenceGroup& group, int32_t share, bool lockstep) {
+  const int32_t block_size = kv_.config().block_size;
+  int32_t total_tokens = 0;
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    Sequence& seq = group.seqs[i];
+    if (seq.finished() || !is_rejoining(seq)) continue;
+    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt};
+    const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
+    const int32_t end = lockstep_end(group, seq, lockstep);
+    const int32_t tokens = plan_chunk({cached, end, share, block_size, true});
+    if (cached + tokens == 0) continue;
+    // Optional progress: a sibling that does not fit now simply tries again next step.
+    if (kv_.can_allocate(prompt, cached + tokens) != kv::AllocStatus::ok) continue;
+    seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
+    if (tokens > 0) add_to_plan(state, group, i, cached, cached + tokens);
+    total_tokens += tokens;
+  }
+  return total_tokens;
 }
 
 void Scheduler::reject(StepState& state, SequenceGroup& group, const std::string& reason) {
@@ -439,7 +460,8 @@ void Scheduler::check_invariants() const {
     }
     for (const Sequence& seq : group.seqs) {
       const bool holds_kv = kv_.contains(seq.id);
-      const bool should_hold = !seq.finished() && (group.state == GroupState::running || group.state == GroupState::swapped);
+      const bool should_hold = !seq.finished() && !is_rejoining(seq) &&
+                               (group.state == GroupState::running || group.state == GroupState::swapped);
       if (holds_kv != should_hold) {
         fail(name + " sequence " + std::to_string(seq.id) + (holds_kv ? " holds" : " lacks") + " KV blocks while " +
              to_string(group.state));

@@ -49,7 +49,7 @@ class Scheduler {
   SequenceGroup* find(RequestId id);
   // A new sequence sharing all of `parent`'s blocks (parallel sampling, beam search).
   Sequence& fork(SequenceGroup& group, size_t parent_index, SeqId child_id);
-  // Releases a finished or discarded sequence's blocks (it stays in the group unless erased).
+  // Releases a finished or dropped sequence's blocks (it stays in the group unless erased).
   void release(Sequence& seq);
   // Marks the group finished, drops it from its queue and releases every sequence's blocks.
   void finish(SequenceGroup& group, FinishReason reason);
@@ -90,7 +90,14 @@ class Scheduler {
   // Reserves slots and adds the group's sequences to the plan, or reports what stopped it.
   Outcome try_schedule(StepState& state, SequenceGroup& group);
   bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }
-  std::span<const SeqId> unfinished_ids(const SequenceGroup& group);
+  // Live sequences holding KV: every one but siblings waiting to rejoin after a recompute.
+  std::span<const SeqId> resident_ids(const SequenceGroup& group);
+  // A live sequence of a running or swapped group with no KV yet: a sibling of a forked group
+  // preempted by recompute, waiting to rejoin (between steps, every other holds >= 1 token).
+  static bool is_rejoining(const Sequence& seq) { return seq.num_computed_tokens == 0; }
+  static int32_t lockstep_end(const SequenceGroup& group, const Sequence& seq, bool lockstep);
+  // Allocates the rejoining siblings that fit now; returns the tokens they compute this step.
+  int32_t rejoin_siblings(StepState& state, SequenceGroup& group, int32_t share, bool lockstep);
   // Preempts unscheduled running groups from the back until `blocks` are free. False when the
   // next victim would be `group` itself (or nobody is left).
   bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);

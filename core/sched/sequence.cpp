@@ -31,7 +31,8 @@ int32_t SequenceGroup::num_unfinished_seqs() const {
 
 bool SequenceGroup::is_prefilling() const {
   for (const Sequence& seq : seqs) {
-    if (!seq.finished() && seq.num_uncomputed_tokens() > 1) return true;
+    if (seq.finished()) continue;
+    if (seq.num_uncomputed_tokens() > 1 || seq.num_computed_tokens < seq.num_prompt_tokens) return true;
   }
   return false;
 }

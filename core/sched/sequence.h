@@ -61,7 +61,8 @@ struct SequenceGroup {
 
   int32_t num_unfinished_seqs() const;
   bool is_beam_search() const { return request.params.use_beam_search(); }
-  // True until every live sequence has KV for all but its last token.
+  // True while a live sequence has prompt tokens, or more than its last token, left to compute
+  // (the same test as ScheduledSequence::is_prefill, so plans list decodes first).
   bool is_prefilling() const;
 };
 
