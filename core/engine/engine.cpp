@@ -30,15 +30,7 @@ void Engine::add_request(sched::Request request) {
   if (scheduler_.find(request.id) != nullptr) {
     throw std::invalid_argument("request id " + std::to_string(request.id) + " is already in use");
   }
-  auto group = std::make_unique<SequenceGroup>();
-  Sequence seq;
-  seq.id = next_seq_id_++;
-  seq.tokens = request.prompt_tokens;
-  seq.num_prompt_tokens = seq.num_tokens();
-  group->times.arrival = request.arrival_time;
-  group->request = std::move(request);
-  group->seqs.push_back(std::move(seq));
-  SequenceGroup& added = scheduler_.add(std::move(group));
+  SequenceGroup& added = scheduler_.add(sched::make_sequence_group(std::move(request), next_seq_id_++));
   if (added.state == GroupState::finished) {  // can never fit: reported by the next step
     added.times.finished = clock_.now();
     ++counters_.requests_rejected;

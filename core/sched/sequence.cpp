@@ -29,6 +29,18 @@ int32_t SequenceGroup::num_unfinished_seqs() const {
   return count;
 }
 
+std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq) {
+  auto group = std::make_unique<SequenceGroup>();
+  Sequence seq;
+  seq.id = first_seq;
+  seq.tokens = request.prompt_tokens;
+  seq.num_prompt_tokens = seq.num_tokens();
+  group->times.arrival = request.arrival_time;
+  group->request = std::move(request);
+  group->seqs.push_back(std::move(seq));
+  return group;
+}
+
 bool SequenceGroup::is_prefilling() const {
   for (const Sequence& seq : seqs) {
     if (seq.finished()) continue;

@@ -66,4 +66,7 @@ struct SequenceGroup {
   bool is_prefilling() const;
 };
 
+// A new request's group: waiting, with one sequence `first_seq` holding the prompt.
+std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq);
+
 }  // namespace pagedllm::sched

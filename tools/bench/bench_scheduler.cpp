@@ -276,15 +276,7 @@ class SchedulerDriver final : public Driver {
  private:
   // As Engine::add_request, less the validation.
   std::unique_ptr<sched::SequenceGroup> make_group(sched::Request request) {
-    auto group = std::make_unique<sched::SequenceGroup>();
-    sched::Sequence seq;
-    seq.id = next_seq_id_++;
-    seq.tokens = request.prompt_tokens;
-    seq.num_prompt_tokens = seq.num_tokens();
-    group->times.arrival = request.arrival_time;
-    group->request = std::move(request);
-    group->seqs.push_back(std::move(seq));
-    return group;
+    return sched::make_sequence_group(std::move(request), next_seq_id_++);
   }
 
   // Releases and finishes in the engine's order, so that both see the same KV states and plans.
