@@ -148,11 +148,10 @@ void Scheduler::schedule_waiting(StepState& state) {
   for (SequenceGroup* group : scratch_groups_) {
     const Outcome outcome = admit(state, *group);
     if (outcome == Outcome::out_of_blocks && running_.empty() && swapped_.empty()) {
-      // The cache is as empty as it will ever be. Only a forked group preempted by recompute gets
-      // here (add() rejects the rest): its sequences no longer share their prompt blocks.
-      reject(state, *group, "after preemption by recompute its " + std::to_string(group->num_unfinished_seqs()) +
-                                " sequences no longer share blocks and cannot fit the KV cache together; "
-                                "allow swap preemption with enough swap space, or give the cache more memory");
+      // A safety net: add()'s bound lets any group's first sequence fit an empty cache, so this
+      // should not happen; if it does, the request is reported instead of waiting forever.
+      reject(state, *group, "its first sequence (" + std::to_string(group->seqs.front().num_tokens()) +
+                                " tokens) does not fit the empty KV cache");
       continue;
     }
     // Head-of-line: a waiting group that does not fit now holds the ones behind it (FCFS order).
@@ -166,7 +165,8 @@ void Scheduler::preempt_for_priority(StepState& state) {
     SequenceGroup& head = *waiting_.front();
     SequenceGroup& tail = *running_.back();
     if (head.request.priority >= tail.request.priority) break;
-    const Sequence& seq = head.seqs.front();
+    const Sequence& seq = *std::find_if(head.seqs.begin(), head.seqs.end(),
+                                        [](const Sequence& candidate) { return !candidate.finished(); });
     const int32_t first_chunk = std::min(seq.num_tokens(), config_.max_num_batched_tokens);
     if (kv_.can_allocate({seq.tokens, head.request.cache_salt}, first_chunk) != kv::AllocStatus::later) break;
     // By recompute: a swapped victim would return before the waiting head is admitted.
