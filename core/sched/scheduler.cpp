@@ -269,8 +269,8 @@ bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t 
 void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode) {
   PreemptionMode mode = forced_mode ? *forced_mode : choose_preemption_mode(config_, victim);
   const std::span<const SeqId> ids = resident_ids(victim);
-  if (mode == PreemptionMode::swap && (kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
-    mode = PreemptionMode::recompute;  // no swap space left: recomputing loses nothing but time
+  if (mode == PreemptionMode::swap && (ids.empty() || kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
+    mode = PreemptionMode::recompute;  // no swap space left (or nothing resident): recompute
   }
   erase(running_, &victim);
   if (mode == PreemptionMode::swap) {
