@@ -111,9 +111,9 @@ void Scheduler::schedule_running(StepState& state) {
   for (SequenceGroup* group : scratch_groups_) {
     if (group->state != GroupState::running || scheduled_now(*group)) continue;
     if (try_schedule(state, *group) != Outcome::out_of_blocks) continue;
-    if (running_.size() == 1 && swapped_.empty()) {
-      // It holds the cache alone and still does not fit: preempting it would only bring it back
-      // to this point. add() rules this out for a group whose sequences share their prompt, so
+    if (running_.size() == 1) {
+      // It holds the device tier alone (swapped and waiting groups hold none) and still does not
+      // fit: preempting it would only bring it back to this point. add() rules this out for a group whose sequences share their prompt, so
       // this is a forked group that lost that sharing to a preemption by recompute.
       reject(state, *group, "its " + std::to_string(group->num_unfinished_seqs()) +
                                 " sequences outgrew the KV cache after a preemption by recompute undid their "
@@ -131,9 +131,17 @@ void Scheduler::schedule_swapped(StepState& state) {
     const std::span<const SeqId> ids = resident_ids(*group);
     const int32_t num_seqs = group->num_unfinished_seqs();
     if (num_seqs > state.seq_budget || num_seqs > state.token_budget) break;
-    if (kv_.can_swap_in(ids) != kv::AllocStatus::ok) break;
-    // Room for every sequence's next slot afterwards, or it would be preempted again at once.
-    if (kv_.device_pool().num_free() - kv_.num_free_blocks_to_swap_in(ids) < num_seqs) break;
+    const kv::AllocStatus status = kv_.can_swap_in(ids);
+    if (status == kv::AllocStatus::never) {
+      reject(state, *group, "its swapped-out blocks no longer fit the KV cache");
+      continue;
+    }
+    if (status == kv::AllocStatus::later) break;
+    // Room for every sequence's next slot afterwards, or it would be preempted again at once;
+    // unless nothing runs, when waiting could not make room (and the group, alone, either grows
+    // or is found never to fit).
+    const bool leaves_room = kv_.device_pool().num_free() - kv_.num_free_blocks_to_swap_in(ids) >= num_seqs;
+    if (!leaves_room && !running_.empty()) break;
     const std::vector<kv::BlockMove> moves = kv_.swap_in(ids);
     state.plan->swap_in.insert(state.plan->swap_in.end(), moves.begin(), moves.end());
     erase(swapped_, group);
@@ -214,7 +222,10 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     const int32_t offset = seq.num_computed_tokens % block_size;
     blocks += (offset + tokens + block_size - 1) / block_size;
   }
-  if (blocks > kv_.device_pool().num_free()) {
+  const int32_t holder_tokens = total_tokens;
+  scratch_rejoins_.clear();
+  int32_t rejoin_blocks = may_join ? plan_rejoins(group, share, lockstep, total_tokens) : 0;
+  if (blocks + rejoin_blocks > kv_.device_pool().num_free()) {
     blocks = 0;  // tight: ask the KV manager for the exact count (shared last blocks only)
     for (size_t i = 0; i < group.seqs.size(); ++i) {
       if (scratch_new_tokens_[i] > 0) blocks += kv_.num_blocks_to_append(group.seqs[i].id, scratch_new_tokens_[i]);
@@ -222,10 +233,21 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   }
   const int32_t group_seqs = group.num_unfinished_seqs();  // all count, waiting siblings too
   if (group_seqs > state.seq_budget) return Outcome::out_of_budget;
-  if (blocks > kv_.device_pool().num_free() && !make_room(state, group, blocks)) {
+  bool fits = blocks + rejoin_blocks <= kv_.device_pool().num_free();
+  while (!fits && make_room(state, group, blocks + rejoin_blocks)) {
+    // A preempted group may have held prompt blocks the rejoining siblings hit; freed, reviving
+    // them takes free blocks too: plan the rejoins again until the count holds.
+    if (!scratch_rejoins_.empty()) {
+      total_tokens = holder_tokens;
+      scratch_rejoins_.clear();
+      rejoin_blocks = plan_rejoins(group, share, lockstep, total_tokens);
+    }
+    fits = blocks + rejoin_blocks <= kv_.device_pool().num_free();
+  }
+  if (!fits) {
     // Nobody left to preempt: a lone prompt may still compute the part that fits.
     const auto only = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
-    if (group_seqs != 1 || !group.is_prefilling()) return Outcome::out_of_blocks;
+    if (group_seqs != 1 || !group.is_prefilling() || is_rejoining(*only)) return Outcome::out_of_blocks;
     const int32_t free_slots = kv_.device_pool().num_free() * block_size +
                                (block_size - only->num_computed_tokens % block_size) % block_size;
     const int32_t tokens = plan_chunk({only->num_computed_tokens, only->num_tokens(),
@@ -234,6 +256,17 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     scratch_new_tokens_.assign(group.seqs.size(), 0);
     scratch_new_tokens_[static_cast<size_t>(only - group.seqs.begin())] = tokens;
     total_tokens = tokens;
+  }
+  for (const Rejoin& rejoin : scratch_rejoins_) {
+    // Matched again: a sibling allocated just before may have filled blocks of the shared prompt
+    // (computed in this same step), so the hits only grow and the blocks taken only shrink.
+    Sequence& seq = group.seqs[rejoin.index];
+    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt};
+    const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
+    const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
+    seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
+    if (tokens > 0) add_to_plan(state, group, rejoin.index, cached, cached + tokens);
+    total_tokens += tokens - rejoin.tokens;
   }
   for (size_t i = 0; i < group.seqs.size(); ++i) {
     const int32_t tokens = scratch_new_tokens_[i];
@@ -244,7 +277,6 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     if (copy) state.plan->copies.push_back(*copy);
     add_to_plan(state, group, i, start, start + tokens);
   }
-  if (may_join) total_tokens += rejoin_siblings(state, group, share, lockstep || active > 1);
   state.token_budget -= total_tokens;
   state.seq_budget -= group_seqs;
   group.last_scheduled_step = current_step_;
@@ -337,24 +369,23 @@ int32_t Scheduler::lockstep_end(const SequenceGroup& group, const Sequence& seq,
   return lockstep && group.is_beam_search() ? seq.num_tokens() - 1 : seq.num_tokens();
 }
 
-int32_t Scheduler::rejoin_siblings(StepState& state, SequenceGroup& group, int32_t share, bool lockstep) {
+int32_t Scheduler::plan_rejoins(const SequenceGroup& group, int32_t share, bool lockstep, int32_t& total_tokens) {
   const int32_t block_size = kv_.config().block_size;
-  int32_t total_tokens = 0;
+  int32_t blocks = 0;
   for (size_t i = 0; i < group.seqs.size(); ++i) {
-    Sequence& seq = group.seqs[i];
+    const Sequence& seq = group.seqs[i];
     if (seq.finished() || !is_rejoining(seq)) continue;
-    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt};
-    const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
-    const int32_t end = lockstep_end(group, seq, lockstep);
-    const int32_t tokens = plan_chunk({cached, end, share, block_size, true});
+    const kv::PrefixMatch match = kv_.match_prefix({seq.tokens, group.request.cache_salt});
+    const int32_t cached = match.num_cached_tokens;
+    const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
     if (cached + tokens == 0) continue;
-    // Optional progress: a sibling that does not fit now simply tries again next step.
-    if (kv_.can_allocate(prompt, cached + tokens) != kv::AllocStatus::ok) continue;
-    seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
-    if (tokens > 0) add_to_plan(state, group, i, cached, cached + tokens);
+    // Free blocks its allocation takes: new ones, and cached ones that are free now.
+    blocks += static_cast<int32_t>(ceil_div(cached + tokens, block_size)) - match.num_hit_blocks +
+              match.num_free_hit_blocks;
     total_tokens += tokens;
+    scratch_rejoins_.push_back({i, tokens});
   }
-  return total_tokens;
+  return blocks;
 }
 
 void Scheduler::reject(StepState& state, SequenceGroup& group, const std::string& reason) {

@@ -96,8 +96,10 @@ class Scheduler {
   // preempted by recompute, waiting to rejoin (between steps, every other holds >= 1 token).
   static bool is_rejoining(const Sequence& seq) { return seq.num_computed_tokens == 0; }
   static int32_t lockstep_end(const SequenceGroup& group, const Sequence& seq, bool lockstep);
-  // Allocates the rejoining siblings that fit now; returns the tokens they compute this step.
-  int32_t rejoin_siblings(StepState& state, SequenceGroup& group, int32_t share, bool lockstep);
+  // Plans the rejoining siblings' first chunks into scratch_rejoins_ (adding their tokens to
+  // total_tokens); returns the free blocks their allocation takes. They are allocated with the
+  // group's other work, so preemption makes room for them too.
+  int32_t plan_rejoins(const SequenceGroup& group, int32_t share, bool lockstep, int32_t& total_tokens);
   // Preempts unscheduled running groups from the back until `blocks` are free. False when the
   // next victim would be `group` itself (or nobody is left).
   bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);
@@ -117,6 +119,11 @@ class Scheduler {
   std::vector<SequenceGroup*> scratch_prefilling_;
   std::vector<int32_t> scratch_new_tokens_;
   std::vector<SeqId> scratch_ids_;
+  struct Rejoin {
+    size_t index;    // in group.seqs
+    int32_t tokens;  // planned for this step
+  };
+  std::vector<Rejoin> scratch_rejoins_;
 };
 
 }  // namespace pagedllm::sched
