@@ -66,8 +66,14 @@ uint64_t KvCacheManager::SeqIdBits::operator()(SeqId seq) const {
 // --- lookups -----------------------------------------------------------------------------------
 
 const KvCacheManager::SequenceKv* KvCacheManager::find_sequence(SeqId seq) const {
+  // Callers check, then act on the same sequence (can_append_slots, then append_slots): the last
+  // sequence found is remembered, which saves the second probe.
+  if (seq == last_found_seq_ && last_found_slot_ >= 0) return &sequence_slots_[static_cast<size_t>(last_found_slot_)];
   const int32_t slot = sequence_index_.find(seq);
-  return slot == SequenceIndex::kAbsent ? nullptr : &sequence_slots_[static_cast<size_t>(slot)];
+  if (slot == SequenceIndex::kAbsent) return nullptr;
+  last_found_seq_ = seq;
+  last_found_slot_ = slot;
+  return &sequence_slots_[static_cast<size_t>(slot)];
 }
 
 const KvCacheManager::SequenceKv& KvCacheManager::sequence(SeqId seq) const {
@@ -107,6 +113,7 @@ void KvCacheManager::remove_sequence(SeqId seq) {
   const int32_t slot = sequence_index_.find(seq);
   PAGEDLLM_ASSERT(slot != SequenceIndex::kAbsent, "removing an unknown sequence");
   sequence_index_.erase(seq);
+  if (last_found_seq_ == seq) last_found_slot_ = -1;
   sequence_slots_[static_cast<size_t>(slot)].live = false;
   free_sequence_slots_.push_back(slot);
 }

@@ -208,6 +208,8 @@ class KvCacheManager {
   SequenceIndex sequence_index_;             // seq -> index into sequence_slots_
   std::deque<SequenceKv> sequence_slots_;     // stable addresses; freed slots are reused
   std::vector<int32_t> free_sequence_slots_;
+  mutable SeqId last_found_seq_ = 0;      // find_sequence's memo: the slot of the last sequence
+  mutable int32_t last_found_slot_ = -1;  // found, -1 when none (cleared when that one is removed)
   KvEventLog* event_log_ = nullptr;  // not owned; null = no log
 
   int32_t num_cached_free_ = 0;
