@@ -10,7 +10,7 @@
 // step on its own. The workload is deterministic (fixed-seed std::mt19937_64), and all tokens and
 // prompts are produced outside the timed regions.
 //
-// The parts: bench_kv_config.h (sizes), bench_kv_timing.h (clock, sink, statistics),
+// The parts: bench_kv_config.h (sizes), bench_timing.h (clock, sink, statistics; shared with bench_scheduler),
 // bench_kv_tokens.h (inputs), kv_paged.h and kv_baseline.h (the two managers), bench_kv_micro
 // (per-operation suite), bench_kv_decode (decode-step workload), bench_kv_report and bench_kv_json
 // (output). This file holds the command line and main().
@@ -34,7 +34,7 @@
 #include "tools/bench/bench_kv_json.h"
 #include "tools/bench/bench_kv_micro.h"
 #include "tools/bench/bench_kv_report.h"
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 namespace {

@@ -8,8 +8,11 @@
 
 #include "core/common/types.h"
 #include "core/kv/kv_cache_config.h"
+#include "tools/bench/bench_timing.h"
 
 namespace pagedllm::kv_bench {
+
+using namespace pagedllm::bench;  // clock, sink, statistics shared with bench_scheduler
 
 inline constexpr double kAppendTargetNs = 50.0;
 inline constexpr double kStepTargetUs = 50.0;
@@ -17,7 +20,6 @@ inline constexpr int32_t kBlockSize = 16;
 inline constexpr SeqId kNoSeq = -1;
 inline constexpr TokenId kVocabSize = 32'000;
 inline constexpr TokenId kUniqueTokenBase = 1 << 24;  // stamped tokens, outside the vocabulary
-inline constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 inline constexpr const char* kBaselineName = "nano-vllm-style baseline";
 
 struct BenchConfig {

@@ -13,7 +13,7 @@
 
 #include "core/common/types.h"
 #include "core/kv/kv_event_log.h"
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 #include "tools/bench/bench_kv_tokens.h"
 #include "tools/bench/kv_baseline.h"
 #include "tools/bench/kv_paged.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tools/bench/bench_kv_config.h"
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tools/bench/bench_kv_report.h"
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 namespace {

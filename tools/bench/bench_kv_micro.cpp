@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/common/types.h"
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 #include "tools/bench/bench_kv_tokens.h"
 #include "tools/bench/kv_baseline.h"
 #include "tools/bench/kv_paged.h"

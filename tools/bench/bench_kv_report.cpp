@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "tools/bench/bench_kv_timing.h"
+#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 namespace {

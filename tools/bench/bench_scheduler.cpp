@@ -43,6 +43,7 @@
 #include "core/kv/kv_cache_manager.h"
 #include "core/sched/scheduler.h"
 #include "core/sched/step_plan.h"
+#include "tools/bench/bench_timing.h"
 
 namespace {
 
@@ -52,22 +53,13 @@ namespace sched = pagedllm::sched;
 using pagedllm::mix64;
 using pagedllm::SeqId;
 using pagedllm::TokenId;
-using Clock = std::chrono::steady_clock;
+using namespace pagedllm::bench;  // clock, sink (consume), statistics
 
 constexpr double kStepTargetUs = 100.0;
 constexpr int32_t kBlockSize = 16;
 constexpr TokenId kVocabSize = 32'000;
 constexpr TokenId kUniqueTokenBase = 1 << 24;  // one stamped token per prompt, outside the vocabulary
-constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
-// Results are folded into a local value and stored here once per step: the work cannot be
-// optimized away, and no volatile access sits inside a per-sequence loop.
-volatile uint64_t g_sink = 0;
-void consume(uint64_t value) { g_sink = g_sink + value; }
-
-double elapsed_ns(Clock::time_point start, Clock::time_point stop) {
-  return std::chrono::duration<double, std::nano>(stop - start).count();
-}
 
 // The null model: the token sampled at `position` is a fixed function of (request, position).
 TokenId null_token(int64_t request, int64_t position) {
@@ -543,7 +535,6 @@ Summary summarize(const Variant& v) {
   return s;
 }
 
-double ratio(double a, double b) { return b > 0.0 && std::isfinite(a) && std::isfinite(b) ? a / b : kNone; }
 
 std::string fmt(double value, const char* format) {
   if (!std::isfinite(value)) return "-";

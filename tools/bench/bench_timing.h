@@ -1,4 +1,4 @@
-// How bench_kv measures: the steady clock, the result sink that keeps timed calls alive, and statistics.
+// How the benchmarks measure: the steady clock, the result sink that keeps timed calls alive, and statistics.
 #pragma once
 
 #include <algorithm>
@@ -6,19 +6,18 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
-#include "tools/bench/bench_kv_config.h"
-
-namespace pagedllm::kv_bench {
+namespace pagedllm::bench {
 
 using Clock = std::chrono::steady_clock;
+inline constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // "no figure"
 
 // --- sink and clock ----------------------------------------------------------------------------
 
 // Timed loops fold every result into a local accumulator that is stored here once per loop: the
-// compiler must then compute each call's result (the baseline is inline, in kv_baseline.h), and no
-// volatile access sits inside a timed loop.
+// compiler must then compute each call's result, and no volatile access sits inside a timed loop.
 inline volatile uint64_t g_sink = 0;
 inline void consume(uint64_t value) { g_sink = g_sink + value; }
 
@@ -55,4 +54,4 @@ inline double ratio(double numerator, double denominator) {
              : kNone;
 }
 
-}  // namespace pagedllm::kv_bench
+}  // namespace pagedllm::bench
