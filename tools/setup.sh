@@ -10,6 +10,11 @@ packages=(
   libboost-program-options-dev  # command line
   libboost-test-dev             # test suites
   nlohmann-json3-dev            # JSON traces, configs, HTTP bodies
+  libpcre2-dev pkg-config       # tokenizer pre-split patterns with Unicode classes
+  libicu-dev                    # NFC normalization (Qwen2 tokenizers)
+  clang libclang-rt-dev         # libFuzzer targets for the model file parsers
+  python3 python3-venv          # the PyPI test tier (gguf, tokenizers, jinja2 as oracles)
+  ca-certificates curl          # fetching the real model and PyPI packages
 )
 
 missing=()

@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# Builds and runs the whole test suite in the optimized build and in the sanitizer build
-# (ASan + UBSan). Exits non-zero if anything fails.
-#   tools/test.sh [preset ...]   (default: release asan)
+# Builds and runs every test tier; exits non-zero if anything fails.
+#   tools/test.sh [stage ...]   stages: release asan fuzz pypi   (default: all four, in order)
+#     release, asan  build that preset and run its CTest suites (asan = ASan + UBSan)
+#     fuzz           the model file parsers under libFuzzer for a bounded time (tools/fuzz.sh)
+#     pypi           checks against independent implementations from PyPI (tools/test_pypi.sh);
+#                    skipped, with the reason printed, only when the registry cannot be reached
 set -euo pipefail
 cd "$(dirname "$0")/.."
-presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan)
-for preset in "${presets[@]}"; do
-  echo "=== ${preset}: build"
-  tools/build.sh "$preset"
-  echo "=== ${preset}: test"
-  ctest --preset "$preset"
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz pypi)
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    release | asan | debug)
+      echo "=== ${stage}: build"
+      tools/build.sh "$stage"
+      echo "=== ${stage}: test"
+      ctest --preset "$stage"
+      ;;
+    fuzz) tools/fuzz.sh 20 ;;
+    pypi)
+      [ -x build/release/pagedllm ] || tools/build.sh release
+      tools/test_pypi.sh build/release
+      ;;
+    *) echo "test: unknown stage '$stage' (release asan debug fuzz pypi)" >&2; exit 2 ;;
+  esac
 done

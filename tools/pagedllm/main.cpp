@@ -16,15 +16,25 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
+    {"chat-template", pagedllm::cli::run_chat_template,
+     "render a conversation with a model's chat template (Jinja recognised, or a named format)"},
+    {"dequantize", pagedllm::cli::run_dequantize,
+     "export the tensors of a GGUF file to fp32 files (DIR/<tensor>.f32 + DIR/index.json)"},
+    {"inspect", pagedllm::cli::run_inspect,
+     "what a model holds (config, tensors, tokenizer, chat format); --load checks every weight"},
     {"kv-demo", pagedllm::cli::run_kv_demo,
      "walk the paged KV block manager through prefix sharing, parallel sampling and swap"},
+    {"make-model", pagedllm::cli::run_make_model,
+     "write the tiny deterministic Llama-family test model (safetensors + GGUF) from a seed"},
+    {"tokenize", pagedllm::cli::run_tokenize,
+     "encode / decode with a model's tokenizer (tokenizer.json or GGUF); export it as tokenizer.json"},
     {"version", pagedllm::cli::run_version, "print the version and what this build contains"},
 };
 
 void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: pagedllm <subcommand> [options]   (pagedllm <subcommand> --help)\n\n");
   for (const Subcommand& sub : kSubcommands) {
-    std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(sub.name.size()), sub.name.data(),
+    std::fprintf(out, "  %-14.*s %.*s\n", static_cast<int>(sub.name.size()), sub.name.data(),
                  static_cast<int>(sub.summary.size()), sub.summary.data());
   }
 }

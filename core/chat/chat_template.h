@@ -1,0 +1,124 @@
+// Chat templates: turning a conversation into the prompt text a model was trained on.
+//
+// Models ship a Jinja template (tokenizer_config.json "chat_template", GGUF
+// "tokenizer.chat_template"). pagedllm does not run Jinja: it recognises the family of the
+// template (ChatML, Llama 3, Mistral), extracts what varies between models of a family (default
+// system prompt, BOS, trimming, spacing around [INST], where Mistral puts the system prompt, Llama
+// 3.1's date preamble) into a ChatFormat, and renders that. The output equals what the model's
+// template renders under Hugging Face's apply_chat_template, character for character (checked
+// against Jinja2 by tests/pypi/check_chat_template.py).
+//
+// User-supplied formats (ChatTemplate::from_file) are JSON; every key is optional except the
+// three roles, unknown keys are refused:
+//   {
+//     "name": "my-format",
+//     "bos": true,                     // prepend RenderOptions::bos_token
+//     "system":    {"prefix": "<|im_start|>system\n", "suffix": "<|im_end|>\n", "trim": false},
+//     "user":      {"prefix": "<|im_start|>user\n", "suffix": "<|im_end|>\n"},
+//     "assistant": {"prefix": "<|im_start|>assistant\n", "suffix": "<|im_end|>\n", "eos": false},
+//     "generation_prompt": "<|im_start|>assistant\n",
+//     "default_system_prompt": "You are a helpful assistant.",   // when no system message leads
+//     "system_placement": "turn",      // "turn" | "first_user" | "last_user" | "none"
+//     "system_separator": "\n\n",      // between a merged system prompt and the user message
+//     "alternate_roles": false,        // require user/assistant/user/... after the system message
+//     "system_preamble": "",           // before the leading system content; "{date}" = the date:
+//     "date_format": "%d %b %Y",       //   today's date in this strftime format when given,
+//     "default_date": "26 Jul 2024"    //   else this (RenderOptions::date_string overrides both)
+//   }
+// "trim" strips the message content as Python's str.strip() does (Jinja's `trim`); "eos"
+// appends RenderOptions::eos_token after the suffix.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/chat/chat_errors.h"
+
+namespace pagedllm::chat {
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+};
+
+enum class ChatFamily { chatml, llama3, mistral, custom };
+
+std::string_view to_string(ChatFamily family) noexcept;
+
+struct TurnFormat {
+  std::string prefix;
+  std::string suffix;
+  bool trim = false;  // strip the content's surrounding whitespace (Python str.strip)
+  bool eos = false;   // append the EOS token after the suffix
+};
+
+// Where a system message goes. own_turn: a turn of its own (ChatML, Llama 3); first_user /
+// last_user: merged into the first user message, or into the last message when that is a user
+// message (Mistral; else it is dropped, as the templates do); unsupported: a system message is an
+// error (Mistral v0.1).
+enum class SystemPlacement { own_turn, first_user, last_user, unsupported };
+
+struct ChatFormat {
+  std::string name;
+  ChatFamily family = ChatFamily::custom;
+  bool add_bos = false;
+  TurnFormat system;
+  TurnFormat user;
+  TurnFormat assistant;
+  std::string generation_prompt;  // empty: the template has none (Mistral)
+  std::optional<std::string> default_system_prompt;
+  SystemPlacement system_placement = SystemPlacement::own_turn;
+  std::string system_separator = "\n\n";
+  bool alternate_roles = false;
+  // Put between the leading system turn's prefix and its content; "{date}" is replaced by
+  // RenderOptions::date_string, else today's date in `date_format` (strftime) when set, else
+  // `default_date`.
+  std::string system_preamble;
+  std::string date_format;
+  std::string default_date;
+};
+
+struct RenderOptions {
+  bool add_generation_prompt = true;
+  std::string bos_token;  // the text of the model's BOS token, e.g. "<|begin_of_text|>"
+  std::string eos_token;
+  std::optional<std::string> date_string;  // Llama 3.1's `date_string` template variable
+};
+
+class ChatTemplate {
+ public:
+  explicit ChatTemplate(ChatFormat format);
+
+  // Recognises the family of a model's Jinja template. `source` names where it came from (a file,
+  // "tokenizer.chat_template of X.gguf") in errors. Throws UnknownChatTemplateError naming the
+  // source and quoting the start of the text.
+  static ChatTemplate detect(std::string_view template_text, std::string_view source);
+  // "chatml", "llama3" (3.0), "llama3.1", "mistral" (v0.3: [INST] ... [/INST], system prompt in
+  // the last user message), "mistral-v1" (" [INST] ", system prompt in the first user message).
+  // Throws ChatTemplateError listing the names for another name.
+  static ChatTemplate named(std::string_view name);
+  // A format in the JSON described above. Throws ChatTemplateError naming the file and the key.
+  static ChatTemplate from_file(const std::string& path);
+
+  const ChatFormat& format() const noexcept { return format_; }
+  // One line for people: the name and what was recognised, e.g. `chatml, default system prompt
+  // "You are a helpful assistant."`.
+  std::string description() const;
+  ChatFamily family() const noexcept { return format_.family; }
+
+  // Throws ChatTemplateError naming the message at fault (an empty conversation, a role other
+  // than system / user / assistant, roles that do not alternate where the format requires it).
+  std::string render(const std::vector<ChatMessage>& messages, const RenderOptions& options = {}) const;
+
+ private:
+  ChatFormat format_;
+};
+
+// A format as from_file's JSON (from_file reads it back to the same format, family aside): to
+// show what detect() recognised, or to start a custom format from it.
+nlohmann::json to_format_json(const ChatFormat& format);
+
+}  // namespace pagedllm::chat

@@ -1,0 +1,29 @@
+// ggml tensor types -> fp32 (and bf16 for the GPU executor).
+//
+// The results equal gguf-py's `gguf.quants.dequantize` bit for bit (tests/pypi/check_dequant.py):
+// every product and sum is rounded to fp32 in the same order as its numpy code, never fused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/model/ggml_type.h"
+#include "core/model/gguf_file.h"
+
+namespace pagedllm::model {
+
+// Dequantizes dst.size() values of `type` from src, which must hold exactly
+// dst.size() / block_size blocks. Throws std::invalid_argument when dst.size() is not a multiple
+// of the block size, src has another size, or the type is not dequantizable.
+void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<float> dst);
+
+// A whole tensor of a GGUF file, in the file's element order (dims[0] varies fastest).
+// Throws ModelFormatError naming the file and tensor when its type is not dequantizable.
+std::vector<float> dequantize_tensor(const GgufFile& file, const GgufTensorInfo& tensor);
+
+// As dequantize_tensor, each value then rounded to bf16 (nearest even).
+std::vector<std::uint16_t> dequantize_tensor_bf16(const GgufFile& file, const GgufTensorInfo& tensor);
+
+}  // namespace pagedllm::model

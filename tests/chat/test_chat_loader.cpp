@@ -1,0 +1,110 @@
+// Finding a model's chat template: GGUF metadata, tokenizer_config.json (string or named list),
+// chat_template.jinja; and the one-line description `pagedllm inspect` prints.
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/chat/chat_template_loader.h"
+#include "core/model/gguf_file.h"
+#include "core/model/gguf_writer.h"
+
+namespace pagedllm::chat {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kQwen2Template =
+    R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %})"
+    R"({{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %})"
+    R"({{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}})"
+    R"({% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() /
+                  ("pagedllm_chat_loader_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
+  static int& counter() {
+    static int next = 0;
+    return next;
+  }
+};
+
+std::string error_of(const std::string& directory) {
+  try {
+    load_chat_template(directory);
+  } catch (const ChatTemplateError& error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(chat_loader)
+
+BOOST_AUTO_TEST_CASE(tokenizer_config_string_list_and_jinja_file) {
+  const TempDir dir;
+  dir.write("tokenizer_config.json", nlohmann::json{{"chat_template", kQwen2Template}}.dump());
+  BOOST_TEST(load_chat_template(dir.path.string()).format().default_system_prompt.value_or("") ==
+             "You are a helpful assistant.");
+
+  dir.write("tokenizer_config.json",
+            nlohmann::json{{"chat_template", {{{"name", "tool_use"}, {"template", "{{ tools }}"}},
+                                              {{"name", "default"}, {"template", kQwen2Template}}}}}
+                .dump());
+  BOOST_TEST(to_string(load_chat_template(dir.path.string()).family()) == "chatml");
+
+  dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  dir.write("chat_template.jinja", kQwen2Template);
+  BOOST_TEST(to_string(load_chat_template(dir.path.string()).family()) == "chatml");
+
+  fs::remove(dir.path / "chat_template.jinja");
+  const std::string missing = error_of(dir.path.string());
+  BOOST_TEST(missing.find(dir.path.string()) == 0u, missing);
+  BOOST_TEST(missing.find("no chat template") != std::string::npos, missing);
+
+  dir.write("tokenizer_config.json", R"({"chat_template": "{{ messages }}"})");
+  BOOST_CHECK_THROW(load_chat_template(dir.path.string()), UnknownChatTemplateError);
+}
+
+BOOST_AUTO_TEST_CASE(gguf_template_key) {
+  const TempDir dir;
+  const std::string path = (dir.path / "m.gguf").string();
+  model::GgufWriter writer;
+  writer.add_string("general.architecture", "llama");
+  writer.add_string("tokenizer.chat_template", kQwen2Template);
+  writer.write(path);
+  const ChatTemplate chat = load_chat_template(model::GgufFile(path));
+  BOOST_TEST(chat.description() == "chatml, default system prompt \"You are a helpful assistant.\"");
+
+  model::GgufWriter bare;
+  bare.add_string("general.architecture", "llama");
+  bare.write(path);
+  try {
+    load_chat_template(model::GgufFile(path));
+    BOOST_FAIL("a GGUF without a template loaded one");
+  } catch (const ChatTemplateError& error) {
+    const std::string message = error.what();
+    BOOST_TEST(message.find(path) == 0u, message);
+    BOOST_TEST(message.find("tokenizer.chat_template") != std::string::npos, message);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(descriptions_say_what_was_recognised) {
+  BOOST_TEST(ChatTemplate::named("llama3.1").description() == "llama3.1, BOS, dated system preamble (26 Jul 2024)");
+  BOOST_TEST(ChatTemplate::named("mistral").description() == "mistral, BOS, system prompt in the last user message");
+  BOOST_TEST(ChatTemplate::named("chatml").description() == "chatml");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace pagedllm::chat

