@@ -8,9 +8,11 @@ namespace pagedllm::cli {
 
 int run_chat_template(const std::vector<std::string>& args);
 int run_dequantize(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_kv_demo(const std::vector<std::string>& args);
 int run_make_model(const std::vector<std::string>& args);
+int run_score(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 

@@ -1,0 +1,83 @@
+#include "core/frontend/model_bundle.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/chat/chat_errors.h"
+#include "core/chat/chat_template_loader.h"
+#include "core/model/gguf_file.h"
+#include "core/model/safetensors_checkpoint.h"
+
+namespace pagedllm::frontend {
+namespace {
+
+chat::ChatTemplate chat_template_from_option(const std::string& option) {
+  if (!std::filesystem::exists(option)) return chat::ChatTemplate::named(option);
+  if (option.ends_with(".json")) return chat::ChatTemplate::from_file(option);
+  std::ifstream in(option, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return chat::ChatTemplate::detect(text, option);
+}
+
+std::string token_text_or_empty(const tokenizer::Tokenizer& tokenizer, std::optional<TokenId> id) {
+  return id ? tokenizer.token_text(*id) : std::string();
+}
+
+}  // namespace
+
+ModelBundle open_model(const std::string& argument, const OpenModelOptions& options) {
+  const model::ModelSource source = model::resolve_model_source(argument);
+  std::unique_ptr<model::GgufFile> gguf;
+  if (source.format == model::ModelFormat::gguf) gguf = std::make_unique<model::GgufFile>(source.path);
+  ModelBundle bundle{
+      .source = source,
+      .config = gguf ? model::read_gguf_config(*gguf) : model::read_hf_config(source.file("config.json")),
+      .tokenizer = gguf ? tokenizer::Tokenizer::from_gguf(*gguf) : tokenizer::Tokenizer::from_path(source.path),
+  };
+  try {
+    if (!options.chat_template.empty()) {
+      bundle.chat_template = chat_template_from_option(options.chat_template);
+    } else {
+      bundle.chat_template = gguf ? chat::load_chat_template(*gguf) : chat::load_chat_template(source.path);
+    }
+  } catch (const chat::ChatTemplateError& error) {
+    if (!options.chat_template.empty()) throw;  // the user asked for this one
+    bundle.chat_template_error = error.what();
+  }
+  for (const int32_t id : bundle.config.eos_token_ids) bundle.eos_token_ids.push_back(id);
+  if (bundle.eos_token_ids.empty() && bundle.tokenizer.special_ids().eos) {
+    bundle.eos_token_ids.push_back(*bundle.tokenizer.special_ids().eos);
+  }
+  bundle.bos_text = token_text_or_empty(bundle.tokenizer, bundle.tokenizer.special_ids().bos);
+  bundle.eos_text = token_text_or_empty(bundle.tokenizer, bundle.tokenizer.special_ids().eos);
+  return bundle;
+}
+
+model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightLoadOptions& options) {
+  if (bundle.source.format == model::ModelFormat::gguf) {
+    return model::load_weights(model::GgufFile(bundle.source.path), bundle.config, options);
+  }
+  return model::load_weights(model::SafetensorsCheckpoint(bundle.source.path), bundle.config, options);
+}
+
+std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages) {
+  if (!bundle.chat_template) {
+    throw chat::ChatTemplateError("cannot render a chat: " + bundle.chat_template_error +
+                                  " (choose a format with --chat-template)");
+  }
+  chat::RenderOptions render;
+  render.add_generation_prompt = true;
+  render.bos_token = bundle.bos_text;
+  render.eos_token = bundle.eos_text;
+  const std::string text = bundle.chat_template->render(messages, render);
+  tokenizer::EncodeOptions encode;
+  encode.add_special_tokens = false;  // the template already wrote BOS where the model wants it
+  return bundle.tokenizer.encode(text, encode);
+}
+
+std::vector<TokenId> encode_prompt(const ModelBundle& bundle, const std::string& text) {
+  return bundle.tokenizer.encode(text);
+}
+
+}  // namespace pagedllm::frontend

@@ -1,0 +1,86 @@
+#include "cpu_ref/cpu_executor.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "core/common/check.h"
+
+namespace pagedllm::cpu_ref {
+namespace {
+
+kv::KvLayout device_layout(const model::ModelConfig& model, const kv::KvCacheConfig& cache) {
+  return kv::KvLayout{.num_layers = static_cast<int32_t>(model.num_layers),
+                      .num_kv_heads = static_cast<int32_t>(model.num_kv_heads),
+                      .head_dim = static_cast<int32_t>(model.head_dim),
+                      .block_size = cache.block_size,
+                      .num_blocks = cache.num_device_blocks};
+}
+
+}  // namespace
+
+int32_t num_kv_blocks_for_bytes(const model::ModelConfig& config, int32_t block_size, std::uint64_t bytes) {
+  // K and V, every layer, fp32.
+  const std::uint64_t block_bytes = 2ull * static_cast<std::uint64_t>(config.num_layers) *
+                                    static_cast<std::uint64_t>(config.kv_dim()) *
+                                    static_cast<std::uint64_t>(block_size) * sizeof(float);
+  return static_cast<int32_t>(std::min<std::uint64_t>(bytes / block_bytes, kv::kMaxBlocksPerTier));
+}
+
+CpuExecutor::CpuExecutor(std::shared_ptr<const LlamaModel> model, const CpuExecutorConfig& config)
+    : model_(std::move(model)),
+      config_(config),
+      cache_(device_layout(model_->config(), config.cache), config.cache.num_host_blocks) {
+  if (config_.num_threads > 0) omp_set_num_threads(config_.num_threads);
+}
+
+sched::StepResult CpuExecutor::execute(const sched::StepPlan& plan) {
+  const auto start = std::chrono::steady_clock::now();
+  cache_.apply_block_operations(plan);
+
+  batch_.clear();
+  for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+    const auto sequence = static_cast<int32_t>(batch_.block_tables.size());
+    batch_.block_tables.push_back(scheduled.block_table);
+    for (int32_t position = scheduled.start; position < scheduled.end; ++position) {
+      batch_.tokens.push_back(scheduled.tokens[static_cast<size_t>(position)]);
+      batch_.positions.push_back(position);
+      batch_.sequence_index.push_back(sequence);
+    }
+    if (scheduled.sample) batch_.logits_rows.push_back(batch_.num_tokens() - 1);
+  }
+
+  sched::StepResult result;
+  if (batch_.num_tokens() > 0) {
+    const std::vector<float> logits = model_->forward(batch_, cache_);
+    const auto vocab = static_cast<size_t>(model_->vocab_size());
+    size_t row = 0;
+    for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+      if (!scheduled.sample) continue;
+      const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
+      ++row;
+      if (config_.logits_observer) config_.logits_observer(scheduled, row_logits);
+      const auto num_prompt = static_cast<size_t>(scheduled.num_prompt_tokens);
+      const SamplerInput input{
+          .logits = row_logits,
+          .params = scheduled.params,
+          .prompt_tokens = scheduled.tokens.first(num_prompt),
+          .output_tokens = scheduled.tokens.subspan(num_prompt),
+          .seed = stream_seed(*scheduled.params, scheduled.request),
+          .position = static_cast<int32_t>(scheduled.tokens.size() - num_prompt),
+          .num_samples = scheduled.num_samples,
+          .first_stream_index = scheduled.sample_index,
+          .num_beam_candidates = scheduled.num_beam_candidates,
+      };
+      SamplerOutput sampled = sampler_.sample(input);
+      result.outputs.push_back(sched::SequenceOutput{.seq = scheduled.seq,
+                                                     .samples = std::move(sampled.samples),
+                                                     .top_logprobs = std::move(sampled.top_logprobs)});
+    }
+  }
+  result.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace pagedllm::cpu_ref

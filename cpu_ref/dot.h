@@ -1,0 +1,44 @@
+// The one fp32 dot product of cpu_ref: a fixed sequence of operations for a given length, so a
+// result never depends on the batch, the row, the thread count or the instruction set.
+//
+// Definition (n elements of a and b):
+//   - 16 lane sums acc[0..15], each starting at +0.0f;
+//   - body: for k in [0, n16) with n16 = n - n % 16: acc[k % 16] = acc[k % 16] + a[k] * b[k]
+//     (product rounded to fp32, then the sum rounded: the build has -ffp-contract=off, so no
+//     fused multiply-add);
+//   - tail: for k in [n16, n): acc[k - n16] = acc[k - n16] + a[k] * b[k];
+//   - combine: fold (j, j + 8) for j < 8, then (j, j + 4), (j, j + 2), (j, j + 1).
+// The body is a plain loop over a float[16] array, which compilers vectorize without
+// reassociating anything (4 SSE, 2 AVX or 1 AVX-512 register hold the 16 lanes). linear.cpp's
+// tiled kernels follow this definition exactly; the tests check them against it bit for bit.
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm::cpu_ref {
+
+inline constexpr int kDotLanes = 16;
+
+// Folds the 16 lane sums in the fixed tree order above.
+inline float combine_lanes(const float (&acc)[kDotLanes]) noexcept {
+  float half[8];
+  for (int j = 0; j < 8; ++j) half[j] = acc[j] + acc[j + 8];
+  float quarter[4];
+  for (int j = 0; j < 4; ++j) quarter[j] = half[j] + half[j + 4];
+  const float pair0 = quarter[0] + quarter[2];
+  const float pair1 = quarter[1] + quarter[3];
+  return pair0 + pair1;
+}
+
+// dot(a[0, n), b[0, n)) in the fixed order above.
+inline float dot(const float* a, const float* b, std::int64_t n) noexcept {
+  float acc[kDotLanes] = {};
+  const std::int64_t n16 = n - n % kDotLanes;
+  for (std::int64_t k = 0; k < n16; k += kDotLanes) {
+    for (int j = 0; j < kDotLanes; ++j) acc[j] += a[k + j] * b[k + j];
+  }
+  for (std::int64_t k = n16; k < n; ++k) acc[k - n16] += a[k] * b[k];
+  return combine_lanes(acc);
+}
+
+}  // namespace pagedllm::cpu_ref

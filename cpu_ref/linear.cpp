@@ -1,0 +1,198 @@
+// The tiled, fixed-order GEMM of linear.h.
+//
+// One kernel body (the templates below, always inlined) is compiled into generic functions (SSE
+// vectors, 4 per dot product) and into __attribute__((target("avx2"))) functions (AVX vectors, 2
+// per dot product). Either way lane j of an element's accumulators is exactly the acc[j] of
+// dot.h, so the code is dot.h's definition with the loads shared across a tile. With
+// -ffp-contract=off and no "fma" target, a lane's sequence is "multiply, round, add, round" on
+// every path; the instruction set only decides how many lanes one instruction covers.
+//
+// Work split: OpenMP hands out tiles of outputs (static schedule). A thread computes its tile
+// for all rows: R-row sub-tiles first (weights reused across R rows, inputs across O outputs),
+// then the rows left over one output at a time (a single weight stream, which the hardware
+// prefetcher follows at full memory bandwidth: what batch-1 decoding needs).
+#include "cpu_ref/linear.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/common/check.h"
+#include "cpu_ref/dot.h"
+
+namespace pagedllm::cpu_ref {
+namespace {
+
+// fp32 vectors (GCC/Clang vector extensions) of one register each: SSE (generic x86-64) and
+// AVX. kDotLanes / width of them hold the 16 lanes of dot.h: part p holds lanes
+// [p * width, (p + 1) * width).
+using Sse = float __attribute__((vector_size(4 * sizeof(float))));
+using Avx = float __attribute__((vector_size(8 * sizeof(float))));
+
+// Tile shapes (rows x outputs), measured best on 2 cores of an AMD EPYC (Zen 4). A tile keeps
+// rows * outputs * 16 lanes of accumulators in the 16 vector registers: 2 x 2 elements of 4 SSE
+// registers each (16, some spilled), 2 x 3 elements of 2 AVX registers each (12).
+constexpr int kGenericRows = 2;
+constexpr int kGenericOuts = 2;
+constexpr int kAvx2Rows = 2;
+constexpr int kAvx2Outs = 3;
+
+// y[r][o] = dot(x[r], w[o], n) exactly as dot.h defines it, for an R x O tile, with vectors V.
+// `prefetch`, when given, is fetched ahead: O * n16 floats over the loop.
+template <typename V, int R, int O>
+[[gnu::always_inline]] inline void dot_tile(const float* const (&x)[R], const float* const (&w)[O],
+                                            std::int64_t n, const float* prefetch,
+                                            float (&y)[R][O]) {
+  constexpr int kWidth = sizeof(V) / sizeof(float);
+  constexpr int kParts = kDotLanes / kWidth;
+  V acc[R][O][kParts];
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < O; ++o)
+      for (int p = 0; p < kParts; ++p) acc[r][o][p] = V{};  // +0.0f, as dot.h
+  const std::int64_t n16 = n - n % kDotLanes;
+  for (std::int64_t k = 0; k < n16; k += kDotLanes) {
+    if (prefetch != nullptr) {
+      for (int o = 0; o < O; ++o) __builtin_prefetch(prefetch + k * O + o * kDotLanes);
+    }
+    for (int p = 0; p < kParts; ++p) {
+      V xv[R];  // unaligned loads
+      for (int r = 0; r < R; ++r) std::memcpy(&xv[r], x[r] + k + p * kWidth, sizeof(V));
+      for (int o = 0; o < O; ++o) {
+        V wv;
+        std::memcpy(&wv, w[o] + k + p * kWidth, sizeof(V));
+        for (int r = 0; r < R; ++r) acc[r][o][p] += xv[r] * wv;  // multiply, round, add, round
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int o = 0; o < O; ++o) {
+      float lanes[kDotLanes];
+      for (int p = 0; p < kParts; ++p)
+        for (int j = 0; j < kWidth; ++j) lanes[p * kWidth + j] = acc[r][o][p][j];
+      for (std::int64_t k = n16; k < n; ++k) lanes[k - n16] += x[r][k] * w[o][k];
+      y[r][o] = combine_lanes(lanes);
+    }
+  }
+}
+
+// Rows [r0, r0 + R) against the tile's O weight rows; writes only the `num_outs` real outputs.
+template <typename V, int R, int O>
+[[gnu::always_inline]] inline void row_tile(const LinearArgs& a, std::int64_t r0, std::int64_t o0,
+                                            const float* const (&w)[O], int num_outs,
+                                            const float* prefetch) {
+  const float* x[R];
+  for (int r = 0; r < R; ++r) x[r] = a.x + (r0 + r) * a.in_features;
+  float y[R][O];
+  dot_tile<V, R, O>(x, w, a.in_features, prefetch, y);
+  for (int r = 0; r < R; ++r) {
+    float* out = a.y + (r0 + r) * a.out_features + o0;
+    for (int o = 0; o < num_outs; ++o) out[o] = a.bias ? y[r][o] + a.bias[o0 + o] : y[r][o];
+  }
+}
+
+// Outputs [o0, o0 + O) for rows [r_begin, r_end) (a multiple of R of them). Past the last
+// output, the weight pointers repeat the last real row (computed, never stored), so every
+// sub-tile runs the same code.
+template <typename V, int R, int O>
+[[gnu::always_inline]] inline void sub_tile_rows(const LinearArgs& a, std::int64_t o0,
+                                                 std::int64_t r_begin, std::int64_t r_end) {
+  const int num_outs = static_cast<int>(std::min<std::int64_t>(O, a.out_features - o0));
+  const float* w[O];
+  for (int o = 0; o < O; ++o) {
+    w[o] = a.weight + std::min<std::int64_t>(o0 + o, a.out_features - 1) * a.in_features;
+  }
+  // Several weight rows are read side by side: fetch the next O rows (contiguous) ahead, while
+  // the first row tile runs; the hardware prefetcher alone falls behind on interleaved streams.
+  const float* next =
+      O > 1 && o0 + 2 * O <= a.out_features ? a.weight + (o0 + O) * a.in_features : nullptr;
+  for (std::int64_t r0 = r_begin; r0 < r_end; r0 += R) {
+    row_tile<V, R, O>(a, r0, o0, w, num_outs, r0 == r_begin ? next : nullptr);
+  }
+}
+
+// The kTileOuts outputs of tile `tile` (the unit OpenMP distributes), as R x O sub-tiles.
+template <typename V, int kTileOuts, int R, int O>
+[[gnu::always_inline]] inline void tile_rows(const LinearArgs& a, std::int64_t tile,
+                                             std::int64_t r_begin, std::int64_t r_end) {
+  static_assert(kTileOuts % O == 0);
+  const std::int64_t o_end = std::min<std::int64_t>((tile + 1) * kTileOuts, a.out_features);
+  for (std::int64_t o0 = tile * kTileOuts; o0 < o_end; o0 += O) {
+    sub_tile_rows<V, R, O>(a, o0, r_begin, r_end);
+  }
+}
+
+// One instruction set's kernels: tiles of `rows` rows, and single rows for the rows left over.
+// Each function inlines exactly one tile shape, so the compiler keeps its accumulators in
+// registers.
+using TileRowsFn = void (*)(const LinearArgs&, std::int64_t tile, std::int64_t r_begin,
+                            std::int64_t r_end);
+struct TileKernels {
+  std::int64_t rows;
+  std::int64_t outs;
+  TileRowsFn tile_rows;
+  TileRowsFn single_rows;
+};
+
+void generic_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+                       std::int64_t r_end) {
+  tile_rows<Sse, kGenericOuts, kGenericRows, kGenericOuts>(a, tile, r_begin, r_end);
+}
+void generic_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+                         std::int64_t r_end) {
+  tile_rows<Sse, kGenericOuts, 1, 1>(a, tile, r_begin, r_end);
+}
+__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, std::int64_t tile,
+                                                    std::int64_t r_begin, std::int64_t r_end) {
+  tile_rows<Avx, kAvx2Outs, kAvx2Rows, kAvx2Outs>(a, tile, r_begin, r_end);
+}
+__attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, std::int64_t tile,
+                                                      std::int64_t r_begin, std::int64_t r_end) {
+  tile_rows<Avx, kAvx2Outs, 1, 1>(a, tile, r_begin, r_end);
+}
+
+constexpr TileKernels kGenericKernels{kGenericRows, kGenericOuts, generic_tile_rows,
+                                      generic_single_rows};
+constexpr TileKernels kAvx2Kernels{kAvx2Rows, kAvx2Outs, avx2_tile_rows, avx2_single_rows};
+
+}  // namespace
+
+bool cpu_has_avx2() noexcept {
+  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  return has_avx2;
+}
+
+LinearKernel resolve_linear_kernel(LinearKernel kernel) noexcept {
+  if (kernel != LinearKernel::best) return kernel;
+  return cpu_has_avx2() ? LinearKernel::avx2 : LinearKernel::generic;
+}
+
+const char* linear_kernel_name(LinearKernel kernel) noexcept {
+  switch (kernel) {
+    case LinearKernel::best: return "best";
+    case LinearKernel::generic: return "generic";
+    case LinearKernel::avx2: return "avx2";
+  }
+  return "?";
+}
+
+void linear(const LinearArgs& args) {
+  PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0,
+                  "linear: negative size");
+  if (args.num_rows == 0 || args.out_features == 0) return;
+  PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight)),
+                  "linear: null matrix");
+  const LinearKernel kernel = resolve_linear_kernel(args.kernel);
+  PAGEDLLM_ASSERT(kernel != LinearKernel::avx2 || cpu_has_avx2(),
+                  "linear: AVX2 kernel asked for on a CPU without AVX2");
+
+  const TileKernels& k = kernel == LinearKernel::avx2 ? kAvx2Kernels : kGenericKernels;
+  const std::int64_t num_tiles = (args.out_features + k.outs - 1) / k.outs;
+  const std::int64_t num_tiled_rows = args.num_rows - args.num_rows % k.rows;
+  // Independent outputs only: each element is computed whole by one thread.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
+    if (num_tiled_rows > 0) k.tile_rows(args, tile, 0, num_tiled_rows);
+    if (num_tiled_rows < args.num_rows) k.single_rows(args, tile, num_tiled_rows, args.num_rows);
+  }
+}
+
+}  // namespace pagedllm::cpu_ref

@@ -1,0 +1,45 @@
+// y = x W^T (+ b): the projection GEMM of the CPU reference engine (Hugging Face nn.Linear).
+//
+// Batch- and thread-count-invariant bit for bit: every output y[r][o] is exactly
+// dot(x[r, :], w[o, :]) of cpu_ref/dot.h (16 fixed lanes, fixed tail, fixed combine tree), then
+// + bias[o] when a bias is given. Rows and outputs are tiled for register and cache reuse, but
+// a tile only shares loads: each element keeps its own accumulators, so it sees the same
+// operations whether it is computed alone, in a batch of 33, or in any row of a tile. OpenMP
+// splits the output tiles (schedule(static)), never a reduction.
+//
+// The kernel exists twice: generic x86-64 (SSE2) and AVX2 (chosen at run time with
+// __builtin_cpu_supports). Both perform the same fp32 operations on the same lanes, without
+// FMA, so their results are identical; only the register width differs.
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm::cpu_ref {
+
+enum class LinearKernel {
+  best,     // avx2 when the CPU has it, else generic
+  generic,  // baseline x86-64 (SSE2) code
+  avx2,     // requires the CPU to support AVX2 (checked: PAGEDLLM_ASSERT)
+};
+
+// Views only: nothing is owned. All matrices are dense and row-major. `y` must not overlap `x`,
+// `weight` or `bias`.
+struct LinearArgs {
+  const float* x = nullptr;       // [num_rows, in_features]
+  const float* weight = nullptr;  // [out_features, in_features] (nn.Linear layout)
+  const float* bias = nullptr;    // [out_features], or nullptr for none
+  float* y = nullptr;             // [num_rows, out_features], written
+  std::int64_t num_rows = 0;
+  std::int64_t in_features = 0;
+  std::int64_t out_features = 0;
+  LinearKernel kernel = LinearKernel::best;
+};
+
+void linear(const LinearArgs& args);
+
+// Whether this CPU can run LinearKernel::avx2; what `best` resolves to.
+bool cpu_has_avx2() noexcept;
+LinearKernel resolve_linear_kernel(LinearKernel kernel) noexcept;
+const char* linear_kernel_name(LinearKernel kernel) noexcept;
+
+}  // namespace pagedllm::cpu_ref

@@ -1,0 +1,182 @@
+#include "cpu_ref/llama_model.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/common/check.h"
+#include "cpu_ref/activation.h"
+#include "cpu_ref/linear.h"
+#include "cpu_ref/paged_attention.h"
+#include "cpu_ref/rms_norm.h"
+
+namespace pagedllm::cpu_ref {
+namespace {
+
+const float* tensor_data(const model::ModelWeights& weights, const std::string& name) {
+  const model::HostTensor& tensor = weights.at(name);
+  if (tensor.dtype != model::WeightDType::f32) {
+    throw std::invalid_argument("cpu_ref: tensor '" + name + "' must be loaded as fp32");
+  }
+  return tensor.f32.data();
+}
+
+const float* optional_tensor_data(const model::ModelWeights& weights, const std::string& name) {
+  return weights.tensors.count(name) != 0 ? tensor_data(weights, name) : nullptr;
+}
+
+// y[rows, out] = x[rows, in] W^T (+ b).
+void project(const float* x, std::int64_t rows, std::int64_t in, const float* weight,
+             const float* bias, std::int64_t out, float* y) {
+  linear(LinearArgs{.x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows,
+                    .in_features = in, .out_features = out});
+}
+
+}  // namespace
+
+void ForwardBatch::clear() {
+  tokens.clear();
+  positions.clear();
+  sequence_index.clear();
+  block_tables.clear();
+  logits_rows.clear();
+}
+
+LlamaModel::LlamaModel(model::ModelWeights weights)
+    : weights_(std::move(weights)), rotary_(rotary_config(weights_.config)) {
+  const model::ModelConfig& config = weights_.config;
+  for (std::int64_t i = 0; i < config.num_layers; ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    layers_.push_back(Layer{
+        .input_norm = tensor_data(weights_, prefix + "input_layernorm.weight"),
+        .q_proj = tensor_data(weights_, prefix + "self_attn.q_proj.weight"),
+        .k_proj = tensor_data(weights_, prefix + "self_attn.k_proj.weight"),
+        .v_proj = tensor_data(weights_, prefix + "self_attn.v_proj.weight"),
+        .q_bias = optional_tensor_data(weights_, prefix + "self_attn.q_proj.bias"),
+        .k_bias = optional_tensor_data(weights_, prefix + "self_attn.k_proj.bias"),
+        .v_bias = optional_tensor_data(weights_, prefix + "self_attn.v_proj.bias"),
+        .o_proj = tensor_data(weights_, prefix + "self_attn.o_proj.weight"),
+        .post_norm = tensor_data(weights_, prefix + "post_attention_layernorm.weight"),
+        .gate_proj = tensor_data(weights_, prefix + "mlp.gate_proj.weight"),
+        .up_proj = tensor_data(weights_, prefix + "mlp.up_proj.weight"),
+        .down_proj = tensor_data(weights_, prefix + "mlp.down_proj.weight"),
+    });
+  }
+  embedding_ = tensor_data(weights_, "model.embed_tokens.weight");
+  final_norm_ = tensor_data(weights_, "model.norm.weight");
+  lm_head_ = config.tie_word_embeddings ? embedding_ : tensor_data(weights_, "lm_head.weight");
+}
+
+std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& cache) const {
+  const model::ModelConfig& config = weights_.config;
+  const std::int64_t hidden = config.hidden_size;
+  const std::int64_t num_tokens = batch.num_tokens();
+  PAGEDLLM_ASSERT(batch.positions.size() == batch.tokens.size() &&
+                      batch.sequence_index.size() == batch.tokens.size(),
+                  "forward batch: tokens, positions and sequence indices differ in length");
+
+  // Residual stream [num_tokens, hidden], from the embedding rows.
+  std::vector<float> residual(static_cast<std::size_t>(num_tokens * hidden));
+  for (std::int64_t t = 0; t < num_tokens; ++t) {
+    const TokenId token = batch.tokens[static_cast<std::size_t>(t)];
+    PAGEDLLM_ASSERT(token >= 0 && token < config.vocab_size, "forward batch: token id outside the vocabulary");
+    PAGEDLLM_ASSERT(batch.positions[static_cast<std::size_t>(t)] < config.max_position_embeddings,
+                    "forward batch: position beyond the model's context");
+    std::memcpy(residual.data() + t * hidden, embedding_ + token * hidden,
+                static_cast<std::size_t>(hidden) * sizeof(float));
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    attention_block(layers_[i], static_cast<std::int32_t>(i), batch, cache, residual);
+    mlp_block(layers_[i], residual);
+  }
+
+  // Final norm and output head, only for the rows asked for.
+  const auto num_rows = static_cast<std::int64_t>(batch.logits_rows.size());
+  std::vector<float> normed(static_cast<std::size_t>(num_rows * hidden));
+  for (std::int64_t r = 0; r < num_rows; ++r) {
+    const std::int32_t row = batch.logits_rows[static_cast<std::size_t>(r)];
+    PAGEDLLM_ASSERT(row >= 0 && row < num_tokens, "forward batch: logits row outside the batch");
+    rms_norm(RmsNormArgs{.x = residual.data() + row * hidden, .weight = final_norm_,
+                         .y = normed.data() + r * hidden, .num_rows = 1, .dim = hidden,
+                         .eps = static_cast<float>(config.rms_norm_eps)});
+  }
+  std::vector<float> logits(static_cast<std::size_t>(num_rows * config.vocab_size));
+  project(normed.data(), num_rows, hidden, lm_head_, nullptr, config.vocab_size, logits.data());
+  return logits;
+}
+
+void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, const ForwardBatch& batch,
+                                 HostKvStore& cache, std::vector<float>& residual) const {
+  const model::ModelConfig& config = weights_.config;
+  const std::int64_t hidden = config.hidden_size;
+  const std::int64_t num_tokens = batch.num_tokens();
+  const std::int64_t q_dim = config.q_dim();
+  const std::int64_t kv_dim = config.kv_dim();
+  const kv::KvLayout& layout = cache.device_layout();
+
+  std::vector<float> normed(residual.size());
+  rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.input_norm, .y = normed.data(),
+                       .num_rows = num_tokens, .dim = hidden,
+                       .eps = static_cast<float>(config.rms_norm_eps)});
+  std::vector<float> q(static_cast<std::size_t>(num_tokens * q_dim));
+  std::vector<float> k(static_cast<std::size_t>(num_tokens * kv_dim));
+  std::vector<float> v(static_cast<std::size_t>(num_tokens * kv_dim));
+  project(normed.data(), num_tokens, hidden, layer.q_proj, layer.q_bias, q_dim, q.data());
+  project(normed.data(), num_tokens, hidden, layer.k_proj, layer.k_bias, kv_dim, k.data());
+  project(normed.data(), num_tokens, hidden, layer.v_proj, layer.v_bias, kv_dim, v.data());
+
+  // Rotary on q and k, then every token's K and V into its cache slot: all of this batch's
+  // positions are in the cache before any token attends.
+  for (std::int64_t t = 0; t < num_tokens; ++t) {
+    const std::int32_t position = batch.positions[static_cast<std::size_t>(t)];
+    rotary_.apply(q.data() + t * q_dim, static_cast<std::int32_t>(config.num_heads), position);
+    rotary_.apply(k.data() + t * kv_dim, static_cast<std::int32_t>(config.num_kv_heads), position);
+    const auto& table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])];
+    const auto block_index = static_cast<std::size_t>(position / layout.block_size);
+    PAGEDLLM_ASSERT(block_index < table.size(), "forward batch: position beyond the block table");
+    cache.write(layer_index, table[block_index], position % layout.block_size, k.data() + t * kv_dim,
+                v.data() + t * kv_dim);
+  }
+
+  std::vector<float> attended(static_cast<std::size_t>(num_tokens * q_dim));
+  const float* kv_cache = cache.device_data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < num_tokens; ++t) {
+    paged_attention(PagedAttentionArgs{
+        .layout = layout,
+        .kv_cache = kv_cache,
+        .layer = layer_index,
+        .num_heads = static_cast<std::int32_t>(config.num_heads),
+        .block_table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])],
+        .position = batch.positions[static_cast<std::size_t>(t)],
+        .q = q.data() + t * q_dim,
+        .out = attended.data() + t * q_dim,
+    });
+  }
+  std::vector<float> output(residual.size());
+  project(attended.data(), num_tokens, q_dim, layer.o_proj, nullptr, hidden, output.data());
+  for (std::size_t i = 0; i < residual.size(); ++i) residual[i] += output[i];
+}
+
+void LlamaModel::mlp_block(const Layer& layer, std::vector<float>& residual) const {
+  const model::ModelConfig& config = weights_.config;
+  const std::int64_t hidden = config.hidden_size;
+  const std::int64_t inter = config.intermediate_size;
+  const auto num_tokens = static_cast<std::int64_t>(residual.size()) / hidden;
+
+  std::vector<float> normed(residual.size());
+  rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.post_norm, .y = normed.data(),
+                       .num_rows = num_tokens, .dim = hidden,
+                       .eps = static_cast<float>(config.rms_norm_eps)});
+  std::vector<float> gate(static_cast<std::size_t>(num_tokens * inter));
+  std::vector<float> up(gate.size());
+  project(normed.data(), num_tokens, hidden, layer.gate_proj, nullptr, inter, gate.data());
+  project(normed.data(), num_tokens, hidden, layer.up_proj, nullptr, inter, up.data());
+  swiglu(SwigluArgs{.gate = gate.data(), .up = up.data(), .out = gate.data(),
+                    .n = static_cast<std::int64_t>(gate.size())});
+  std::vector<float> output(residual.size());
+  project(gate.data(), num_tokens, inter, layer.down_proj, nullptr, hidden, output.data());
+  for (std::size_t i = 0; i < residual.size(); ++i) residual[i] += output[i];
+}
+
+}  // namespace pagedllm::cpu_ref

@@ -1,0 +1,69 @@
+#include "cpu_ref/paged_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/common/check.h"
+#include "cpu_ref/dot.h"
+
+namespace pagedllm::cpu_ref {
+
+void paged_attention(const PagedAttentionArgs& args) {
+  const kv::KvLayout& layout = args.layout;
+  const std::int32_t head_dim = layout.head_dim;
+  const std::int32_t num_tokens = args.position + 1;  // causal: positions [0, position]
+  PAGEDLLM_ASSERT(args.kv_cache != nullptr && args.q != nullptr && args.out != nullptr,
+                  "paged_attention: null pointer");
+  PAGEDLLM_ASSERT(args.layer >= 0 && args.layer < layout.num_layers,
+                  "paged_attention: layer out of range");
+  PAGEDLLM_ASSERT(
+      args.num_heads > 0 && layout.num_kv_heads > 0 && args.num_heads % layout.num_kv_heads == 0,
+      "paged_attention: query heads must be a multiple of KV heads");
+  PAGEDLLM_ASSERT(args.position >= 0, "paged_attention: negative position");
+  PAGEDLLM_ASSERT(
+      static_cast<std::int64_t>(args.block_table.size()) * layout.block_size >= num_tokens,
+      "paged_attention: block table shorter than the sequence");
+  const std::int32_t group_size = args.num_heads / layout.num_kv_heads;
+  // HF: self.scaling = head_dim ** -0.5 (a Python double), applied to the fp32 scores.
+  const float scale = static_cast<float>(std::pow(static_cast<double>(head_dim), -0.5));
+
+  // Where token t's vector of one KV head lives: block table lookup, then slot.
+  auto token_vector = [&](kv::KvKind kind, std::int32_t kv_head, std::int32_t t) {
+    const kv::BlockId block = args.block_table[static_cast<std::size_t>(t / layout.block_size)];
+    PAGEDLLM_ASSERT(block >= 0 && block < layout.num_blocks,
+                    "paged_attention: block id out of range");
+    return args.kv_cache +
+           layout.element_offset(args.layer, kind, block, kv_head, t % layout.block_size);
+  };
+
+  std::vector<float> p(static_cast<std::size_t>(num_tokens));  // scores, then probabilities
+  for (std::int32_t h = 0; h < args.num_heads; ++h) {
+    const std::int32_t kv_head = h / group_size;
+    const float* q = args.q + static_cast<std::size_t>(h) * head_dim;
+    float* out = args.out + static_cast<std::size_t>(h) * head_dim;
+
+    // Scores, and their maximum.
+    float max_score = -INFINITY;
+    for (std::int32_t t = 0; t < num_tokens; ++t) {
+      p[t] = dot(q, token_vector(kv::KvKind::key, kv_head, t), head_dim) * scale;
+      max_score = std::max(max_score, p[t]);
+    }
+    // Softmax: exp(score - max), summed in order of t, then normalized.
+    float sum = 0.0f;
+    for (std::int32_t t = 0; t < num_tokens; ++t) {
+      p[t] = std::exp(p[t] - max_score);
+      sum += p[t];
+    }
+    for (std::int32_t t = 0; t < num_tokens; ++t) p[t] = p[t] / sum;
+
+    // Weighted sum of the values, t ascending for every element.
+    std::fill_n(out, head_dim, 0.0f);
+    for (std::int32_t t = 0; t < num_tokens; ++t) {
+      const float* v = token_vector(kv::KvKind::value, kv_head, t);
+      for (std::int32_t d = 0; d < head_dim; ++d) out[d] += p[t] * v[d];
+    }
+  }
+}
+
+}  // namespace pagedllm::cpu_ref

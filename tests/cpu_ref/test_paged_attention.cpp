@@ -1,0 +1,221 @@
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/kv/kv_layout.h"
+#include "cpu_ref/dot.h"
+#include "cpu_ref/host_kv_store.h"
+#include "cpu_ref/paged_attention.h"
+
+namespace cpu_ref = pagedllm::cpu_ref;
+namespace kv = pagedllm::kv;
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// One sequence's keys and values, contiguous: [num_tokens][num_kv_heads][head_dim] each.
+struct Sequence {
+  std::int32_t num_tokens = 0;
+  std::int32_t num_kv_heads = 0;
+  std::int32_t head_dim = 0;
+  std::vector<float> k;
+  std::vector<float> v;
+
+  const float* key(std::int32_t t, std::int32_t h) const {
+    return k.data() + (static_cast<std::size_t>(t) * num_kv_heads + h) * head_dim;
+  }
+  const float* value(std::int32_t t, std::int32_t h) const {
+    return v.data() + (static_cast<std::size_t>(t) * num_kv_heads + h) * head_dim;
+  }
+};
+
+// Attention over contiguous K/V in double: the textbook formula, no paging.
+std::vector<double> naive_double(const Sequence& s, std::int32_t num_heads, std::int32_t position,
+                                 const std::vector<float>& q) {
+  const std::int32_t group = num_heads / s.num_kv_heads;
+  std::vector<double> out(static_cast<std::size_t>(num_heads) * s.head_dim, 0.0);
+  for (std::int32_t h = 0; h < num_heads; ++h) {
+    const std::int32_t kvh = h / group;
+    std::vector<double> p(static_cast<std::size_t>(position) + 1);
+    double max_score = -std::numeric_limits<double>::infinity();
+    for (std::int32_t t = 0; t <= position; ++t) {
+      double score = 0.0;
+      for (std::int32_t d = 0; d < s.head_dim; ++d)
+        score += double(q[h * s.head_dim + d]) * s.key(t, kvh)[d];
+      p[t] = score / std::sqrt(double(s.head_dim));
+      max_score = std::max(max_score, p[t]);
+    }
+    double sum = 0.0;
+    for (double& x : p) sum += (x = std::exp(x - max_score));
+    for (std::int32_t t = 0; t <= position; ++t)
+      for (std::int32_t d = 0; d < s.head_dim; ++d)
+        out[h * s.head_dim + d] += p[t] / sum * s.value(t, kvh)[d];
+  }
+  return out;
+}
+
+// The same in fp32 in the reference's order, over contiguous K/V: equal bit for bit when the
+// gather through the block table is right.
+std::vector<float> naive_float(const Sequence& s, std::int32_t num_heads, std::int32_t position,
+                               const std::vector<float>& q) {
+  const std::int32_t group = num_heads / s.num_kv_heads;
+  const float scale = static_cast<float>(std::pow(double(s.head_dim), -0.5));
+  std::vector<float> out(static_cast<std::size_t>(num_heads) * s.head_dim, 0.0f);
+  for (std::int32_t h = 0; h < num_heads; ++h) {
+    const std::int32_t kvh = h / group;
+    std::vector<float> p(static_cast<std::size_t>(position) + 1);
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (std::int32_t t = 0; t <= position; ++t) {
+      p[t] = cpu_ref::dot(q.data() + h * s.head_dim, s.key(t, kvh), s.head_dim) * scale;
+      max_score = std::max(max_score, p[t]);
+    }
+    float sum = 0.0f;
+    for (float& x : p) sum += (x = std::exp(x - max_score));
+    for (float& x : p) x = x / sum;
+    for (std::int32_t t = 0; t <= position; ++t)
+      for (std::int32_t d = 0; d < s.head_dim; ++d)
+        out[h * s.head_dim + d] += p[t] * s.value(t, kvh)[d];
+  }
+  return out;
+}
+
+// A paged cache holding one sequence in a scattered, non-monotonic block table; every other
+// block (and every other layer) is filled with NaN, so reading anything else shows.
+struct Fixture {
+  static constexpr std::int32_t kNumHeads = 9;
+  static constexpr std::int32_t kNumKvHeads = 3;
+  static constexpr std::int32_t kHeadDim = 64;
+  static constexpr std::int32_t kBlockSize = 4;
+  static constexpr std::int32_t kLayer = 1;
+
+  kv::KvLayout layout{.num_layers = 2,
+                      .num_kv_heads = kNumKvHeads,
+                      .head_dim = kHeadDim,
+                      .block_size = kBlockSize,
+                      .num_blocks = 16};
+  std::vector<kv::BlockId> block_table = {7, 2, 11, 0, 15, 5, 9};  // 28 slots
+  Sequence seq;
+  cpu_ref::HostKvStore store{layout, 0};
+  std::mt19937 rng{42};
+
+  explicit Fixture(std::int32_t num_tokens) {
+    seq = {num_tokens, kNumKvHeads, kHeadDim, {}, {}};
+    seq.k = random_floats(static_cast<std::size_t>(num_tokens) * kNumKvHeads * kHeadDim, rng);
+    seq.v = random_floats(seq.k.size(), rng);
+    const std::vector<float> nan(static_cast<std::size_t>(kNumKvHeads) * kHeadDim,
+                                 std::numeric_limits<float>::quiet_NaN());
+    for (std::int32_t layer = 0; layer < layout.num_layers; ++layer)
+      for (kv::BlockId b = 0; b < layout.num_blocks; ++b)
+        for (std::int32_t slot = 0; slot < kBlockSize; ++slot)
+          store.write(layer, b, slot, nan.data(), nan.data());
+    for (std::int32_t t = 0; t < num_tokens; ++t) {
+      store.write(kLayer, block_table[t / kBlockSize], t % kBlockSize, seq.key(t, 0),
+                  seq.value(t, 0));
+    }
+  }
+
+  std::vector<float> attend(std::int32_t position, const std::vector<float>& q) const {
+    std::vector<float> out(q.size(), -7.0f);
+    cpu_ref::paged_attention({.layout = layout,
+                              .kv_cache = store.device_data(),
+                              .layer = kLayer,
+                              .num_heads = kNumHeads,
+                              .block_table = block_table,
+                              .position = position,
+                              .q = q.data(),
+                              .out = out.data()});
+    return out;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(paged_attention)
+
+BOOST_AUTO_TEST_CASE(matches_naive_attention_on_contiguous_kv_at_every_position) {
+  Fixture f(27);  // the last block is partly filled
+  for (std::int32_t position = 0; position < 27; ++position) {
+    const std::vector<float> q =
+        random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+    const std::vector<float> out = f.attend(position, q);
+    const std::vector<double> exact = naive_double(f.seq, Fixture::kNumHeads, position, q);
+    const std::vector<float> same_order = naive_float(f.seq, Fixture::kNumHeads, position, q);
+    BOOST_TEST(std::memcmp(out.data(), same_order.data(), out.size() * sizeof(float)) == 0,
+               "position " << position);
+    for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
+      // Relative to the head's output scale (an output element may cancel to near zero).
+      double norm = 0.0;
+      for (std::int32_t d = 0; d < Fixture::kHeadDim; ++d)
+        norm = std::max(norm, std::abs(exact[h * Fixture::kHeadDim + d]));
+      for (std::int32_t d = 0; d < Fixture::kHeadDim; ++d) {
+        const std::size_t i = static_cast<std::size_t>(h) * Fixture::kHeadDim + d;
+        BOOST_TEST(std::abs(out[i] - exact[i]) <= 1e-6 * norm,
+                   "position " << position << " head " << h << " dim " << d << ": " << out[i]
+                               << " vs " << exact[i]);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(position_zero_attends_to_itself_only) {
+  Fixture f(5);
+  const std::vector<float> q =
+      random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+  const std::vector<float> out = f.attend(0, q);
+  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
+    const float* v0 = f.seq.value(0, h / 3);
+    BOOST_TEST(
+        std::memcmp(out.data() + h * Fixture::kHeadDim, v0, Fixture::kHeadDim * sizeof(float)) == 0,
+        "head " << h);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(query_heads_share_their_group_kv_head) {
+  Fixture f(10);
+  // Every query head gets the same q: heads of one group (9 / 3 = 3 per KV head) must agree,
+  // heads of different groups must not.
+  const std::vector<float> q_head = random_floats(Fixture::kHeadDim, f.rng);
+  std::vector<float> q;
+  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h)
+    q.insert(q.end(), q_head.begin(), q_head.end());
+  const std::vector<float> out = f.attend(9, q);
+  auto head = [&](std::int32_t h) {
+    return std::vector<float>(out.begin() + h * Fixture::kHeadDim,
+                              out.begin() + (h + 1) * Fixture::kHeadDim);
+  };
+  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
+    BOOST_TEST((head(h) == head(h / 3 * 3)), "head " << h);
+    if (h % 3 == 0 && h > 0) BOOST_TEST((head(h) != head(h - 3)), "head " << h);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_token_is_bit_identical_whatever_else_is_in_the_cache) {
+  // The same sequence under two different block tables (and other garbage around) gives the
+  // same output bits.
+  Fixture a(13);
+  Fixture b(13);
+  b.block_table = {3, 14, 1, 8};
+  for (std::int32_t t = 0; t < 13; ++t) {
+    b.store.write(Fixture::kLayer, b.block_table[t / Fixture::kBlockSize], t % Fixture::kBlockSize,
+                  a.seq.key(t, 0), a.seq.value(t, 0));
+  }
+  const std::vector<float> q =
+      random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, a.rng);
+  const std::vector<float> out_a = a.attend(12, q);
+  const std::vector<float> out_b = b.attend(12, q);
+  BOOST_TEST(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

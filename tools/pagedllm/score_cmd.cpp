@@ -1,0 +1,118 @@
+// `pagedllm score`: the logits of every position of given token sequences, from the CPU
+// reference forward pass, as raw fp32 files. What the PyPI tier compares against independent
+// implementations, and what GPU output is validated against.
+//   input:  JSONL, one {"ids": [...]} per line
+//   output: DIR/<line>.f32 ([num_ids, vocab] row-major little-endian fp32) + DIR/index.json
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <string>
+#include <vector>
+
+#include "core/frontend/model_bundle.h"
+#include "cpu_ref/host_kv_store.h"
+#include "cpu_ref/llama_model.h"
+#include "tools/pagedllm/subcommands.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+std::vector<std::vector<TokenId>> read_sequences(const std::string& path, int32_t vocab, int64_t max_positions) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::vector<std::vector<TokenId>> sequences;
+  std::string line;
+  for (int line_number = 1; std::getline(in, line); ++line_number) {
+    if (line.empty()) continue;
+    const std::string where = path + ":" + std::to_string(line_number);
+    nlohmann::json item;
+    try {
+      item = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& error) {
+      throw std::runtime_error(where + ": not JSON: " + error.what());
+    }
+    if (!item.is_object() || !item.contains("ids") || !item["ids"].is_array() || item["ids"].empty()) {
+      throw std::runtime_error(where + ": field 'ids': expected a non-empty array of token ids");
+    }
+    std::vector<TokenId> ids;
+    for (const auto& id : item["ids"]) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
+        throw std::runtime_error(where + ": field 'ids': " + id.dump() + " is not a token id below " + std::to_string(vocab));
+      }
+      ids.push_back(id.get<TokenId>());
+    }
+    if (static_cast<int64_t>(ids.size()) > max_positions) {
+      throw std::runtime_error(where + ": " + std::to_string(ids.size()) + " ids exceed the model's context of " +
+                               std::to_string(max_positions));
+    }
+    sequences.push_back(std::move(ids));
+  }
+  return sequences;
+}
+
+}  // namespace
+
+int run_score(const std::vector<std::string>& args) {
+  std::string model_argument;
+  std::string input;
+  std::string output_dir;
+  int32_t num_threads = 0;
+  po::options_description description("pagedllm score: logits of every position, CPU reference forward pass");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, or a fetched model's name")
+      ("input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")
+      ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
+      ("threads", po::value(&num_threads)->default_value(0), "OpenMP threads (0 = all cores)");
+  po::variables_map values;
+  po::store(po::command_line_parser(args).options(description).run(), values);
+  if (values.count("help") != 0) {
+    std::cout << description << '\n';
+    return 0;
+  }
+  po::notify(values);
+  if (num_threads > 0) omp_set_num_threads(num_threads);
+
+  const frontend::ModelBundle bundle = frontend::open_model(model_argument);
+  const cpu_ref::LlamaModel model(frontend::load_weights(bundle));
+  const auto sequences = read_sequences(input, model.vocab_size(), bundle.config.max_position_embeddings);
+  std::filesystem::create_directories(output_dir);
+  constexpr int32_t kBlockSize = 16;
+  nlohmann::json index = nlohmann::json::array();
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const auto& ids = sequences[i];
+    const auto num_blocks = static_cast<int32_t>((ids.size() + kBlockSize - 1) / kBlockSize);
+    cpu_ref::HostKvStore cache(kv::KvLayout{.num_layers = static_cast<int32_t>(bundle.config.num_layers),
+                                            .num_kv_heads = static_cast<int32_t>(bundle.config.num_kv_heads),
+                                            .head_dim = static_cast<int32_t>(bundle.config.head_dim),
+                                            .block_size = kBlockSize,
+                                            .num_blocks = num_blocks},
+                               0);
+    std::vector<kv::BlockId> table(static_cast<size_t>(num_blocks));
+    for (int32_t b = 0; b < num_blocks; ++b) table[static_cast<size_t>(b)] = b;
+    cpu_ref::ForwardBatch batch;
+    batch.tokens = ids;
+    batch.block_tables.push_back(table);
+    for (int32_t p = 0; p < static_cast<int32_t>(ids.size()); ++p) {
+      batch.positions.push_back(p);
+      batch.sequence_index.push_back(0);
+      batch.logits_rows.push_back(p);
+    }
+    const std::vector<float> logits = model.forward(batch, cache);
+    const std::string file = std::to_string(i) + ".f32";
+    std::ofstream out(output_dir + "/" + file, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
+    if (!out) throw std::runtime_error(output_dir + "/" + file + ": cannot write");
+    index.push_back({{"file", file}, {"num_tokens", ids.size()}, {"vocab_size", model.vocab_size()}});
+  }
+  std::ofstream(output_dir + "/index.json") << index.dump(1) << '\n';
+  std::cerr << "scored " << sequences.size() << " sequence(s) into " << output_dir << '\n';
+  return 0;
+}
+
+}  // namespace pagedllm::cli
