@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""Cross-checks the logits of pagedllm's CPU forward pass against llama.cpp (llama-cpp-python).
+
+    python tests/pypi/check_logits.py --pagedllm build/release/pagedllm [--model REAL.gguf]
+
+1. Tiny model (`pagedllm make-model`, F32 GGUF): three fixed token sequences (20, 97 and 200
+   ids, numpy seed 0) scored by `pagedllm score` and by llama.cpp with an F32 KV cache
+   (type_k = type_v = GGML_TYPE_F32), flash attention off, all-position logits, each sequence
+   from an empty cache and without BOS. Also against a float64 numpy Llama forward written here
+   from model.safetensors (Hugging Face layout: a second source that shares no code with either).
+   Error measure, per sequence:
+       max relative error = max over positions p of  max_v |a[p, v] - b[p, v]| / max_v |b[p, v]|
+   (a = pagedllm, b = the reference); each must be <= 1e-4.
+   Negative control: llama.cpp on a model of another weights seed must differ by > 1e-2 (so the
+   comparison is not vacuous).
+2. With --model (the real SmolLM2-135M-Instruct Q4_1 GGUF): five texts of 400-600 tokens
+   (English prose, Python, C++, a technical note with numbers, a chat rendered with the model's
+   own template by `pagedllm chat-template --gguf`), tokenized by `pagedllm tokenize`. pagedllm
+   dequantizes to fp32; llama.cpp multiplies Q4_1 weights with Q8-quantized activations, so only
+   the top token is compared: argmax agreement over all positions must be >= 99%. Prints
+   agreement, positions, and the mean / max absolute logit difference for information.
+
+--perturb shows that the check can fail: llama.cpp gets the tiny model of another seed, and
+pagedllm scores every real-model sequence without its first token (shifted contexts).
+Exits 1 on any failure, naming the sequence and the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import llama_cpp
+    from llama_cpp import Llama
+    from safetensors.numpy import load_file
+except ImportError as error:  # pragma: no cover - the PyPI tier installs them
+    sys.exit(f"check_logits.py needs llama-cpp-python and safetensors ({error})")
+
+TINY_TOLERANCE = 1e-4
+NEGATIVE_CONTROL_MIN = 1e-2
+REAL_MIN_AGREEMENT = 0.99
+TINY_LENGTHS = (20, 97, 200)
+GGML_TYPE_F32 = 0
+THREADS = 2
+
+
+@llama_cpp.llama_log_callback
+def _quiet_log(level, text, user_data):  # llama.cpp's load messages and warnings off
+    del level, text, user_data
+
+
+llama_cpp.llama_log_set(_quiet_log, ctypes.c_void_p(0))
+
+
+# --- sources of logits ---------------------------------------------------------------------------
+
+def pagedllm_logits(pagedllm: str, model: str, sequences: list[list[int]], scratch: Path) -> list[np.ndarray]:
+    """`pagedllm score`: [len, vocab] fp32 per sequence."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    input_path = scratch / "ids.jsonl"
+    input_path.write_text("".join(json.dumps({"ids": ids}) + "\n" for ids in sequences))
+    output_dir = scratch / "scores"
+    subprocess.run([pagedllm, "score", "--model", model, "--input-jsonl", str(input_path),
+                    "--output-dir", str(output_dir), "--threads", str(THREADS)],
+                   check=True, capture_output=True, text=True)
+    index = json.loads((output_dir / "index.json").read_text())
+    result = []
+    for entry, ids in zip(index, sequences, strict=True):
+        logits = np.fromfile(output_dir / entry["file"], dtype="<f4")
+        result.append(logits.reshape(len(ids), entry["vocab_size"]))
+    return result
+
+
+def llama_cpp_logits(model: str, sequences: list[list[int]]) -> list[np.ndarray]:
+    """llama.cpp: all-position logits, F32 KV cache, no flash attention, fresh cache per sequence."""
+    n_ctx = max(256, -(-max(len(ids) for ids in sequences) // 256) * 256)
+    llm = Llama(model_path=model, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, n_threads=THREADS,
+                n_threads_batch=THREADS, logits_all=True, type_k=GGML_TYPE_F32,
+                type_v=GGML_TYPE_F32, flash_attn=False, seed=1234, verbose=False)
+    result = []
+    for ids in sequences:
+        llm.reset()  # n_tokens = 0: eval() removes every cached position before it runs
+        llm.eval(ids)  # the ids exactly as given: eval adds no BOS
+        if llm.n_tokens != len(ids):
+            raise RuntimeError(f"llama.cpp evaluated {llm.n_tokens} of {len(ids)} tokens")
+        result.append(np.array(llm.scores[:len(ids)], dtype=np.float32, copy=True))
+    llm.close()
+    return result
+
+
+def numpy_logits(directory: Path, sequences: list[list[int]]) -> list[np.ndarray]:
+    """A float64 Llama forward from config.json + model.safetensors (Hugging Face semantics)."""
+    config = json.loads((directory / "config.json").read_text())
+    weights = {name: value.astype(np.float64) for name, value in load_file(str(directory / "model.safetensors")).items()}
+    if config.get("rope_scaling") not in (None, {}):
+        raise RuntimeError("numpy reference: rope scaling not supported")
+    num_heads, num_kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // num_heads
+    eps = config["rms_norm_eps"]
+    inv_freq = 1.0 / (config["rope_theta"] ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
+    lm_head = weights["model.embed_tokens.weight"] if config.get("tie_word_embeddings") else weights["lm_head.weight"]
+
+    def rms_norm(x, weight):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+    def rotary(x, positions):  # x: [tokens, heads, head_dim], rotate-half as transformers
+        angles = positions[:, None] * inv_freq[None, :]
+        cos = np.concatenate([np.cos(angles)] * 2, axis=-1)[:, None, :]
+        sin = np.concatenate([np.sin(angles)] * 2, axis=-1)[:, None, :]
+        half = head_dim // 2
+        rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+        return x * cos + rotated * sin
+
+    result = []
+    for ids in sequences:
+        n = len(ids)
+        positions = np.arange(n, dtype=np.float64)
+        causal = np.triu(np.full((n, n), -np.inf), k=1)
+        h = weights["model.embed_tokens.weight"][ids]
+        for layer in range(config["num_hidden_layers"]):
+            w = lambda name: weights[f"model.layers.{layer}.{name}.weight"]
+            x = rms_norm(h, w("input_layernorm"))
+            q = rotary((x @ w("self_attn.q_proj").T).reshape(n, num_heads, head_dim), positions)
+            k = rotary((x @ w("self_attn.k_proj").T).reshape(n, num_kv_heads, head_dim), positions)
+            v = (x @ w("self_attn.v_proj").T).reshape(n, num_kv_heads, head_dim)
+            group = num_heads // num_kv_heads
+            k = np.repeat(k, group, axis=1)
+            v = np.repeat(v, group, axis=1)
+            scores = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(head_dim) + causal
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            probabilities = scores / scores.sum(axis=-1, keepdims=True)
+            attended = np.einsum("hqk,khd->qhd", probabilities, v).reshape(n, num_heads * head_dim)
+            h = h + attended @ w("self_attn.o_proj").T
+            x = rms_norm(h, w("post_attention_layernorm"))
+            gate = x @ w("mlp.gate_proj").T
+            up = x @ w("mlp.up_proj").T
+            h = h + (gate / (1.0 + np.exp(-gate)) * up) @ w("mlp.down_proj").T
+        result.append(rms_norm(h, weights["model.norm.weight"]) @ lm_head.T)
+    return result
+
+
+def max_relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
+    """max over positions of max|a - b| / max|b| (per-position scale)."""
+    ours = ours.astype(np.float64)
+    reference = reference.astype(np.float64)
+    scale = np.abs(reference).max(axis=1)
+    return float((np.abs(ours - reference).max(axis=1) / scale).max())
+
+
+# --- 1. tiny model -------------------------------------------------------------------------------
+
+def check_tiny(pagedllm: str, scratch: Path, perturb: bool) -> bool:
+    models = {}
+    for seed in (0, 1):
+        directory = scratch / f"tiny_seed{seed}"
+        subprocess.run([pagedllm, "make-model", "--out", str(directory), "--seed", str(seed)],
+                       check=True, capture_output=True)
+        models[seed] = directory
+    vocab = json.loads((models[0] / "config.json").read_text())["vocab_size"]
+    rng = np.random.default_rng(0)
+    sequences = [rng.integers(0, vocab, size=length).tolist() for length in TINY_LENGTHS]
+
+    ours = pagedllm_logits(pagedllm, str(models[0] / "model.gguf"), sequences, scratch / "tiny_pagedllm")
+    llama_seed = 1 if perturb else 0
+    theirs = llama_cpp_logits(str(models[llama_seed] / "model.gguf"), sequences)
+    reference = numpy_logits(models[0], sequences)
+    other_seed = llama_cpp_logits(str(models[1] / "model.gguf"), sequences)
+
+    ok = True
+    print(f"tiny model (make-model seed 0, F32 GGUF, vocab {vocab}); max relative error = max over positions "
+          f"of max|a-b| / max|b|, a = pagedllm, limit {TINY_TOLERANCE:g}:")
+    for index, ids in enumerate(sequences):
+        vs_llama = max_relative_error(ours[index], theirs[index])
+        vs_numpy = max_relative_error(ours[index], reference[index])
+        llama_vs_numpy = max_relative_error(theirs[index], reference[index])
+        control = max_relative_error(ours[index], other_seed[index])
+        good = vs_llama <= TINY_TOLERANCE and vs_numpy <= TINY_TOLERANCE
+        control_good = control > NEGATIVE_CONTROL_MIN
+        ok &= good and control_good
+        label = f"seed-{llama_seed} model" if perturb else "llama.cpp"
+        print(f"  {'ok  ' if good and control_good else 'FAIL'} sequence {index} ({len(ids)} ids): "
+              f"vs {label} {vs_llama:.3e}, vs numpy fp64 {vs_numpy:.3e} "
+              f"(llama.cpp vs numpy {llama_vs_numpy:.3e}); negative control (llama.cpp, seed-1 model) "
+              f"{control:.3e} {'> ' if control_good else 'NOT > '}{NEGATIVE_CONTROL_MIN:g}")
+        if not good:
+            worst = int(np.argmax(np.abs(ours[index] - theirs[index]).max(axis=1)))
+            print(f"       worst position vs llama.cpp: {worst}; pagedllm {ours[index][worst][:4]}..., "
+                  f"llama.cpp {theirs[index][worst][:4]}...")
+    return ok
+
+
+# --- 2. real model -------------------------------------------------------------------------------
+
+PROSE = """\
+The lighthouse at the end of the breakwater was built in 1868, when the harbour was still the busiest \
+on that stretch of coast. Its first keeper, a former ship's carpenter named Thomas Avery, kept a log in \
+which he wrote down the weather twice a day, the ships that passed, and, now and then, a line about his \
+own life: a daughter born in the spring of 1871, a winter so cold that the oil thickened in the lamps, \
+a storm in which the sea came over the gallery and put out the light for the only time in forty years.
+
+Reading the log today, one is struck less by the drama than by the routine. The lamp had to be lit at \
+sunset and put out at sunrise; the wicks had to be trimmed every four hours; the lens, a great beehive \
+of glass prisms made in Paris, had to be polished every morning so that the salt and the soot would not \
+dim it. None of this was difficult, but all of it had to be done every day, whatever the weather and \
+whatever the keeper's mood, because a ship that could not see the light could not find the channel.
+
+When electricity came to the harbour in 1923, the lamp was replaced by a bulb and the clockwork that \
+turned the lens by a small motor. The keepers stayed for another thirty years, but their work changed. \
+They no longer fought the dark with oil and patience; they watched a machine and called an engineer when \
+it failed. The last keeper left in 1954, and the light has run on its own ever since, checked twice a \
+year by a technician who drives out from the city.
+
+What was lost is hard to name. Nobody misses trimming wicks at three in the morning. Yet the old log \
+records a kind of attention that no sensor provides: the keeper noticed that the gulls came inland before \
+a gale, that the fishing boats stayed in when the swell ran from the south-west, that a certain schooner \
+always passed on Tuesdays. That knowledge lived in one person and left with him. The lighthouse still \
+works perfectly. It simply no longer knows anything about the sea it stands beside, and perhaps it \
+never needed to.
+"""
+
+PYTHON = '''\
+"""A small least-recently-used cache with per-entry expiry, and its tests."""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Hashable, Optional, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass
+class Entry(Generic[V]):
+    value: V
+    expires_at: float
+
+
+@dataclass
+class LruCache(Generic[K, V]):
+    capacity: int
+    ttl_seconds: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    _entries: "OrderedDict[K, Entry[V]]" = field(default_factory=OrderedDict)
+    hits: int = 0
+    misses: int = 0
+
+    def get(self, key: K) -> Optional[V]:
+        entry = self._entries.get(key)
+        if entry is None or entry.expires_at <= self.clock():
+            if entry is not None:
+                del self._entries[key]
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry.value
+
+    def put(self, key: K, value: V) -> None:
+        if key in self._entries:
+            self._entries.move_to_end(key)
+        self._entries[key] = Entry(value, self.clock() + self.ttl_seconds)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
+def test_evicts_least_recently_used():
+    cache = LruCache[str, int](capacity=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "a" is now the most recent
+    cache.put("c", 3)
+    assert cache.get("b") is None
+    assert cache.get("a") == 1 and cache.get("c") == 3
+
+'''
+
+CPP = """\
+// A fixed-capacity ring buffer for one producer and one consumer thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace demo {
+
+template <typename T, std::size_t Capacity>
+class SpscRing {
+  static_assert(Capacity >= 2 && (Capacity & (Capacity - 1)) == 0, "Capacity must be a power of two");
+
+ public:
+  ~SpscRing() {
+    while (pop()) {
+    }
+  }
+
+  // Producer side: false when the ring is full.
+  template <typename... Args>
+  bool emplace(Args&&... args) {
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_cache_ == Capacity) {
+      tail_cache_ = tail_.load(std::memory_order_acquire);
+      if (head - tail_cache_ == Capacity) return false;
+    }
+    ::new (slot(head)) T(std::forward<Args>(args)...);
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: nothing when the ring is empty.
+  std::optional<T> pop() {
+    const std::size_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail == head_cache_) {
+      head_cache_ = head_.load(std::memory_order_acquire);
+      if (tail == head_cache_) return std::nullopt;
+    }
+    T* item = std::launder(reinterpret_cast<T*>(slot(tail)));
+    std::optional<T> result(std::move(*item));
+    item->~T();
+    tail_.store(tail + 1, std::memory_order_release);
+    return result;
+  }
+
+ private:
+  void* slot(std::size_t index) noexcept { return &storage_[index & (Capacity - 1)]; }
+
+  static constexpr std::size_t kLine = 64;
+  alignas(kLine) std::atomic<std::size_t> head_{0};
+  alignas(kLine) std::size_t tail_cache_ = 0;   // producer's view of tail_
+  alignas(kLine) std::atomic<std::size_t> tail_{0};
+  alignas(kLine) std::size_t head_cache_ = 0;   // consumer's view of head_
+  alignas(kLine) std::aligned_storage_t<sizeof(T), alignof(T)> storage_[Capacity];
+};
+
+}  // namespace demo
+"""
+
+NOTE = """\
+# Release notes, version 2.4.0 (2026-03-14)
+
+## Performance
+- Cold start of the ingestion service fell from 3.8 s to 1.2 s (p50) and from 9.1 s to 2.7 s (p99) \
+on the reference machine (8 vCPUs, 32 GiB), mostly by loading the schema registry lazily.
+- Batch writes now group rows by partition before compression: 41% fewer bytes on disk for the \
+nightly export (1.92 TB instead of 3.26 TB) and 27% less time spent in zstd level 6.
+- The query planner estimates join sizes from HyperLogLog sketches with 2^14 registers \
+(relative error about 0.8%) instead of sampling 10,000 rows.
+
+## Fixes
+1. Timestamps before 1970-01-01 were rounded towards zero instead of down, so -1.5 s became -1 s; \
+they now round down, as ISO 8601 and the SQL standard require.
+2. A retry after HTTP 429 ignored the Retry-After header when it held a date rather than seconds \
+(e.g. "Wed, 21 Oct 2026 07:28:00 GMT").
+3. The CSV reader accepted a quote inside an unquoted field ("12"x,34); it now reports line and column.
+4. Memory limits given as "1.5GiB" were parsed as 1 GiB; fractional sizes are now exact to the byte \
+(1.5 GiB = 1,610,612,736 bytes).
+
+## Upgrade
+Run `migrate --from 2.3 --to 2.4 --dry-run` first: it lists the 3 tables whose indexes are rebuilt \
+(about 12 minutes per 100 million rows at 4 workers). Configuration keys `cache.size_mb` and \
+`cache.ttl` are deprecated in favour of `cache.size` (with units: 512MiB, 2GiB) and `cache.ttl` in \
+ISO 8601 durations (PT30S, PT5M). The old keys still work and print a warning; they will be removed \
+in 3.0.
+
+"""
+
+CHAT = [
+    {"role": "system", "content": "You are a patient tutor who explains things step by step."},
+    {"role": "user", "content": "Can you explain why the sky is blue? I have read something about "
+                                 "scattering but I do not really understand it."},
+    {"role": "assistant", "content": "Sure. Sunlight looks white, but it is a mixture of all the "
+     "colours, from red (long waves, about 700 nanometres) to violet (short waves, about 400 "
+     "nanometres). When this light crosses the atmosphere it meets molecules of nitrogen and oxygen "
+     "that are much smaller than its wavelength. Such small particles scatter light in all "
+     "directions, and they scatter short waves far more than long ones: the strength goes as one over "
+     "the wavelength to the fourth power. Blue light is therefore scattered about five times more than "
+     "red light. When you look at any part of the sky away from the Sun, what reaches your eyes is "
+     "this scattered light, and it is dominated by blue. That is Rayleigh scattering."},
+    {"role": "user", "content": "Then why is it not violet, if violet has an even shorter wavelength?"},
+    {"role": "assistant", "content": "Good question. There are three reasons. First, the Sun emits "
+     "less violet than blue. Second, some violet is absorbed high in the atmosphere. Third, and most "
+     "important, our eyes are much less sensitive to violet: the cones that respond to short "
+     "wavelengths peak in the blue, and the mixture of scattered colours that reaches us excites our "
+     "three kinds of cones in a way the brain reads as sky blue."},
+    {"role": "user", "content": "And sunsets? Why do they turn red and orange? Please also say why "
+     "clouds are white, and whether the sky on Mars is a different colour, in a short list."},
+]
+
+
+def real_sequences(pagedllm: str, model: str, scratch: Path) -> list[tuple[str, list[int]]]:
+    messages_path = scratch / "chat.json"
+    messages_path.write_text(json.dumps(CHAT))
+    chat_text = subprocess.run([pagedllm, "chat-template", "--gguf", model, "--messages-json", str(messages_path)],
+                               check=True, capture_output=True, text=True).stdout
+    texts = [("prose", PROSE), ("python", PYTHON), ("c++", CPP), ("notes", NOTE), ("chat", chat_text)]
+    lines = "".join(json.dumps({"text": text}) + "\n" for _, text in texts)
+    result = subprocess.run([pagedllm, "tokenize", "--tokenizer", model, "--input-jsonl", "-"],
+                            input=lines, check=True, capture_output=True, text=True)
+    ids = [json.loads(line)["ids"] for line in result.stdout.splitlines()]
+    return [(name, sequence) for (name, _), sequence in zip(texts, ids, strict=True)]
+
+
+def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
+    named = real_sequences(pagedllm, model, scratch)
+    sequences = [ids for _, ids in named]
+    start = time.monotonic()
+    if perturb:  # drop the first token: every later position sees a shifted context
+        ours = [np.concatenate([logits[:1], logits]) for logits in
+                pagedllm_logits(pagedllm, model, [ids[1:] for ids in sequences], scratch / "real_pagedllm")]
+    else:
+        ours = pagedllm_logits(pagedllm, model, sequences, scratch / "real_pagedllm")
+    ours_seconds = time.monotonic() - start
+    start = time.monotonic()
+    theirs = llama_cpp_logits(model, sequences)
+    theirs_seconds = time.monotonic() - start
+
+    print(f"real model {Path(model).name} (pagedllm fp32 from the dequantized weights; llama.cpp Q4_1 x Q8 "
+          f"activations); top-1 agreement limit {REAL_MIN_AGREEMENT:.0%}:")
+    total_agree = total_positions = 0
+    worst_abs = 0.0
+    sum_abs = 0.0
+    ok = True
+    for (name, ids), a, b in zip(named, ours, theirs, strict=True):
+        agree = int((a.argmax(axis=1) == b.argmax(axis=1)).sum())
+        difference = np.abs(a.astype(np.float64) - b)
+        total_agree += agree
+        total_positions += len(ids)
+        worst_abs = max(worst_abs, float(difference.max()))
+        sum_abs += float(difference.mean()) * len(ids)
+        print(f"  {name:7s} {len(ids):4d} positions: top-1 agreement {agree / len(ids):7.2%}, "
+              f"|logit difference| mean {difference.mean():.4f} max {difference.max():.3f} "
+              f"(logit range {b.min():.1f}..{b.max():.1f})")
+        ok &= len(ids) >= 100
+    agreement = total_agree / total_positions
+    ok &= agreement >= REAL_MIN_AGREEMENT
+    print(f"  {'ok  ' if ok else 'FAIL'} all: {total_agree}/{total_positions} positions agree "
+          f"({agreement:.2%}, limit {REAL_MIN_AGREEMENT:.0%}); |logit difference| mean "
+          f"{sum_abs / total_positions:.4f}, max {worst_abs:.3f} (pagedllm {ours_seconds:.1f} s, "
+          f"llama.cpp {theirs_seconds:.1f} s)")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pagedllm", required=True, help="the pagedllm binary")
+    parser.add_argument("--model", help="also check top-1 agreement on this real GGUF model")
+    parser.add_argument("--perturb", action="store_true", help="compare against wrong inputs: must FAIL")
+    parser.add_argument("--keep", help="keep models, ids and scores in this directory")
+    args = parser.parse_args()
+    print(f"llama-cpp-python {llama_cpp.__version__}, numpy {np.__version__}, {THREADS} threads")
+    with tempfile.TemporaryDirectory(prefix="check_logits_") as scratch_name:
+        scratch = Path(args.keep) if args.keep else Path(scratch_name)
+        scratch.mkdir(parents=True, exist_ok=True)
+        ok = check_tiny(args.pagedllm, scratch, args.perturb)
+        if args.model:
+            ok &= check_real(args.pagedllm, args.model, scratch, args.perturb)
+    print("check_logits: all checks passed" if ok else "check_logits: FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
