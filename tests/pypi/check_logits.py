@@ -48,7 +48,9 @@ TINY_TOLERANCE = 1e-4
 NEGATIVE_CONTROL_MIN = 1e-2
 REAL_MIN_AGREEMENT = 0.99
 TINY_LENGTHS = (20, 97, 200)
+REAL_Q4_SLACK = 0.01
 GGML_TYPE_F32 = 0
+LLAMA_FTYPE_ALL_F32 = 0
 THREADS = 2
 
 
@@ -288,11 +290,10 @@ CPP = """\
 // A fixed-capacity ring buffer for one producer and one consumer thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
-#include <new>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 namespace demo {
@@ -302,20 +303,14 @@ class SpscRing {
   static_assert(Capacity >= 2 && (Capacity & (Capacity - 1)) == 0, "Capacity must be a power of two");
 
  public:
-  ~SpscRing() {
-    while (pop()) {
-    }
-  }
-
   // Producer side: false when the ring is full.
-  template <typename... Args>
-  bool emplace(Args&&... args) {
+  bool push(T value) {
     const std::size_t head = head_.load(std::memory_order_relaxed);
     if (head - tail_cache_ == Capacity) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
       if (head - tail_cache_ == Capacity) return false;
     }
-    ::new (slot(head)) T(std::forward<Args>(args)...);
+    items_[head & (Capacity - 1)] = std::move(value);
     head_.store(head + 1, std::memory_order_release);
     return true;
   }
@@ -327,22 +322,18 @@ class SpscRing {
       head_cache_ = head_.load(std::memory_order_acquire);
       if (tail == head_cache_) return std::nullopt;
     }
-    T* item = std::launder(reinterpret_cast<T*>(slot(tail)));
-    std::optional<T> result(std::move(*item));
-    item->~T();
+    std::optional<T> result(std::move(items_[tail & (Capacity - 1)]));
     tail_.store(tail + 1, std::memory_order_release);
     return result;
   }
 
  private:
-  void* slot(std::size_t index) noexcept { return &storage_[index & (Capacity - 1)]; }
-
-  static constexpr std::size_t kLine = 64;
+  static constexpr std::size_t kLine = 64;  // keep the two sides on separate cache lines
   alignas(kLine) std::atomic<std::size_t> head_{0};
   alignas(kLine) std::size_t tail_cache_ = 0;   // producer's view of tail_
   alignas(kLine) std::atomic<std::size_t> tail_{0};
   alignas(kLine) std::size_t head_cache_ = 0;   // consumer's view of head_
-  alignas(kLine) std::aligned_storage_t<sizeof(T), alignof(T)> storage_[Capacity];
+  std::array<T, Capacity> items_{};
 };
 
 }  // namespace demo
@@ -395,8 +386,14 @@ CHAT = [
      "important, our eyes are much less sensitive to violet: the cones that respond to short "
      "wavelengths peak in the blue, and the mixture of scattered colours that reaches us excites our "
      "three kinds of cones in a way the brain reads as sky blue."},
-    {"role": "user", "content": "And sunsets? Why do they turn red and orange? Please also say why "
-     "clouds are white, and whether the sky on Mars is a different colour, in a short list."},
+    {"role": "user", "content": "So at sunset the light simply travels through more air?"},
+    {"role": "assistant", "content": "Exactly. Near the horizon, sunlight crosses up to forty times "
+     "more atmosphere than at noon. Along that long path most of the blue is scattered away to the "
+     "sides, towards other people, and what is left in the direct beam is the yellow, orange and red "
+     "part of the spectrum. Dust, smoke and droplets make the effect stronger, which is why sunsets "
+     "after a volcanic eruption or a forest fire can be especially vivid."},
+    {"role": "user", "content": "Please also say why clouds are white, and whether the sky on Mars "
+     "is a different colour, in a short list."},
 ]
 
 
@@ -413,43 +410,77 @@ def real_sequences(pagedllm: str, model: str, scratch: Path) -> list[tuple[str, 
     return [(name, sequence) for (name, _), sequence in zip(texts, ids, strict=True)]
 
 
+def llama_cpp_dequantize_to_f32(model: str, output: Path) -> None:
+    """llama.cpp's own quantize tool, target ALL_F32: every tensor dequantized by ggml."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = LLAMA_FTYPE_ALL_F32
+    params.allow_requantize = True
+    params.nthread = THREADS
+    status = llama_cpp.llama_model_quantize(model.encode(), str(output).encode(), ctypes.byref(params))
+    if status != 0:
+        raise RuntimeError(f"llama_model_quantize({model} -> F32) returned {status}")
+
+
+def top1_agreement(a: np.ndarray, b: np.ndarray) -> int:
+    return int((a.argmax(axis=1) == b.argmax(axis=1)).sum())
+
+
 def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
     named = real_sequences(pagedllm, model, scratch)
     sequences = [ids for _, ids in named]
+    seconds = {}
     start = time.monotonic()
     if perturb:  # drop the first token: every later position sees a shifted context
         ours = [np.concatenate([logits[:1], logits]) for logits in
                 pagedllm_logits(pagedllm, model, [ids[1:] for ids in sequences], scratch / "real_pagedllm")]
     else:
         ours = pagedllm_logits(pagedllm, model, sequences, scratch / "real_pagedllm")
-    ours_seconds = time.monotonic() - start
+    seconds["pagedllm"] = time.monotonic() - start
     start = time.monotonic()
-    theirs = llama_cpp_logits(model, sequences)
-    theirs_seconds = time.monotonic() - start
+    f32_model = scratch / "real_f32.gguf"
+    llama_cpp_dequantize_to_f32(model, f32_model)
+    exact = llama_cpp_logits(str(f32_model), sequences)
+    f32_model.unlink()
+    seconds["llama.cpp F32"] = time.monotonic() - start
+    start = time.monotonic()
+    quantized = llama_cpp_logits(model, sequences)
+    seconds["llama.cpp Q4_1"] = time.monotonic() - start
 
-    print(f"real model {Path(model).name} (pagedllm fp32 from the dequantized weights; llama.cpp Q4_1 x Q8 "
-          f"activations); top-1 agreement limit {REAL_MIN_AGREEMENT:.0%}:")
-    total_agree = total_positions = 0
-    worst_abs = 0.0
-    sum_abs = 0.0
+    print(f"real model {Path(model).name}, {len(sequences)} texts:")
+    print(f"  a) vs llama.cpp on the same weights dequantized to F32 by llama.cpp (llama_model_quantize, "
+          f"ALL_F32): max relative error limit {TINY_TOLERANCE:g}, top-1 agreement limit {REAL_MIN_AGREEMENT:.0%}")
     ok = True
-    for (name, ids), a, b in zip(named, ours, theirs, strict=True):
-        agree = int((a.argmax(axis=1) == b.argmax(axis=1)).sum())
-        difference = np.abs(a.astype(np.float64) - b)
-        total_agree += agree
-        total_positions += len(ids)
-        worst_abs = max(worst_abs, float(difference.max()))
-        sum_abs += float(difference.mean()) * len(ids)
-        print(f"  {name:7s} {len(ids):4d} positions: top-1 agreement {agree / len(ids):7.2%}, "
-              f"|logit difference| mean {difference.mean():.4f} max {difference.max():.3f} "
-              f"(logit range {b.min():.1f}..{b.max():.1f})")
-        ok &= len(ids) >= 100
-    agreement = total_agree / total_positions
-    ok &= agreement >= REAL_MIN_AGREEMENT
-    print(f"  {'ok  ' if ok else 'FAIL'} all: {total_agree}/{total_positions} positions agree "
-          f"({agreement:.2%}, limit {REAL_MIN_AGREEMENT:.0%}); |logit difference| mean "
-          f"{sum_abs / total_positions:.4f}, max {worst_abs:.3f} (pagedllm {ours_seconds:.1f} s, "
-          f"llama.cpp {theirs_seconds:.1f} s)")
+    total = sum(len(ids) for ids in sequences)
+    agree_exact = 0
+    for (name, ids), a, b in zip(named, ours, exact, strict=True):
+        error = max_relative_error(a, b)
+        agree = top1_agreement(a, b)
+        agree_exact += agree
+        good = error <= TINY_TOLERANCE and len(ids) >= 100
+        ok &= good
+        print(f"     {'ok  ' if good else 'FAIL'} {name:7s} {len(ids):4d} positions: max relative error "
+              f"{error:.3e}, top-1 agreement {agree / len(ids):7.2%}, max |logit difference| "
+              f"{np.abs(a - b).max():.2e}")
+    good = agree_exact / total >= REAL_MIN_AGREEMENT
+    ok &= good
+    print(f"     {'ok  ' if good else 'FAIL'} all: {agree_exact}/{total} positions agree "
+          f"({agree_exact / total:.2%}, limit {REAL_MIN_AGREEMENT:.0%})")
+
+    # b) The Q4_1 file as llama.cpp runs it: Q4_1 weights times Q8_1-quantized activations, which
+    # moves logits by ~0.15 on average and flips the top token where the top two are close.
+    # llama.cpp's own F32 run is the yardstick: pagedllm must agree with the quantized run as often
+    # as llama.cpp's exact run does (within REAL_Q4_SLACK).
+    agree_ours = sum(top1_agreement(a, q) for a, q in zip(ours, quantized))
+    agree_theirs = sum(top1_agreement(b, q) for b, q in zip(exact, quantized))
+    difference = np.concatenate([np.abs(a.astype(np.float64) - q).ravel() for a, q in zip(ours, quantized)])
+    good = agree_ours / total >= agree_theirs / total - REAL_Q4_SLACK
+    ok &= good
+    print(f"  b) vs llama.cpp on the Q4_1 file (Q8 activations): top-1 agreement {agree_ours}/{total} "
+          f"({agree_ours / total:.2%}); llama.cpp F32 vs llama.cpp Q4_1: {agree_theirs}/{total} "
+          f"({agree_theirs / total:.2%})")
+    print(f"     {'ok  ' if good else 'FAIL'} pagedllm within {REAL_Q4_SLACK:.0%} of llama.cpp's own F32 run; "
+          f"|logit difference| mean {difference.mean():.4f}, max {difference.max():.3f} (for information)")
+    print("  time: " + ", ".join(f"{key} {value:.1f} s" for key, value in seconds.items()))
     return ok
 
 

@@ -19,6 +19,7 @@
 #include "core/chat/chat_template.h"
 #include "core/chat/chat_template_loader.h"
 #include "core/model/gguf_file.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -101,12 +102,7 @@ int run_chat_template(const std::vector<std::string>& args) {
       ("date", po::value<std::string>(), "the date Llama 3.1 templates print (default: theirs)")
       ("describe", po::bool_switch(&options.describe), "print the recognised format as JSON");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).run(), values);
-  if (values.count("help")) {
-    std::cout << description << "\n";
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values)) return 0;
   if (values.count("bos")) options.bos = values["bos"].as<std::string>();
   if (values.count("eos")) options.eos = values["eos"].as<std::string>();
   if (values.count("date")) options.date = values["date"].as<std::string>();

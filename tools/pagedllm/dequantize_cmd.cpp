@@ -19,6 +19,7 @@
 
 #include "core/model/dequantize.h"
 #include "core/model/gguf_file.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -160,12 +161,7 @@ int run_dequantize(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).positional(positional).run(), values);
-  if (values.count("help")) {
-    std::cout << description << "\n";
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values, &positional)) return 0;
   return dequantize_file(options);
 }
 

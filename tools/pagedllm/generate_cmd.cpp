@@ -15,6 +15,7 @@
 #include "core/frontend/model_bundle.h"
 #include "core/tokenizer/incremental_detokenizer.h"
 #include "cpu_ref/cpu_executor.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -120,12 +121,7 @@ int run_generate(const std::vector<std::string>& args) {
       ("max-num-batched-tokens", po::value(&options.scheduler.max_num_batched_tokens)->default_value(2048), "")
       ("no-stream", "print whole outputs when done, even for one request");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).run(), values);
-  if (values.count("help") != 0) {
-    std::cout << description << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values)) return 0;
   if (values.count("seed") != 0) options.sampling.seed = seed;
   options.stream = values.count("no-stream") == 0;
 

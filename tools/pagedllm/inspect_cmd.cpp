@@ -17,6 +17,7 @@
 #include "core/model/model_weights.h"
 #include "core/model/safetensors_checkpoint.h"
 #include "core/tokenizer/tokenizer.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -78,12 +79,7 @@ int run_inspect(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(options).positional(positional).run(), values);
-  if (values.count("help") != 0) {
-    std::cout << options << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, options, values, &positional)) return 0;
 
   const model::ModelSource source = model::resolve_model_source(model_argument);
   std::unique_ptr<model::GgufFile> gguf;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/kv/kv_cache_manager.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -252,12 +253,7 @@ int run_kv_demo(const std::vector<std::string>& args) {
       ("event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")
       ("json", po::bool_switch(&options.json), "print the final statistics as JSON");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).run(), values);
-  if (values.count("help")) {
-    std::cout << description << "\n";
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values)) return 0;
   if (options.max_new_tokens < 1 || options.num_samples < 1) {
     throw std::invalid_argument("--max-new-tokens and --samples must be at least 1");
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tools/make_model/tiny_model.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -62,12 +63,7 @@ int run_make_model(const std::vector<std::string>& args) {
       ("safetensors-dtype", po::value(&safetensors_dtype)->default_value(safetensors_dtype), "f32 | f16 | bf16")
       ("gguf-type", po::value(&gguf_type)->default_value(gguf_type), "2-D weights in the GGUF: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(options).run(), values);
-  if (values.count("help") != 0) {
-    std::cout << options << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, options, values)) return 0;
   spec.safetensors_dtype = parse_safetensors_dtype_option(safetensors_dtype);
   spec.gguf_type = parse_gguf_type_option(gguf_type);
 

@@ -15,6 +15,7 @@
 #include "core/frontend/model_bundle.h"
 #include "cpu_ref/host_kv_store.h"
 #include "cpu_ref/llama_model.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -70,12 +71,7 @@ int run_score(const std::vector<std::string>& args) {
       ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
       ("threads", po::value(&num_threads)->default_value(0), "OpenMP threads (0 = all cores)");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).run(), values);
-  if (values.count("help") != 0) {
-    std::cout << description << '\n';
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values)) return 0;
   if (num_threads > 0) omp_set_num_threads(num_threads);
 
   const frontend::ModelBundle bundle = frontend::open_model(model_argument);

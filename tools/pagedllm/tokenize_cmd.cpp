@@ -12,6 +12,7 @@
 
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/utf8.h"
+#include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -108,12 +109,7 @@ int run_tokenize(const std::vector<std::string>& args) {
       ("no-add-special", po::bool_switch(&options.no_add_special), "encode: no BOS / EOS from the post-processor")
       ("export-tokenizer-json", po::value(&options.export_path), "write the tokenizer as a HF tokenizer.json");
   po::variables_map values;
-  po::store(po::command_line_parser(args).options(description).run(), values);
-  if (values.count("help")) {
-    std::cout << description << "\n";
-    return 0;
-  }
-  po::notify(values);
+  if (!parse_options(args, description, values)) return 0;
   if (values.count("text") && values.count("input-jsonl")) throw std::invalid_argument("give --text or --input-jsonl, not both");
   if (!values.count("text") && !values.count("input-jsonl") && !values.count("export-tokenizer-json")) {
     throw std::invalid_argument("give --text, --input-jsonl or --export-tokenizer-json");
