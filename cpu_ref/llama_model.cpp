@@ -140,7 +140,9 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
 
   std::vector<float> attended(static_cast<std::size_t>(num_tokens * q_dim));
   const float* kv_cache = cache.device_data();
-#pragma omp parallel for schedule(static)
+  // Tokens attend over different lengths (a prompt chunk is causal): hand them out dynamically.
+  // Each token is still computed whole by one thread, so the results do not change.
+#pragma omp parallel for schedule(dynamic, 4)
   for (std::int64_t t = 0; t < num_tokens; ++t) {
     paged_attention(PagedAttentionArgs{
         .layout = layout,

@@ -13,15 +13,23 @@
    (a = pagedllm, b = the reference); each must be <= 1e-4.
    Negative control: llama.cpp on a model of another weights seed must differ by > 1e-2 (so the
    comparison is not vacuous).
-2. With --model (the real SmolLM2-135M-Instruct Q4_1 GGUF): five texts of 400-600 tokens
-   (English prose, Python, C++, a technical note with numbers, a chat rendered with the model's
-   own template by `pagedllm chat-template --gguf`), tokenized by `pagedllm tokenize`. pagedllm
-   dequantizes to fp32; llama.cpp multiplies Q4_1 weights with Q8-quantized activations, so only
-   the top token is compared: argmax agreement over all positions must be >= 99%. Prints
-   agreement, positions, and the mean / max absolute logit difference for information.
+2. With --model (the real SmolLM2-135M-Instruct Q4_1 GGUF): five texts of 449-547 tokens (2,487
+   positions: English prose, Python, C++, release notes with numbers, a chat rendered with the
+   model's own template by `pagedllm chat-template --gguf`), tokenized by `pagedllm tokenize`.
+   pagedllm dequantizes the Q4_1 weights to fp32 at load and computes in fp32.
+   a) Against llama.cpp on the same weights dequantized to an F32 GGUF by llama.cpp's own
+      quantize tool (llama_model_quantize, ALL_F32): max relative error <= 1e-4 per text (as
+      above) and top-1 (argmax) agreement >= 99% over all positions.
+   b) Against llama.cpp on the Q4_1 file itself. llama.cpp multiplies Q4_1 weights with
+      Q8-quantized activations, which moves logits by ~0.15 on average and flips the top token
+      wherever the top two are close: llama.cpp's own F32 run agrees with its Q4_1 run on only
+      ~96.5% of these positions, so a fixed 99% cannot be met by any exact implementation. The
+      gate: pagedllm's top-1 agreement with the Q4_1 run is at least llama.cpp F32's minus 1
+      point. Mean / max absolute logit differences are printed for information.
 
 --perturb shows that the check can fail: llama.cpp gets the tiny model of another seed, and
-pagedllm scores every real-model sequence without its first token (shifted contexts).
+pagedllm scores every real-model text without its first token (each position then misses one
+token of context, at the same position), which (a) and (b) must both catch.
 Exits 1 on any failure, naming the sequence and the figures.
 """
 from __future__ import annotations
@@ -44,7 +52,7 @@ try:
 except ImportError as error:  # pragma: no cover - the PyPI tier installs them
     sys.exit(f"check_logits.py needs llama-cpp-python and safetensors ({error})")
 
-TINY_TOLERANCE = 1e-4
+MAX_RELATIVE_ERROR = 1e-4
 NEGATIVE_CONTROL_MIN = 1e-2
 REAL_MIN_AGREEMENT = 0.99
 TINY_LENGTHS = (20, 97, 200)
@@ -178,13 +186,13 @@ def check_tiny(pagedllm: str, scratch: Path, perturb: bool) -> bool:
 
     ok = True
     print(f"tiny model (make-model seed 0, F32 GGUF, vocab {vocab}); max relative error = max over positions "
-          f"of max|a-b| / max|b|, a = pagedllm, limit {TINY_TOLERANCE:g}:")
+          f"of max|a-b| / max|b|, a = pagedllm, limit {MAX_RELATIVE_ERROR:g}:")
     for index, ids in enumerate(sequences):
         vs_llama = max_relative_error(ours[index], theirs[index])
         vs_numpy = max_relative_error(ours[index], reference[index])
         llama_vs_numpy = max_relative_error(theirs[index], reference[index])
         control = max_relative_error(ours[index], other_seed[index])
-        good = vs_llama <= TINY_TOLERANCE and vs_numpy <= TINY_TOLERANCE
+        good = vs_llama <= MAX_RELATIVE_ERROR and vs_numpy <= MAX_RELATIVE_ERROR
         control_good = control > NEGATIVE_CONTROL_MIN
         ok &= good and control_good
         label = f"seed-{llama_seed} model" if perturb else "llama.cpp"
@@ -430,7 +438,7 @@ def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
     sequences = [ids for _, ids in named]
     seconds = {}
     start = time.monotonic()
-    if perturb:  # drop the first token: every later position sees a shifted context
+    if perturb:  # drop the first token: position p then sees ids[1:p + 1] (row 0 stays as is)
         ours = [np.concatenate([logits[:1], logits]) for logits in
                 pagedllm_logits(pagedllm, model, [ids[1:] for ids in sequences], scratch / "real_pagedllm")]
     else:
@@ -448,7 +456,7 @@ def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
 
     print(f"real model {Path(model).name}, {len(sequences)} texts:")
     print(f"  a) vs llama.cpp on the same weights dequantized to F32 by llama.cpp (llama_model_quantize, "
-          f"ALL_F32): max relative error limit {TINY_TOLERANCE:g}, top-1 agreement limit {REAL_MIN_AGREEMENT:.0%}")
+          f"ALL_F32): max relative error limit {MAX_RELATIVE_ERROR:g}, top-1 agreement limit {REAL_MIN_AGREEMENT:.0%}")
     ok = True
     total = sum(len(ids) for ids in sequences)
     agree_exact = 0
@@ -456,7 +464,7 @@ def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
         error = max_relative_error(a, b)
         agree = top1_agreement(a, b)
         agree_exact += agree
-        good = error <= TINY_TOLERANCE and len(ids) >= 100
+        good = error <= MAX_RELATIVE_ERROR and len(ids) >= 100
         ok &= good
         print(f"     {'ok  ' if good else 'FAIL'} {name:7s} {len(ids):4d} positions: max relative error "
               f"{error:.3e}, top-1 agreement {agree / len(ids):7.2%}, max |logit difference| "
@@ -478,7 +486,7 @@ def check_real(pagedllm: str, model: str, scratch: Path, perturb: bool) -> bool:
     print(f"  b) vs llama.cpp on the Q4_1 file (Q8 activations): top-1 agreement {agree_ours}/{total} "
           f"({agree_ours / total:.2%}); llama.cpp F32 vs llama.cpp Q4_1: {agree_theirs}/{total} "
           f"({agree_theirs / total:.2%})")
-    print(f"     {'ok  ' if good else 'FAIL'} pagedllm within {REAL_Q4_SLACK:.0%} of llama.cpp's own F32 run; "
+    print(f"     {'ok  ' if good else 'FAIL'} pagedllm's agreement >= llama.cpp F32's - {REAL_Q4_SLACK * 100:.0f} point; "
           f"|logit difference| mean {difference.mean():.4f}, max {difference.max():.3f} (for information)")
     print("  time: " + ", ".join(f"{key} {value:.1f} s" for key, value in seconds.items()))
     return ok

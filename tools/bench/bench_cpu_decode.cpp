@@ -1,0 +1,396 @@
+// bench_cpu_decode: decode throughput of the CPU reference engine (cpu_ref) through the whole
+// engine loop (schedule, forward pass, greedy sampling, apply), beside floors measured on the
+// same machine in the same run:
+//   - the memory floor: the bytes one decode step must read (every fp32 weight once, the output
+//     head's vocab x hidden included, plus the KV cache the batch attends over) at the memory
+//     read bandwidth measured here (a summing pass over a 1 GiB float array, best of several,
+//     same thread count);
+//   - the compute floor: 2 FLOPs per weight per token plus attention, at the peak of cpu_ref's
+//     own linear kernel measured here on the model's MLP shape with weights in cache.
+//
+//   bench_cpu_decode --model M [--batch B] [--prompt-tokens P] [--steps S] [--warmup-steps W]
+//                    [--threads T] [--json]
+//
+// B requests with distinct pseudo-random prompts of P tokens (ignore_eos, greedy) are added and
+// stepped until every one is prefilled and has sampled its first token; after W untimed decode
+// steps, S decode steps (B tokens each) are timed one by one with std::chrono::steady_clock.
+// Every timed step is checked to be a pure decode step of all B sequences. --json prints one JSON
+// object on stdout (the human report then goes to stderr).
+
+#include <omp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/common/mix.h"
+#include "core/common/types.h"
+#include "core/engine/clock.h"
+#include "core/engine/engine.h"
+#include "core/frontend/model_bundle.h"
+#include "cpu_ref/cpu_executor.h"
+#include "cpu_ref/linear.h"
+#include "cpu_ref/llama_model.h"
+#include "tools/bench/bench_timing.h"
+
+namespace {
+
+namespace cpu_ref = pagedllm::cpu_ref;
+namespace engine = pagedllm::engine;
+namespace frontend = pagedllm::frontend;
+namespace sched = pagedllm::sched;
+using pagedllm::TokenId;
+using namespace pagedllm::bench;  // clock, sink (consume), statistics
+
+struct BenchConfig {
+  std::string model;
+  int32_t batch = 1;
+  int32_t prompt_tokens = 128;
+  int32_t steps = 32;
+  int32_t warmup_steps = 2;
+  int32_t threads = 0;               // 0: OpenMP's default
+  bool json = false;
+  int64_t bandwidth_bytes = 1ll << 30;
+  int32_t bandwidth_passes = 10;
+};
+
+constexpr const char* kUsage =
+    "usage: bench_cpu_decode --model M [--batch B] [--prompt-tokens P] [--steps S] [--warmup-steps W]\n"
+    "                        [--threads T] [--json]\n"
+    "  --model M          a .gguf file, a Hugging Face model directory, or a fetched model's name\n"
+    "  --batch B          concurrent requests, one decode token each per step (default 1)\n"
+    "  --prompt-tokens P  prompt length of every request (default 128)\n"
+    "  --steps S          timed decode steps (default 32); --warmup-steps W untimed before (default 2)\n"
+    "  --threads T        OpenMP threads for the model and the floors (default: OpenMP's)\n"
+    "  --json             print the figures as one JSON object on stdout (the report goes to stderr)\n";
+
+int32_t parse_count(std::string_view flag, std::string_view text, int32_t minimum) {
+  int32_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < minimum) {
+    throw std::invalid_argument(std::string(flag) + ": expected an integer >= " + std::to_string(minimum) +
+                                ", got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+BenchConfig parse_args(int argc, char** argv) {
+  BenchConfig config;
+  const std::vector<std::string_view> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view flag = args[i];
+    if (flag == "--json") {
+      config.json = true;
+      continue;
+    }
+    if (flag == "--help" || flag == "-h") throw std::invalid_argument("help");
+    if (i + 1 >= args.size()) throw std::invalid_argument(std::string(flag) + ": missing value");
+    const std::string_view value = args[++i];
+    if (flag == "--model") {
+      config.model = std::string(value);
+    } else if (flag == "--batch") {
+      config.batch = parse_count(flag, value, 1);
+    } else if (flag == "--prompt-tokens") {
+      config.prompt_tokens = parse_count(flag, value, 1);
+    } else if (flag == "--steps") {
+      config.steps = parse_count(flag, value, 1);
+    } else if (flag == "--warmup-steps") {
+      config.warmup_steps = parse_count(flag, value, 0);
+    } else if (flag == "--threads") {
+      config.threads = parse_count(flag, value, 0);
+    } else {
+      throw std::invalid_argument("unknown option '" + std::string(flag) + "'");
+    }
+  }
+  if (config.model.empty()) throw std::invalid_argument("--model is required");
+  return config;
+}
+
+// --- floors ------------------------------------------------------------------------------------
+
+// Memory read bandwidth in bytes/s: every thread sums its share of a `bytes` float array (16
+// independent lanes, which the compiler vectorizes), best pass of `passes`.
+double measure_read_bandwidth(int64_t bytes, int32_t passes) {
+  constexpr int64_t kChunk = 16 * 1024;  // floats per OpenMP work item (64 KiB)
+  const int64_t num_chunks = bytes / static_cast<int64_t>(sizeof(float)) / kChunk;
+  const int64_t n = num_chunks * kChunk;
+  const std::unique_ptr<float[]> data(new float[static_cast<size_t>(n)]);
+#pragma omp parallel for schedule(static)
+  for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {  // first touch, as the reads split it
+    std::fill_n(data.get() + chunk * kChunk, kChunk, 1.0f);
+  }
+  double best = 0.0;
+  for (int32_t pass = 0; pass < passes; ++pass) {
+    double total = 0.0;
+    const auto start = Clock::now();
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {
+      const float* p = data.get() + chunk * kChunk;
+      float lanes[16] = {};
+      for (int64_t k = 0; k < kChunk; k += 16) {
+        for (int j = 0; j < 16; ++j) lanes[j] += p[k + j];
+      }
+      float sum = 0.0f;
+      for (float lane : lanes) sum += lane;
+      total += sum;
+    }
+    const double seconds = elapsed_ns(start, Clock::now()) / 1e9;
+    if (total != static_cast<double>(n)) throw std::runtime_error("bandwidth pass: wrong sum");
+    consume(static_cast<uint64_t>(total));
+    best = std::max(best, static_cast<double>(n) * sizeof(float) / seconds);
+  }
+  return best;
+}
+
+// FLOP/s of cpu_ref::linear on [rows x in] x [out x in]^T (weights in cache), best of `repeats`
+// timed batches.
+double measure_linear_peak(int64_t rows, int64_t in, int64_t out, int32_t repeats) {
+  std::vector<float> x(static_cast<size_t>(rows * in));
+  std::vector<float> w(static_cast<size_t>(out * in));
+  std::vector<float> y(static_cast<size_t>(rows * out));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(pagedllm::mix64(i) % 1000) * 1e-3f - 0.5f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(pagedllm::mix64(i + 7) % 1000) * 1e-3f - 0.5f;
+  const cpu_ref::LinearArgs args{.x = x.data(), .weight = w.data(), .y = y.data(), .num_rows = rows,
+                                 .in_features = in, .out_features = out};
+  constexpr int kCallsPerRepeat = 10;
+  cpu_ref::linear(args);  // warm the caches
+  double best = 0.0;
+  for (int32_t r = 0; r < repeats; ++r) {
+    const double ns = time_ns([&] {
+      for (int c = 0; c < kCallsPerRepeat; ++c) cpu_ref::linear(args);
+    });
+    consume(static_cast<uint64_t>(y[0] != 0.0f));
+    best = std::max(best, 2.0 * static_cast<double>(rows * in * out) * kCallsPerRepeat / (ns / 1e9));
+  }
+  return best;
+}
+
+// --- the decode run ----------------------------------------------------------------------------
+
+struct DecodeRun {
+  double load_seconds = 0.0;
+  double prefill_seconds = 0.0;
+  int32_t prefill_steps = 0;
+  std::vector<double> step_seconds;  // timed steps
+  std::vector<int64_t> step_context;  // positions each sequence attends over in that step
+};
+
+// Distinct prompts: request r's token at position p is a fixed hash of (r, p), away from the
+// lowest ids (where special tokens live).
+std::vector<TokenId> make_prompt(int32_t request, int32_t length, int64_t vocab) {
+  const int64_t low = std::min<int64_t>(vocab / 8, 256);
+  std::vector<TokenId> tokens(static_cast<size_t>(length));
+  for (int32_t p = 0; p < length; ++p) {
+    const uint64_t hash = pagedllm::mix64(static_cast<uint64_t>(request) << 32 ^ static_cast<uint64_t>(p) ^ 0x5eedULL);
+    tokens[static_cast<size_t>(p)] = static_cast<TokenId>(low + static_cast<int64_t>(hash % static_cast<uint64_t>(vocab - low)));
+  }
+  return tokens;
+}
+
+DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bundle,
+                     std::shared_ptr<const cpu_ref::LlamaModel> model) {
+  DecodeRun run;
+  const int32_t batch = config.batch;
+  const int32_t tokens_per_sequence = config.prompt_tokens + 1 + config.warmup_steps + config.steps + 1;
+  engine::EngineConfig engine_config;
+  engine_config.cache.num_device_blocks =
+      static_cast<int32_t>(std::ceil(1.05 * batch * ((tokens_per_sequence + 15) / 16) + 16));
+  engine_config.cache.num_host_blocks = 0;
+  engine_config.scheduler.max_num_seqs = std::max(256, batch);
+  // The whole prefill in one step, so that every sequence decodes at the same length.
+  engine_config.scheduler.max_num_batched_tokens = std::max(2048, batch * config.prompt_tokens);
+  engine_config.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 32768));
+  if (tokens_per_sequence > engine_config.scheduler.max_model_len) {
+    throw std::invalid_argument("prompt + steps exceed the model's context of " +
+                                std::to_string(engine_config.scheduler.max_model_len));
+  }
+  if (!bundle.eos_token_ids.empty()) engine_config.eos_token_id = bundle.eos_token_ids.front();
+  engine_config.output_kind = engine::OutputKind::delta;  // what a streaming server asks for
+
+  cpu_ref::CpuExecutor executor(model, {.cache = engine_config.cache, .num_threads = config.threads});
+  engine::WallClock clock;
+  engine::Engine eng(engine_config, executor, clock);
+  sched::SamplingParams params;
+  params.temperature = 0.0f;
+  params.ignore_eos = true;
+  params.max_tokens = tokens_per_sequence - config.prompt_tokens;
+  for (int32_t r = 0; r < batch; ++r) {
+    eng.add_request(sched::Request{.id = r, .prompt_tokens = make_prompt(r, config.prompt_tokens, model->vocab_size()),
+                                   .params = params});
+  }
+
+  // Prefill (in chunks of the token budget) until every request has sampled its first token.
+  const auto prefill_start = Clock::now();
+  while (eng.counters().generation_tokens < batch) {
+    if (!eng.has_unfinished()) throw std::runtime_error("requests finished during prefill");
+    for (const engine::RequestOutput& output : eng.step()) {
+      if (output.finished) throw std::runtime_error("request " + std::to_string(output.id) + " finished early: " + output.message);
+    }
+    ++run.prefill_steps;
+  }
+  run.prefill_seconds = elapsed_ns(prefill_start, Clock::now()) / 1e9;
+  if (eng.counters().generation_tokens != batch) {
+    throw std::runtime_error("prefill steps did not end together: " + std::to_string(eng.counters().generation_tokens) +
+                             " first tokens for " + std::to_string(batch) + " requests");
+  }
+
+  for (int32_t s = 0; s < config.warmup_steps + config.steps; ++s) {
+    // Each sequence holds prompt + generated tokens; this step computes the last one, which
+    // attends over all of them.
+    const int64_t context = config.prompt_tokens + eng.counters().generation_tokens / batch;
+    const auto start = Clock::now();
+    const std::vector<engine::RequestOutput> outputs = eng.step();
+    const double seconds = elapsed_ns(start, Clock::now()) / 1e9;
+    const engine::StepMetrics& metrics = eng.step_metrics().back();
+    if (metrics.num_decode_tokens != batch || metrics.num_prefill_tokens != 0 || outputs.size() != static_cast<size_t>(batch)) {
+      throw std::runtime_error("step " + std::to_string(s) + " was not a decode step of all " + std::to_string(batch) +
+                               " sequences (" + std::to_string(metrics.num_decode_tokens) + " decode, " +
+                               std::to_string(metrics.num_prefill_tokens) + " prefill tokens)");
+    }
+    consume(outputs.front().completions.empty() ? 0 : outputs.front().completions.front().tokens.size());
+    if (s < config.warmup_steps) continue;
+    run.step_seconds.push_back(seconds);
+    run.step_context.push_back(context);
+  }
+  return run;
+}
+
+// --- report ------------------------------------------------------------------------------------
+
+struct Figures {
+  std::string model;
+  int64_t num_parameters = 0;
+  double weight_bytes = 0.0;        // read per decode step
+  double kv_bytes_mean = 0.0;       // KV cache read per decode step, mean over timed steps
+  double context_mean = 0.0;
+  double step_ms_mean = 0.0;
+  double step_ms_p50 = 0.0;
+  double step_ms_best = 0.0;
+  double tokens_per_s = 0.0;
+  double bandwidth = 0.0;           // bytes/s
+  double mem_floor_ms = 0.0;        // mean over the timed steps
+  double linear_peak = 0.0;         // FLOP/s
+  double flops_mean = 0.0;          // per step
+  double compute_floor_ms = 0.0;
+};
+
+void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& run, const Figures& f) {
+  const double mem_floor_tps = config.batch / (f.mem_floor_ms / 1e3);
+  const double roofline_ms = std::max(f.mem_floor_ms, f.compute_floor_ms);
+  std::fprintf(out, "bench_cpu_decode: %s\n", f.model.c_str());
+  std::fprintf(out, "  %lld parameters (fp32, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
+               "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
+               static_cast<long long>(f.num_parameters), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
+               config.steps, config.warmup_steps, omp_get_max_threads(),
+               cpu_ref::linear_kernel_name(cpu_ref::resolve_linear_kernel(cpu_ref::LinearKernel::best)));
+  std::fprintf(out, "  load %.2f s; prefill %.2f s in %d step(s) (%.0f prompt tokens/s)\n", run.load_seconds,
+               run.prefill_seconds, run.prefill_steps, config.batch * config.prompt_tokens / run.prefill_seconds);
+  std::fprintf(out, "  decode: step mean %.2f ms, p50 %.2f, best %.2f -> %.1f tokens/s (batch x steps / total time)\n",
+               f.step_ms_mean, f.step_ms_p50, f.step_ms_best, f.tokens_per_s);
+  std::fprintf(out, "  memory floor: %.1f MB weights + %.1f MB KV (mean context %.0f) per step at %.1f GB/s "
+               "(read bandwidth, best of %d passes over %lld MiB) = %.2f ms/step, %.1f tokens/s; "
+               "measured / floor = %.2fx\n",
+               f.weight_bytes / 1e6, f.kv_bytes_mean / 1e6, f.context_mean, f.bandwidth / 1e9, config.bandwidth_passes,
+               static_cast<long long>(config.bandwidth_bytes >> 20), f.mem_floor_ms, mem_floor_tps,
+               f.step_ms_mean / f.mem_floor_ms);
+  std::fprintf(out, "  compute floor: %.2f GFLOP per step at %.1f GFLOP/s (cpu_ref linear peak) = %.2f ms/step; "
+               "measured / floor = %.2fx; measured / max(memory, compute) floor = %.2fx\n",
+               f.flops_mean / 1e9, f.linear_peak / 1e9, f.compute_floor_ms, f.step_ms_mean / f.compute_floor_ms,
+               f.step_ms_mean / roofline_ms);
+}
+
+void print_json(const BenchConfig& config, const DecodeRun& run, const Figures& f) {
+  std::string model_json;
+  for (char c : f.model) {
+    if (c == '"' || c == '\\') model_json += '\\';
+    model_json += c;
+  }
+  std::printf(
+      "{\"bench\": \"bench_cpu_decode\", \"model\": \"%s\", \"batch\": %d, \"prompt_tokens\": %d, \"steps\": %d, "
+      "\"warmup_steps\": %d, \"threads\": %d, \"num_parameters\": %lld, \"weight_bytes_per_step\": %.0f, "
+      "\"kv_bytes_per_step_mean\": %.0f, \"context_mean\": %.1f, \"load_s\": %.3f, \"prefill_s\": %.4f, "
+      "\"step_ms_mean\": %.4f, \"step_ms_p50\": %.4f, \"step_ms_best\": %.4f, \"decode_tokens_per_s\": %.3f, "
+      "\"read_bandwidth_gb_s\": %.3f, \"mem_floor_step_ms\": %.4f, \"mem_floor_tokens_per_s\": %.3f, "
+      "\"ratio_to_mem_floor\": %.4f, \"linear_peak_gflop_s\": %.3f, \"flop_per_step\": %.0f, "
+      "\"compute_floor_step_ms\": %.4f, \"ratio_to_compute_floor\": %.4f, \"ratio_to_roofline\": %.4f}\n",
+      model_json.c_str(), config.batch, config.prompt_tokens, config.steps, config.warmup_steps, omp_get_max_threads(),
+      static_cast<long long>(f.num_parameters), f.weight_bytes, f.kv_bytes_mean, f.context_mean, run.load_seconds,
+      run.prefill_seconds, f.step_ms_mean, f.step_ms_p50, f.step_ms_best, f.tokens_per_s, f.bandwidth / 1e9,
+      f.mem_floor_ms, config.batch / (f.mem_floor_ms / 1e3), f.step_ms_mean / f.mem_floor_ms, f.linear_peak / 1e9,
+      f.flops_mean, f.compute_floor_ms, f.step_ms_mean / f.compute_floor_ms,
+      f.step_ms_mean / std::max(f.mem_floor_ms, f.compute_floor_ms));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const BenchConfig config = parse_args(argc, argv);
+    if (config.threads > 0) omp_set_num_threads(config.threads);
+
+    const auto load_start = Clock::now();
+    const frontend::ModelBundle bundle = frontend::open_model(config.model);
+    pagedllm::model::ModelWeights weights = frontend::load_weights(bundle);
+    const pagedllm::model::ModelConfig model_config = bundle.config;
+    Figures f;
+    f.model = weights.source.empty() ? config.model : weights.source;
+    f.num_parameters = static_cast<int64_t>(weights.num_parameters());
+    auto model = std::make_shared<const cpu_ref::LlamaModel>(std::move(weights));
+    const double load_seconds = elapsed_ns(load_start, Clock::now()) / 1e9;
+
+    DecodeRun run = run_decode(config, bundle, model);
+    run.load_seconds = load_seconds;
+
+    // Floors, measured after the decode run on the same threads.
+    f.bandwidth = measure_read_bandwidth(config.bandwidth_bytes, config.bandwidth_passes);
+    f.linear_peak = measure_linear_peak(64, model_config.hidden_size, model_config.intermediate_size, 20);
+
+    // Bytes one decode step must read: every weight once (the output head's vocab x hidden
+    // included; a tied embedding is that same tensor), except that an untied input embedding
+    // only has its batch's rows read; plus every sequence's K and V over its context.
+    const double hidden = static_cast<double>(model_config.hidden_size);
+    const double vocab = static_cast<double>(model_config.vocab_size);
+    double weight_floats = static_cast<double>(f.num_parameters);
+    if (!model_config.tie_word_embeddings) weight_floats -= vocab * hidden - config.batch * hidden;
+    f.weight_bytes = weight_floats * sizeof(float);
+    const double kv_bytes_per_position = 2.0 * static_cast<double>(model_config.num_layers) *
+                                         static_cast<double>(model_config.kv_dim()) * sizeof(float);
+    const double attention_flops_per_position = 4.0 * static_cast<double>(model_config.num_layers) *
+                                                static_cast<double>(model_config.q_dim());
+    f.context_mean = std::accumulate(run.step_context.begin(), run.step_context.end(), 0.0) /
+                     static_cast<double>(run.step_context.size());
+    f.kv_bytes_mean = config.batch * f.context_mean * kv_bytes_per_position;
+    f.flops_mean = 2.0 * weight_floats * config.batch + config.batch * f.context_mean * attention_flops_per_position;
+    f.mem_floor_ms = (f.weight_bytes + f.kv_bytes_mean) / f.bandwidth * 1e3;
+    f.compute_floor_ms = f.flops_mean / f.linear_peak * 1e3;
+
+    const double total_seconds = std::accumulate(run.step_seconds.begin(), run.step_seconds.end(), 0.0);
+    f.step_ms_mean = total_seconds / static_cast<double>(run.step_seconds.size()) * 1e3;
+    f.step_ms_p50 = median(run.step_seconds) * 1e3;
+    f.step_ms_best = *std::min_element(run.step_seconds.begin(), run.step_seconds.end()) * 1e3;
+    f.tokens_per_s = static_cast<double>(config.batch) * static_cast<double>(run.step_seconds.size()) / total_seconds;
+
+    print_report(config.json ? stderr : stdout, config, run, f);
+    if (config.json) print_json(config, run, f);
+    return 0;
+  } catch (const std::invalid_argument& error) {
+    if (std::string_view(error.what()) == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "bench_cpu_decode: %s\n%s", error.what(), kUsage);
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "bench_cpu_decode: %s\n", error.what());
+    return 1;
+  }
+}
