@@ -2,36 +2,32 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
 #include "core/common/check.h"
 
 namespace pagedllm::cpu_ref {
-namespace {
-
-kv::KvLayout device_layout(const model::ModelConfig& model, const kv::KvCacheConfig& cache) {
-  return kv::KvLayout{.num_layers = static_cast<int32_t>(model.num_layers),
-                      .num_kv_heads = static_cast<int32_t>(model.num_kv_heads),
-                      .head_dim = static_cast<int32_t>(model.head_dim),
-                      .block_size = cache.block_size,
-                      .num_blocks = cache.num_device_blocks};
+kv::KvLayout kv_layout_for(const model::ModelConfig& config, int32_t block_size, int32_t num_blocks) {
+  return kv::KvLayout{.num_layers = static_cast<int32_t>(config.num_layers),
+                      .num_kv_heads = static_cast<int32_t>(config.num_kv_heads),
+                      .head_dim = static_cast<int32_t>(config.head_dim),
+                      .block_size = block_size,
+                      .num_blocks = num_blocks};
 }
 
-}  // namespace
-
 int32_t num_kv_blocks_for_bytes(const model::ModelConfig& config, int32_t block_size, std::uint64_t bytes) {
-  // K and V, every layer, fp32.
-  const std::uint64_t block_bytes = 2ull * static_cast<std::uint64_t>(config.num_layers) *
-                                    static_cast<std::uint64_t>(config.kv_dim()) *
-                                    static_cast<std::uint64_t>(block_size) * sizeof(float);
+  // K and V, every layer, fp32: the elements of one block across the tier.
+  const std::uint64_t block_bytes = kv_layout_for(config, block_size, 1).total_elements() * sizeof(float);
   return static_cast<int32_t>(std::min<std::uint64_t>(bytes / block_bytes, kv::kMaxBlocksPerTier));
 }
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const LlamaModel> model, const CpuExecutorConfig& config)
     : model_(std::move(model)),
       config_(config),
-      cache_(device_layout(model_->config(), config.cache), config.cache.num_host_blocks) {
+      cache_(kv_layout_for(model_->config(), config.cache.block_size, config.cache.num_device_blocks),
+             config.cache.num_host_blocks) {
   if (config_.num_threads > 0) omp_set_num_threads(config_.num_threads);
 }
 

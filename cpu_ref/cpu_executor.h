@@ -45,6 +45,9 @@ class CpuExecutor final : public engine::Executor {
   Sampler sampler_;     // keeps its buffers between steps
 };
 
+// The KV layout of a tier of `num_blocks` blocks for this model.
+kv::KvLayout kv_layout_for(const model::ModelConfig& config, int32_t block_size, int32_t num_blocks);
+
 // How many KV blocks of `block_size` tokens fit in `bytes` for this model in fp32.
 int32_t num_kv_blocks_for_bytes(const model::ModelConfig& config, int32_t block_size, std::uint64_t bytes);
 

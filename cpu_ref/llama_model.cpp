@@ -85,9 +85,20 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
     std::memcpy(residual.data() + t * hidden, embedding_ + token * hidden,
                 static_cast<std::size_t>(hidden) * sizeof(float));
   }
+  const auto rows = static_cast<std::size_t>(num_tokens);
+  Buffers buffers{
+      .normed = std::vector<float>(residual.size()),
+      .q = std::vector<float>(rows * static_cast<std::size_t>(config.q_dim())),
+      .k = std::vector<float>(rows * static_cast<std::size_t>(config.kv_dim())),
+      .v = std::vector<float>(rows * static_cast<std::size_t>(config.kv_dim())),
+      .attended = std::vector<float>(rows * static_cast<std::size_t>(config.q_dim())),
+      .gate = std::vector<float>(rows * static_cast<std::size_t>(config.intermediate_size)),
+      .up = std::vector<float>(rows * static_cast<std::size_t>(config.intermediate_size)),
+      .output = std::vector<float>(residual.size()),
+  };
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    attention_block(layers_[i], static_cast<std::int32_t>(i), batch, cache, residual);
-    mlp_block(layers_[i], residual);
+    attention_block(layers_[i], static_cast<std::int32_t>(i), batch, cache, residual, buffers);
+    mlp_block(layers_[i], residual, buffers);
   }
 
   // Final norm and output head, only for the rows asked for.
@@ -106,7 +117,7 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
 }
 
 void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, const ForwardBatch& batch,
-                                 HostKvStore& cache, std::vector<float>& residual) const {
+                                 HostKvStore& cache, std::vector<float>& residual, Buffers& buffers) const {
   const model::ModelConfig& config = weights_.config;
   const std::int64_t hidden = config.hidden_size;
   const std::int64_t num_tokens = batch.num_tokens();
@@ -114,13 +125,13 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
   const std::int64_t kv_dim = config.kv_dim();
   const kv::KvLayout& layout = cache.device_layout();
 
-  std::vector<float> normed(residual.size());
+  std::vector<float>& normed = buffers.normed;
+  std::vector<float>& q = buffers.q;
+  std::vector<float>& k = buffers.k;
+  std::vector<float>& v = buffers.v;
   rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.input_norm, .y = normed.data(),
                        .num_rows = num_tokens, .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
-  std::vector<float> q(static_cast<std::size_t>(num_tokens * q_dim));
-  std::vector<float> k(static_cast<std::size_t>(num_tokens * kv_dim));
-  std::vector<float> v(static_cast<std::size_t>(num_tokens * kv_dim));
   project(normed.data(), num_tokens, hidden, layer.q_proj, layer.q_bias, q_dim, q.data());
   project(normed.data(), num_tokens, hidden, layer.k_proj, layer.k_bias, kv_dim, k.data());
   project(normed.data(), num_tokens, hidden, layer.v_proj, layer.v_bias, kv_dim, v.data());
@@ -138,7 +149,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
                 v.data() + t * kv_dim);
   }
 
-  std::vector<float> attended(static_cast<std::size_t>(num_tokens * q_dim));
+  std::vector<float>& attended = buffers.attended;
   const float* kv_cache = cache.device_data();
   // Tokens attend over different lengths (a prompt chunk is causal): hand them out dynamically.
   // Each token is still computed whole by one thread, so the results do not change.
@@ -155,28 +166,28 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
         .out = attended.data() + t * q_dim,
     });
   }
-  std::vector<float> output(residual.size());
+  std::vector<float>& output = buffers.output;
   project(attended.data(), num_tokens, q_dim, layer.o_proj, nullptr, hidden, output.data());
   for (std::size_t i = 0; i < residual.size(); ++i) residual[i] += output[i];
 }
 
-void LlamaModel::mlp_block(const Layer& layer, std::vector<float>& residual) const {
+void LlamaModel::mlp_block(const Layer& layer, std::vector<float>& residual, Buffers& buffers) const {
   const model::ModelConfig& config = weights_.config;
   const std::int64_t hidden = config.hidden_size;
   const std::int64_t inter = config.intermediate_size;
   const auto num_tokens = static_cast<std::int64_t>(residual.size()) / hidden;
 
-  std::vector<float> normed(residual.size());
+  std::vector<float>& normed = buffers.normed;
+  std::vector<float>& gate = buffers.gate;
+  std::vector<float>& up = buffers.up;
+  std::vector<float>& output = buffers.output;
   rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.post_norm, .y = normed.data(),
                        .num_rows = num_tokens, .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
-  std::vector<float> gate(static_cast<std::size_t>(num_tokens * inter));
-  std::vector<float> up(gate.size());
   project(normed.data(), num_tokens, hidden, layer.gate_proj, nullptr, inter, gate.data());
   project(normed.data(), num_tokens, hidden, layer.up_proj, nullptr, inter, up.data());
   swiglu(SwigluArgs{.gate = gate.data(), .up = up.data(), .out = gate.data(),
                     .n = static_cast<std::int64_t>(gate.size())});
-  std::vector<float> output(residual.size());
   project(gate.data(), num_tokens, inter, layer.down_proj, nullptr, hidden, output.data());
   for (std::size_t i = 0; i < residual.size(); ++i) residual[i] += output[i];
 }

@@ -63,9 +63,21 @@ class LlamaModel {
     const float* down_proj;    // [hidden, intermediate]
   };
 
+  // Activations of one forward call, sized once for its batch and reused by every layer.
+  struct Buffers {
+    std::vector<float> normed;    // [num_tokens, hidden]
+    std::vector<float> q;         // [num_tokens, q_dim]
+    std::vector<float> k;         // [num_tokens, kv_dim]
+    std::vector<float> v;         // [num_tokens, kv_dim]
+    std::vector<float> attended;  // [num_tokens, q_dim]
+    std::vector<float> gate;      // [num_tokens, intermediate]
+    std::vector<float> up;        // [num_tokens, intermediate]
+    std::vector<float> output;    // [num_tokens, hidden]: a block's contribution to the residual
+  };
+
   void attention_block(const Layer& layer, int32_t layer_index, const ForwardBatch& batch,
-                       HostKvStore& cache, std::vector<float>& residual) const;
-  void mlp_block(const Layer& layer, std::vector<float>& residual) const;
+                       HostKvStore& cache, std::vector<float>& residual, Buffers& buffers) const;
+  void mlp_block(const Layer& layer, std::vector<float>& residual, Buffers& buffers) const;
 
   model::ModelWeights weights_;  // owns every tensor the pointers below point into
   std::vector<Layer> layers_;

@@ -32,7 +32,10 @@ void add_gguf_tokenizer(model::GgufWriter& gguf, const tokenizer::TokenizerSpec&
   std::vector<std::string> tokens = spec.model.vocab;
   for (const tokenizer::AddedTokenSpec& added : spec.added_tokens) {
     const auto id = static_cast<std::size_t>(added.id);
-    if (id >= tokens.size()) tokens.resize(id + 1), types.resize(id + 1, kTokenNormal);
+    if (id >= tokens.size()) {
+      tokens.resize(id + 1);
+      types.resize(id + 1, kTokenNormal);
+    }
     tokens[id] = added.content;
     types[id] = added.special ? kTokenControl : kTokenUserDefined;
   }

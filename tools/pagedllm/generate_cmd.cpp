@@ -78,16 +78,6 @@ std::vector<std::vector<TokenId>> build_prompts(const GenerateOptions& options,
   return prompts;
 }
 
-const char* finish_text(sched::FinishReason reason) {
-  switch (reason) {
-    case sched::FinishReason::stop: return "stop";
-    case sched::FinishReason::length: return "length";
-    case sched::FinishReason::abort: return "abort";
-    case sched::FinishReason::rejected: return "rejected";
-    case sched::FinishReason::none: break;
-  }
-  return "running";
-}
 
 }  // namespace
 
@@ -167,7 +157,7 @@ int run_generate(const std::vector<std::string>& args) {
     if (!streaming) {
       for (const engine::Completion& completion : output.completions) {
         std::cout << "--- request " << output.id << ", sample " << completion.index << " ("
-                  << finish_text(completion.finish_reason) << ")\n"
+                  << sched::to_string(completion.finish_reason) << ")\n"
                   << bundle.tokenizer.decode(completion.tokens, {.skip_special_tokens = true}) << '\n';
       }
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/frontend/model_bundle.h"
+#include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/host_kv_store.h"
 #include "cpu_ref/llama_model.h"
 #include "tools/pagedllm/cli_options.h"
@@ -83,12 +84,7 @@ int run_score(const std::vector<std::string>& args) {
   for (size_t i = 0; i < sequences.size(); ++i) {
     const auto& ids = sequences[i];
     const auto num_blocks = static_cast<int32_t>((ids.size() + kBlockSize - 1) / kBlockSize);
-    cpu_ref::HostKvStore cache(kv::KvLayout{.num_layers = static_cast<int32_t>(bundle.config.num_layers),
-                                            .num_kv_heads = static_cast<int32_t>(bundle.config.num_kv_heads),
-                                            .head_dim = static_cast<int32_t>(bundle.config.head_dim),
-                                            .block_size = kBlockSize,
-                                            .num_blocks = num_blocks},
-                               0);
+    cpu_ref::HostKvStore cache(cpu_ref::kv_layout_for(bundle.config, kBlockSize, num_blocks), 0);
     std::vector<kv::BlockId> table(static_cast<size_t>(num_blocks));
     for (int32_t b = 0; b < num_blocks; ++b) table[static_cast<size_t>(b)] = b;
     cpu_ref::ForwardBatch batch;
