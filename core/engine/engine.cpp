@@ -334,7 +334,12 @@ void Engine::record_step(const sched::StepPlan& plan, double start, double end) 
   metrics.num_prefill_tokens = plan.num_prefill_tokens;
   metrics.num_decode_tokens = plan.num_decode_tokens;
   metrics.num_scheduled_seqs = static_cast<int32_t>(plan.sequences.size());
-  metrics.kv_usage = kv_.stats().device_usage();
+  const kv::KvStats kv_stats = kv_.stats();
+  metrics.kv_usage = kv_stats.device_usage();
+  metrics.device_blocks_used = kv_stats.device_blocks_used();
+  metrics.device_blocks_cached = kv_stats.device_blocks_cached;
+  metrics.host_blocks_used = kv_stats.host_blocks_total - kv_stats.host_blocks_free;
+  metrics.internal_waste_slots = kv_stats.internal_waste_slots();
   metrics.blocks_swapped_out = static_cast<int32_t>(plan.swap_out.size());
   metrics.blocks_swapped_in = static_cast<int32_t>(plan.swap_in.size());
   metrics.blocks_copied = static_cast<int32_t>(plan.copies.size());

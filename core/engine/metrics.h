@@ -18,6 +18,10 @@ struct StepMetrics {
   int32_t num_decode_tokens = 0;
   int32_t num_scheduled_seqs = 0;
   double kv_usage = 0.0;     // device blocks used / total, after scheduling
+  int32_t device_blocks_used = 0;
+  int32_t device_blocks_cached = 0;    // holding prefix-cache content, in use or free
+  int32_t host_blocks_used = 0;        // swapped-out KV
+  int64_t internal_waste_slots = 0;    // reserved but unfilled slots in used device blocks
   int32_t blocks_swapped_out = 0;
   int32_t blocks_swapped_in = 0;
   int32_t blocks_copied = 0;

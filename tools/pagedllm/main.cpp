@@ -28,10 +28,14 @@ constexpr Subcommand kSubcommands[] = {
      "walk the paged KV block manager through prefix sharing, parallel sampling and swap"},
     {"make-model", pagedllm::cli::run_make_model,
      "write the tiny deterministic Llama-family test model (safetensors + GGUF) from a seed"},
+    {"replay", pagedllm::cli::run_replay,
+     "replay a request trace on the CPU engine or the simulator: vLLM's serving metrics, KV usage"},
     {"score", pagedllm::cli::run_score,
      "logits of every position of token sequences (CPU reference forward) as fp32 files"},
     {"tokenize", pagedllm::cli::run_tokenize,
      "encode / decode with a model's tokenizer (tokenizer.json or GGUF); export it as tokenizer.json"},
+    {"trace", pagedllm::cli::run_trace,
+     "convert public traces (ShareGPT, Azure, BurstGPT, Mooncake), synthesize traces, trace statistics"},
     {"version", pagedllm::cli::run_version, "print the version and what this build contains"},
 };
 

@@ -12,8 +12,10 @@ int run_generate(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_kv_demo(const std::vector<std::string>& args);
 int run_make_model(const std::vector<std::string>& args);
+int run_replay(const std::vector<std::string>& args);
 int run_score(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
+int run_trace(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 
 }  // namespace pagedllm::cli

@@ -1,0 +1,67 @@
+#include "core/metrics/engine_summary.h"
+
+#include <algorithm>
+
+namespace pagedllm::metrics {
+
+EngineSummary summarize_engine(const engine::Engine& engine) {
+  EngineSummary summary;
+  const kv::KvStats kv = engine.kv().stats();
+  const engine::EngineCounters& counters = engine.counters();
+  summary.num_steps = engine.num_steps();
+  summary.block_size = kv.block_size;
+  summary.device_blocks_total = kv.device_blocks_total;
+  summary.host_blocks_total = kv.host_blocks_total;
+  summary.prefix_query_tokens = kv.prefix_query_tokens;
+  summary.prefix_hit_tokens = kv.prefix_hit_tokens;
+  summary.prefix_hit_rate = kv.prefix_hit_rate();
+  summary.prompt_tokens_computed = counters.prompt_tokens;
+  summary.generation_tokens = counters.generation_tokens;
+  summary.preemptions_recompute = counters.preemptions_recompute;
+  summary.preemptions_swap = counters.preemptions_swap;
+  summary.blocks_swapped_out = counters.blocks_swapped_out;
+  summary.blocks_swapped_in = counters.blocks_swapped_in;
+  summary.requests_finished = counters.requests_finished;
+  summary.requests_aborted = counters.requests_aborted;
+  summary.requests_rejected = counters.requests_rejected;
+
+  double weighted_usage = 0.0;
+  double weighted_waste = 0.0;
+  double waste_weight = 0.0;
+  for (const engine::StepMetrics& step : engine.step_metrics()) {
+    const double seconds = step.end_time - step.start_time;
+    summary.busy_seconds += seconds;
+    weighted_usage += step.kv_usage * seconds;
+    summary.kv_usage_peak = std::max(summary.kv_usage_peak, step.kv_usage);
+    summary.host_blocks_peak = std::max(summary.host_blocks_peak, step.host_blocks_used);
+    if (step.device_blocks_used > 0) {
+      const double reserved = static_cast<double>(step.device_blocks_used) * kv.block_size;
+      weighted_waste += static_cast<double>(step.internal_waste_slots) / reserved * seconds;
+      waste_weight += seconds;
+    }
+    summary.max_running = std::max(summary.max_running, step.num_running);
+    summary.max_waiting = std::max(summary.max_waiting, step.num_waiting);
+    summary.max_swapped = std::max(summary.max_swapped, step.num_swapped);
+  }
+  if (summary.busy_seconds > 0.0) summary.kv_usage_mean = weighted_usage / summary.busy_seconds;
+  if (waste_weight > 0.0) summary.internal_waste_mean = weighted_waste / waste_weight;
+  return summary;
+}
+
+std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t max_points) {
+  const std::vector<engine::StepMetrics>& steps = engine.step_metrics();
+  std::vector<TimelinePoint> timeline;
+  if (steps.empty() || max_points == 0) return timeline;
+  const size_t stride = (steps.size() + max_points - 1) / max_points;
+  for (size_t first = 0; first < steps.size(); first += stride) {
+    const size_t last = std::min(steps.size(), first + stride);
+    const auto peak = std::max_element(steps.begin() + static_cast<std::ptrdiff_t>(first),
+                                       steps.begin() + static_cast<std::ptrdiff_t>(last),
+                                       [](const auto& a, const auto& b) { return a.kv_usage < b.kv_usage; });
+    timeline.push_back({peak->end_time, peak->num_running, peak->num_waiting, peak->num_swapped, peak->kv_usage,
+                        peak->host_blocks_used, peak->num_batched_tokens});
+  }
+  return timeline;
+}
+
+}  // namespace pagedllm::metrics

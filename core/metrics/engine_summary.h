@@ -1,0 +1,60 @@
+// What the engine itself did during a replay or simulation: KV usage over time, preemptions by
+// mode, swapped blocks, prefix-cache hits and internal waste; and the timeline that plots it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/engine/engine.h"
+
+namespace pagedllm::metrics {
+
+struct EngineSummary {
+  int64_t num_steps = 0;
+  double busy_seconds = 0.0;            // sum of step durations (the executor's time)
+  int32_t block_size = 0;
+  int32_t device_blocks_total = 0;
+  int32_t host_blocks_total = 0;
+  double kv_usage_mean = 0.0;           // device blocks used / total, weighted by step duration
+  double kv_usage_peak = 0.0;
+  int32_t host_blocks_peak = 0;         // swapped-out blocks at most
+  // Reserved but unfilled slots / reserved slots in used device blocks, weighted by step
+  // duration: the partially filled last blocks (the vLLM paper's internal fragmentation).
+  double internal_waste_mean = 0.0;
+  int64_t prefix_query_tokens = 0;      // prompt tokens looked up in the prefix cache
+  int64_t prefix_hit_tokens = 0;
+  double prefix_hit_rate = 0.0;
+  int64_t prompt_tokens_computed = 0;   // prefill work, recomputation included
+  int64_t generation_tokens = 0;
+  int64_t preemptions_recompute = 0;
+  int64_t preemptions_swap = 0;
+  int64_t blocks_swapped_out = 0;
+  int64_t blocks_swapped_in = 0;
+  int64_t requests_finished = 0;
+  int64_t requests_aborted = 0;
+  int64_t requests_rejected = 0;
+  int32_t max_running = 0;
+  int32_t max_waiting = 0;
+  int32_t max_swapped = 0;
+};
+
+struct TimelinePoint {
+  double time = 0.0;                    // end of the step, engine clock
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t num_swapped = 0;
+  double kv_usage = 0.0;
+  int32_t host_blocks_used = 0;
+  int32_t num_batched_tokens = 0;
+};
+
+// Needs the engine's step metrics (EngineConfig::record_step_metrics) for the time-weighted
+// figures; counters and prefix statistics come from the engine either way.
+EngineSummary summarize_engine(const engine::Engine& engine);
+
+// At most `max_points` points: every step when there are few, else the step with the highest
+// KV usage out of each run of consecutive steps (peaks survive the thinning).
+std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t max_points);
+
+}  // namespace pagedllm::metrics

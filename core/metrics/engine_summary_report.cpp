@@ -1,0 +1,89 @@
+#include "core/metrics/engine_summary_report.h"
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+namespace pagedllm::metrics {
+namespace {
+
+std::string format(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), pattern, value);
+  return buffer;
+}
+
+void row(std::ostream& out, const std::string& label, const std::string& value) {
+  std::string padded = label;
+  if (padded.size() < 40) padded.append(40 - padded.size(), ' ');
+  out << padded << ' ' << value << '\n';
+}
+
+std::string count(int64_t value) { return std::to_string(value); }
+std::string percent(double fraction) { return format("%.2f", 100.0 * fraction); }
+
+}  // namespace
+
+nlohmann::json to_json(const EngineSummary& s) {
+  return {
+      {"num_steps", s.num_steps},
+      {"busy_seconds", s.busy_seconds},
+      {"block_size", s.block_size},
+      {"device_blocks_total", s.device_blocks_total},
+      {"host_blocks_total", s.host_blocks_total},
+      {"kv_usage_mean", s.kv_usage_mean},
+      {"kv_usage_peak", s.kv_usage_peak},
+      {"host_blocks_peak", s.host_blocks_peak},
+      {"internal_waste_mean", s.internal_waste_mean},
+      {"prefix_query_tokens", s.prefix_query_tokens},
+      {"prefix_hit_tokens", s.prefix_hit_tokens},
+      {"prefix_hit_rate", s.prefix_hit_rate},
+      {"prompt_tokens_computed", s.prompt_tokens_computed},
+      {"generation_tokens", s.generation_tokens},
+      {"preemptions_recompute", s.preemptions_recompute},
+      {"preemptions_swap", s.preemptions_swap},
+      {"blocks_swapped_out", s.blocks_swapped_out},
+      {"blocks_swapped_in", s.blocks_swapped_in},
+      {"requests_finished", s.requests_finished},
+      {"requests_aborted", s.requests_aborted},
+      {"requests_rejected", s.requests_rejected},
+      {"max_running", s.max_running},
+      {"max_waiting", s.max_waiting},
+      {"max_swapped", s.max_swapped},
+  };
+}
+
+nlohmann::json to_json(std::span<const TimelinePoint> timeline) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const TimelinePoint& point : timeline) {
+    points.push_back({{"time", point.time},
+                      {"num_running", point.num_running},
+                      {"num_waiting", point.num_waiting},
+                      {"num_swapped", point.num_swapped},
+                      {"kv_usage", point.kv_usage},
+                      {"host_blocks_used", point.host_blocks_used},
+                      {"num_batched_tokens", point.num_batched_tokens}});
+  }
+  return points;
+}
+
+void print_engine_summary(const EngineSummary& s, std::ostream& out) {
+  out << "-------------KV cache and scheduling--------------\n";
+  row(out, "Engine steps:", count(s.num_steps));
+  row(out, "Busy time (s):", format("%.2f", s.busy_seconds));
+  row(out, "KV blocks (device / host):", count(s.device_blocks_total) + " / " + count(s.host_blocks_total) +
+                                             "  (" + count(s.block_size) + " tokens each)");
+  row(out, "KV usage mean / peak (%):", percent(s.kv_usage_mean) + " / " + percent(s.kv_usage_peak));
+  row(out, "Internal waste, mean (% of used slots):", percent(s.internal_waste_mean));
+  row(out, "Prefix cache hit rate (%):", percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " +
+                                             count(s.prefix_query_tokens) + " prompt tokens)");
+  row(out, "Prompt tokens computed:", count(s.prompt_tokens_computed));
+  row(out, "Preemptions (recompute / swap):", count(s.preemptions_recompute) + " / " + count(s.preemptions_swap));
+  row(out, "Blocks swapped (out / in):", count(s.blocks_swapped_out) + " / " + count(s.blocks_swapped_in));
+  row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
+  row(out, "Max running / waiting / swapped:",
+      count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));
+  out << std::string(50, '=') << '\n';
+}
+
+}  // namespace pagedllm::metrics

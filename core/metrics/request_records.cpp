@@ -1,0 +1,44 @@
+#include "core/metrics/request_records.h"
+
+#include <algorithm>
+
+namespace pagedllm::metrics {
+
+RequestRecord to_request_record(const engine::RequestOutput& output) {
+  RequestRecord record;
+  record.id = output.id;
+  record.send_time = output.times.arrival;
+  record.first_token_time = output.times.first_token;
+  record.end_time = output.times.finished;
+  record.chunk_times = output.times.token_times;
+  record.prompt_tokens = output.num_prompt_tokens;
+  for (const engine::Completion& completion : output.completions) {
+    record.output_tokens += static_cast<int32_t>(completion.tokens.size());
+  }
+  const sched::FinishReason reason = output.finish_reason;
+  if (reason == sched::FinishReason::rejected || reason == sched::FinishReason::abort) {
+    record.success = false;
+    record.error = std::string(sched::to_string(reason)) + (output.message.empty() ? "" : ": " + output.message);
+  }
+  return record;
+}
+
+std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result) {
+  std::vector<RequestRecord> records;
+  records.reserve(result.outputs.size() + result.refused.size());
+  for (const engine::RequestOutput& output : result.outputs) records.push_back(to_request_record(output));
+  for (const engine::RefusedRequest& refused : result.refused) {
+    RequestRecord record;
+    record.id = refused.id;
+    record.send_time = refused.arrival_time;
+    record.end_time = refused.arrival_time;
+    record.prompt_tokens = refused.num_prompt_tokens;
+    record.success = false;
+    record.error = "refused: " + refused.message;
+    records.push_back(std::move(record));
+  }
+  std::sort(records.begin(), records.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  return records;
+}
+
+}  // namespace pagedllm::metrics

@@ -1,0 +1,149 @@
+#include "core/trace/materialize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/common/mix.h"
+
+namespace pagedllm::trace {
+namespace {
+
+// Distinct domains so that block content never coincides with per-request content by design.
+constexpr uint64_t kBlockDomain = 0x5bd1e9955bd1e995ULL;
+constexpr uint64_t kRequestDomain = 0x94d049bb133111ebULL;
+constexpr uint64_t kSeedDomain = 0xd6e8feb86659fd93ULL;
+
+class SyntheticTokens {
+ public:
+  explicit SyntheticTokens(const MaterializeConfig& config)
+      : seed_(mix64(config.seed ^ kSeedDomain)),
+        begin_(config.synthetic_token_begin),
+        range_(static_cast<uint64_t>(config.synthetic_token_end - config.synthetic_token_begin)) {}
+
+  TokenId block_token(uint64_t block_id, int32_t offset) const {
+    return pick(mix64(seed_ ^ kBlockDomain ^ mix64(block_id * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(offset))));
+  }
+  TokenId request_token(size_t index, int32_t position) const {
+    return pick(mix64(seed_ ^ kRequestDomain ^ mix64(static_cast<uint64_t>(index) << 32 ^ static_cast<uint32_t>(position))));
+  }
+
+ private:
+  TokenId pick(uint64_t hash) const { return begin_ + static_cast<TokenId>(hash % range_); }
+
+  uint64_t seed_;
+  TokenId begin_;
+  uint64_t range_;
+};
+
+std::vector<TokenId> synthesize_prompt(const TraceRequest& request, size_t index, int32_t block_tokens,
+                                       const SyntheticTokens& tokens) {
+  std::vector<TokenId> prompt(static_cast<size_t>(request.prompt_len));
+  for (int32_t position = 0; position < request.prompt_len; ++position) {
+    const auto block = static_cast<size_t>(position / block_tokens);
+    prompt[static_cast<size_t>(position)] =
+        block < request.prefix_block_ids.size()
+            ? tokens.block_token(request.prefix_block_ids[block], position % block_tokens)
+            : tokens.request_token(index, position);
+  }
+  return prompt;
+}
+
+sched::SamplingParams sampling_for(const TraceRequest& request, size_t index, const MaterializeConfig& config) {
+  sched::SamplingParams params = request.sampling.value_or(config.default_sampling);
+  params.max_tokens = request.output_len;
+  params.ignore_eos = params.ignore_eos || config.ignore_eos;
+  // A sampled request without a seed still replays the same way twice.
+  if (params.temperature > 0.0f && !params.seed) params.seed = mix64(config.seed ^ mix64(index + 1));
+  return params;
+}
+
+}  // namespace
+
+void validate(const MaterializeConfig& config) {
+  const auto fail = [](const std::string& field, const std::string& message) {
+    throw std::invalid_argument("materialize: " + field + ": " + message);
+  };
+  if (config.max_model_len < 2) fail("max_model_len", "must be at least 2 (one prompt and one output token)");
+  if (config.synthetic_token_begin < 0 || config.synthetic_token_end <= config.synthetic_token_begin) {
+    fail("synthetic_token_begin/end", "need 0 <= begin < end, got [" + std::to_string(config.synthetic_token_begin) +
+                                          ", " + std::to_string(config.synthetic_token_end) + ")");
+  }
+  if (config.vocab_size < config.synthetic_token_end) {
+    fail("vocab_size", std::to_string(config.vocab_size) + " is below the synthetic token range's end " +
+                           std::to_string(config.synthetic_token_end));
+  }
+  if (!(config.rate_scale > 0.0) || !std::isfinite(config.rate_scale)) fail("rate_scale", "must be positive and finite");
+}
+
+MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file) {
+  validate(config);
+  const int32_t block_tokens = trace.header.prefix_block_tokens;
+  if (block_tokens < 1) throw std::invalid_argument(file + ": prefix_block_tokens must be positive");
+  const SyntheticTokens tokens(config);
+  MaterializedTrace result;
+  result.requests.reserve(trace.requests.size());
+  for (size_t index = 0; index < trace.requests.size(); ++index) {
+    const TraceRequest& entry = trace.requests[index];
+    const auto reject = [&](const std::string& field, const std::string& message) {
+      result.rejected.push_back({file, entry.source_line, field, message});
+    };
+    std::vector<TokenId> prompt;
+    switch (entry.prompt_kind) {
+      case PromptKind::text:
+        if (!config.encode) {
+          reject("prompt", "a text prompt needs a tokenizer (give a model)");
+          continue;
+        }
+        prompt = config.encode(entry.prompt_text);
+        break;
+      case PromptKind::tokens:
+        prompt = entry.prompt_tokens;
+        break;
+      case PromptKind::length:
+        prompt = synthesize_prompt(entry, index, block_tokens, tokens);
+        break;
+    }
+    if (prompt.empty()) {
+      reject("prompt", "the prompt has no tokens");
+      continue;
+    }
+    const auto bad_token = std::find_if(prompt.begin(), prompt.end(),
+                                        [&](TokenId token) { return token < 0 || token >= config.vocab_size; });
+    if (bad_token != prompt.end()) {
+      reject("prompt_token_ids", "token " + std::to_string(*bad_token) + " is outside the model's vocabulary of " +
+                                     std::to_string(config.vocab_size));
+      continue;
+    }
+    int32_t output_len = entry.output_len;
+    const int64_t total = static_cast<int64_t>(prompt.size()) + output_len;
+    if (total > config.max_model_len) {
+      if (config.over_length == OverLength::reject) {
+        reject("prompt_len", "prompt (" + std::to_string(prompt.size()) + ") + output (" + std::to_string(output_len) +
+                                 ") tokens exceed max_model_len " + std::to_string(config.max_model_len));
+        continue;
+      }
+      const int32_t clipped_output = std::min(output_len, config.max_model_len - 1);
+      const auto clipped_prompt = static_cast<size_t>(config.max_model_len - clipped_output);
+      result.num_clipped_output_tokens += output_len - clipped_output;
+      if (prompt.size() > clipped_prompt) {
+        result.num_clipped_prompt_tokens += static_cast<int64_t>(prompt.size() - clipped_prompt);
+        prompt.resize(clipped_prompt);
+      }
+      output_len = clipped_output;
+      ++result.num_clipped;
+    }
+    TraceRequest fitted = entry;
+    fitted.output_len = output_len;
+    sched::Request request;
+    request.id = static_cast<sched::RequestId>(index);
+    request.prompt_tokens = std::move(prompt);
+    request.params = sampling_for(fitted, index, config);
+    request.arrival_time = entry.arrival_time / config.rate_scale;
+    request.priority = entry.priority;
+    result.requests.push_back(std::move(request));
+  }
+  return result;
+}
+
+}  // namespace pagedllm::trace

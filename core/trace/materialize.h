@@ -1,0 +1,74 @@
+// From a trace to engine requests for one model: prompt tokens, sampling, arrival times.
+//
+// Prompts given as text are tokenized with the model's tokenizer; prompts given as token ids are
+// checked against the vocabulary; prompts given only as a length are filled with deterministic
+// pseudo-random tokens. Mooncake-style prefix block ids become shared token content: block i of a
+// prompt, with id h, holds tokens that depend only on (seed, h, offset), so two requests that
+// name the same id share that block's tokens and the prefix cache sees the sharing the trace
+// recorded. Tokens outside named blocks depend on (seed, request index, position).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/sched/request.h"
+#include "core/sched/sampling_params.h"
+#include "core/trace/trace.h"
+
+namespace pagedllm::trace {
+
+// What happens to a request whose prompt + output exceeds max_model_len.
+enum class OverLength : uint8_t {
+  clip,    // keep the prompt's leading tokens (shared prefixes survive) and shorten the output
+           // only when it alone leaves no room: output <= max_model_len - 1, then
+           // prompt <= max_model_len - output
+  reject,  // leave it out, counted and reported
+};
+
+struct MaterializeConfig {
+  int32_t max_model_len = 2048;
+  OverLength over_length = OverLength::clip;
+  // Synthetic prompt tokens are drawn from [synthetic_token_begin, synthetic_token_end), a range
+  // that should leave out the model's special tokens.
+  TokenId synthetic_token_begin = 0;
+  TokenId synthetic_token_end = 0;
+  int32_t vocab_size = 0;                 // prompt_token_ids must be below it
+  uint64_t seed = 0;                      // of the synthetic token content
+  double rate_scale = 1.0;                // arrival_time / rate_scale: 2 = twice the request rate
+  // Sampling for requests whose trace entry has none (greedy by default); max_tokens is always
+  // the trace's output_len.
+  sched::SamplingParams default_sampling = greedy_sampling();
+  // Generate exactly output_len tokens (as vLLM's benchmark with --ignore-eos). Off: a request
+  // may stop early at EOS.
+  bool ignore_eos = true;
+  // Tokenizes text prompts; absent: a text prompt is an error naming its line.
+  std::function<std::vector<TokenId>(const std::string&)> encode;
+
+  static sched::SamplingParams greedy_sampling() {
+    sched::SamplingParams params;
+    params.temperature = 0.0f;
+    return params;
+  }
+};
+
+struct MaterializedTrace {
+  // Requests in arrival order; request.id is the request's index in the trace, so a request keeps
+  // its id (and its scripted tokens) whatever was rejected around it.
+  std::vector<sched::Request> requests;
+  std::vector<TraceIssue> rejected;       // one per request left out, naming its line and why
+  int64_t num_clipped = 0;                // requests shortened to fit max_model_len
+  int64_t num_clipped_prompt_tokens = 0;  // prompt tokens removed by clipping
+  int64_t num_clipped_output_tokens = 0;
+};
+
+// Throws std::invalid_argument naming the field when the config is unusable.
+void validate(const MaterializeConfig& config);
+
+// `file` names the trace in the issues.
+MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config,
+                                       const std::string& file);
+
+}  // namespace pagedllm::trace

@@ -1,0 +1,43 @@
+// Building the executor a subcommand runs on (`--executor cpu|sim`), and sizing its KV cache:
+// the CPU engine from a memory budget for fp32 KV, the simulator as vLLM sizes a GPU's
+// (memory x utilization - weights, over the bytes of a block).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/engine/engine_config.h"
+#include "core/engine/executor.h"
+#include "core/frontend/model_bundle.h"
+
+namespace pagedllm::cli {
+
+struct ExecutorOptions {
+  std::string executor = "cpu";          // cpu | sim
+  // cpu
+  int32_t num_threads = 0;               // OpenMP threads; 0 = all cores
+  int64_t kv_cache_mib = 512;            // fp32 KV store
+  int64_t swap_space_mib = 256;          // host tier for swapped-out KV
+  // sim
+  std::string hardware = "h100-sxm";
+  std::string sim_model;                 // a shape preset; empty: the --model's config
+  int32_t tensor_parallel = 1;
+  double gpu_memory_utilization = 0.9;
+  double swap_space_gib = 4.0;           // per GPU, vLLM's default
+};
+
+void add_executor_options(boost::program_options::options_description& description, ExecutorOptions& options);
+
+struct ExecutorSetup {
+  std::unique_ptr<engine::Executor> executor;
+  std::string description;               // one line: what runs, on what, with how many blocks
+};
+
+// Builds the executor for `bundle` and fills config.cache's block counts (unless
+// --num-gpu-blocks-override set num_device_blocks already). Loads weights for cpu.
+ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
+                            engine::EngineConfig& config);
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,170 @@
+// `pagedllm replay`: a trace through the engine on an executor (the CPU reference engine or the
+// simulator), with the serving metrics of vLLM's benchmark_serving and what the KV cache did.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/engine/clock.h"
+#include "core/engine/engine.h"
+#include "core/engine/replay.h"
+#include "core/frontend/model_bundle.h"
+#include "core/kv/kv_event_log.h"
+#include "core/trace/materialize.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
+#include "tools/pagedllm/progress_bar.h"
+#include "tools/pagedllm/run_report.h"
+#include "tools/pagedllm/subcommands.h"
+#include "tools/pagedllm/trace_input.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct ReplayOptions {
+  TraceInputOptions trace;
+  std::string model = std::string(kDefaultModelName);
+  std::string time = "virtual";
+  double rate_scale = 1.0;
+  std::string over_length = "clip";
+  bool respect_eos = false;
+  uint64_t seed = 0;
+  RunReportOptions report;
+  std::string kv_events;
+  bool quiet = false;
+  EngineOptions engine;
+  ExecutorOptions executor;
+};
+
+trace::OverLength parse_over_length(const std::string& text) {
+  if (text == "clip") return trace::OverLength::clip;
+  if (text == "reject") return trace::OverLength::reject;
+  throw po::error("--over-length: expected clip or reject, got '" + text + "'");
+}
+
+// Synthetic prompt tokens avoid the special tokens at the start of the vocabulary.
+TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
+  TokenId token = 0;
+  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
+  return token;
+}
+
+}  // namespace
+
+int run_replay(const std::vector<std::string>& args) {
+  ReplayOptions options;
+  po::options_description description(
+      "pagedllm replay: a request trace through the engine, with vLLM's serving metrics\n"
+      "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|sim] [--time virtual|real|fast]");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("time", po::value(&options.time)->default_value(options.time),
+       "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
+       "fast (every request at time 0)")
+      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate (divide arrival times)")
+      ("over-length", po::value(&options.over_length)->default_value(options.over_length),
+       "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")
+      ("respect-eos", po::bool_switch(&options.respect_eos),
+       "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)")
+      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content and sampling seeds")
+      ("kv-events", po::value(&options.kv_events), "write the KV event log (JSONL) to this file")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  add_trace_input_options(description, options.trace);
+  add_run_report_options(description, options.report);
+  add_engine_options(description, options.engine);
+  add_executor_options(description, options.executor);
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
+  if (time_mode == engine::TimeMode::real && options.executor.executor == "sim") {
+    throw po::error("--time real: the simulator runs in virtual time only");
+  }
+
+  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
+  const tokenizer::Tokenizer& tokenizer = bundle.tokenizer;
+  trace::ReadReport read_report;
+  const trace::Trace trace = read_trace_input(
+      options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
+      read_report, std::cerr);
+
+  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
+  config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
+  ExecutorSetup setup = make_executor(options.executor, bundle, config);
+
+  trace::MaterializeConfig materialize;
+  materialize.max_model_len = config.scheduler.max_model_len;
+  materialize.over_length = parse_over_length(options.over_length);
+  materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+  materialize.synthetic_token_begin = first_ordinary_token(tokenizer);
+  materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
+  materialize.seed = options.seed;
+  materialize.rate_scale = options.rate_scale;
+  materialize.ignore_eos = !options.respect_eos;
+  materialize.encode = [&](const std::string& text) { return tokenizer.encode(text); };
+  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
+  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+
+  std::ofstream kv_events_file;
+  std::optional<kv::KvEventLog> kv_events;
+  if (!options.kv_events.empty()) {
+    kv_events_file.open(options.kv_events, std::ios::binary);
+    if (!kv_events_file) throw std::runtime_error(options.kv_events + ": cannot open for writing");
+    kv_events.emplace(kv_events_file);
+  }
+  engine::VirtualClock virtual_clock;
+  engine::WallClock wall_clock;
+  engine::Clock& clock = time_mode == engine::TimeMode::real ? static_cast<engine::Clock&>(wall_clock) : virtual_clock;
+  engine::Engine engine(config, *setup.executor, clock, kv_events ? &*kv_events : nullptr);
+
+  std::cerr << "replay: " << trace.requests.size() << " requests from " << options.trace.path << " on "
+            << setup.description << ", " << engine::to_string(time_mode) << " time\n";
+  const auto num_requests = static_cast<int64_t>(requests.requests.size());
+  ProgressBar progress("replay", num_requests, !options.quiet);
+  engine::ReplayConfig replay_config;
+  replay_config.on_progress = [&](const engine::ReplayProgress& p) {
+    std::ostringstream detail;
+    detail << "running " << p.num_running << ", waiting " << p.num_waiting << ", t=" << std::fixed
+           << std::setprecision(1) << p.now << " s";
+    progress.update(p.num_finished, detail.str());
+  };
+  const engine::ReplayResult result =
+      engine::replay_requests(engine, clock, std::move(requests.requests), time_mode, replay_config);
+  progress.finish("done");
+
+  RunReportInput input{.executor = options.executor.executor,
+                       .executor_description = setup.description,
+                       .trace_path = options.trace.path,
+                       .time_mode = engine::to_string(time_mode),
+                       .read_report = &read_report,
+                       .materialized = &requests,
+                       .result = &result,
+                       .engine = &engine};
+  input.config = {{"model", bundle.source.path},
+                  {"rate_scale", options.rate_scale},
+                  {"over_length", options.over_length},
+                  {"seed", options.seed},
+                  {"block_size", config.cache.block_size},
+                  {"max_model_len", config.scheduler.max_model_len},
+                  {"max_num_seqs", config.scheduler.max_num_seqs},
+                  {"max_num_batched_tokens", config.scheduler.max_num_batched_tokens},
+                  {"chunked_prefill", config.scheduler.enable_chunked_prefill},
+                  {"prefix_caching", config.cache.enable_prefix_caching},
+                  {"preemption_mode", options.engine.preemption_mode}};
+  return write_run_report(input, options.report, std::cout);
+}
+
+}  // namespace pagedllm::cli
