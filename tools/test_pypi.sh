@@ -44,6 +44,7 @@ run_check tests/pypi/check_tokenizer.py --pagedllm "$pagedllm" --gguf "$model"
 run_check tests/pypi/check_chat_template.py --pagedllm "$pagedllm" --gguf "$model"
 run_check tests/pypi/check_tiny_model.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_logits.py --pagedllm "$pagedllm" --model "$model"
+run_check tests/pypi/check_replay_plots.py --pagedllm "$pagedllm"
 if [ "$failures" -ne 0 ]; then
   echo "pypi tier: $failures check(s) failed" >&2
   exit 1

@@ -11,30 +11,6 @@ namespace {
 
 constexpr double kMillisecondsPerSecond = 1000.0;
 
-// numpy's pairwise summation of float64 (what np.sum and np.mean run on a contiguous array):
-// sequential below 8 values, 8 interleaved accumulators up to 128, halves (multiples of 8) above.
-double pairwise_sum(const double* values, size_t count) {
-  if (count < 8) {
-    double sum = 0.0;
-    for (size_t i = 0; i < count; ++i) sum += values[i];
-    return sum;
-  }
-  if (count <= 128) {
-    double lanes[8];
-    for (size_t j = 0; j < 8; ++j) lanes[j] = values[j];
-    size_t i = 8;
-    for (; i < count - count % 8; i += 8) {
-      for (size_t j = 0; j < 8; ++j) lanes[j] += values[i + j];
-    }
-    double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for (; i < count; ++i) sum += values[i];
-    return sum;
-  }
-  size_t half = count / 2;
-  half -= half % 8;
-  return pairwise_sum(values, half) + pairwise_sum(values + half, count - half);
-}
-
 LatencySummary summarize(std::vector<double> values, const std::vector<double>& percents) {
   LatencySummary summary;
   summary.percentiles.reserve(percents.size());
@@ -42,13 +18,13 @@ LatencySummary summarize(std::vector<double> values, const std::vector<double>& 
     // Mean and std in request order, before sorting: pairwise sums round by position.
     const double count = static_cast<double>(values.size());
     summary.count = static_cast<int64_t>(values.size());
-    summary.mean = pairwise_sum(values.data(), values.size()) / count;
+    summary.mean = stats::pairwise_sum(values) / count;
     std::vector<double> squares(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       const double deviation = values[i] - summary.mean;
       squares[i] = deviation * deviation;
     }
-    summary.stddev = std::sqrt(pairwise_sum(squares.data(), squares.size()) / count);
+    summary.stddev = std::sqrt(stats::pairwise_sum(squares) / count);
     std::sort(values.begin(), values.end());
     summary.median = median(values);
     summary.p90 = percentile(values, 90.0);
@@ -114,27 +90,6 @@ bool meets(const std::optional<double>& slo_ms, double value) {
 double per_second(double amount, double duration) { return duration > 0.0 ? amount / duration : 0.0; }
 
 }  // namespace
-
-double percentile(std::span<const double> sorted, double percent) {
-  if (sorted.empty()) return 0.0;
-  const double last_index = static_cast<double>(sorted.size() - 1);
-  const double virtual_index = last_index * (percent / 100.0);
-  if (virtual_index >= last_index) return sorted.back();
-  if (virtual_index < 0.0) return sorted.front();
-  const double previous_index = std::floor(virtual_index);
-  const double a = sorted[static_cast<size_t>(previous_index)];
-  const double b = sorted[static_cast<size_t>(previous_index) + 1];
-  const double t = virtual_index - previous_index;
-  const double diff = b - a;
-  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;  // numpy's _lerp, both branches
-}
-
-double median(std::span<const double> sorted) {
-  if (sorted.empty()) return 0.0;
-  const size_t middle = sorted.size() / 2;
-  if (sorted.size() % 2 == 1) return sorted[middle];
-  return (sorted[middle - 1] + sorted[middle]) / 2.0;  // np.median: the mean of the middle two
-}
 
 std::string percentile_label(double percent) {
   // Python's str(int(p)) for whole numbers, else repr-like shortest round-trip (str(99.9)).

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/numpy_stats.h"
 #include "core/metrics/request_record.h"
 
 namespace pagedllm::metrics {
@@ -87,10 +88,9 @@ struct ServingMetrics {
 // first token, first token before send, chunk times out of order), naming the request id.
 ServingMetrics compute_serving_metrics(std::span<const RequestRecord> records, const MetricsOptions& options = {});
 
-// numpy's statistics on ascending values, bit for bit: np.percentile(values, percent) with the
-// default linear method, and np.median. Empty input: 0.
-double percentile(std::span<const double> sorted, double percent);
-double median(std::span<const double> sorted);
+// numpy's statistics (core/common/numpy_stats.h), under the names the metrics use.
+using stats::median;
+using stats::percentile;
 
 // How vLLM names a percentile in keys and rows: 99 -> "99", 99.9 -> "99.9".
 std::string percentile_label(double percent);

@@ -1,5 +1,7 @@
 #include "core/trace/trace_stats.h"
 
+#include "core/common/numpy_stats.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -11,19 +13,6 @@
 namespace pagedllm::trace {
 namespace {
 
-// numpy.percentile's default ("linear") on sorted values, with numpy's own lerp so that results
-// match it to the bit.
-double percentile(const std::vector<double>& sorted, double percent) {
-  const double virtual_index = static_cast<double>(sorted.size() - 1) * (percent / 100.0);
-  if (virtual_index >= static_cast<double>(sorted.size() - 1)) return sorted.back();
-  const double previous_index = std::floor(virtual_index);
-  const double a = sorted[static_cast<size_t>(previous_index)];
-  const double b = sorted[static_cast<size_t>(previous_index) + 1];
-  const double t = virtual_index - previous_index;
-  const double diff = b - a;
-  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
-}
-
 LengthSummary summarize(std::vector<double> values) {
   LengthSummary summary;
   if (values.empty()) return summary;
@@ -34,9 +23,9 @@ LengthSummary summarize(std::vector<double> values) {
   summary.min = values.front();
   summary.max = values.back();
   summary.mean = sum / static_cast<double>(values.size());
-  summary.p50 = percentile(values, 50.0);
-  summary.p90 = percentile(values, 90.0);
-  summary.p99 = percentile(values, 99.0);
+  summary.p50 = stats::percentile(values, 50.0);
+  summary.p90 = stats::percentile(values, 90.0);
+  summary.p99 = stats::percentile(values, 99.0);
   return summary;
 }
 

@@ -100,7 +100,10 @@ int run_replay(const std::vector<std::string>& args) {
       read_report, std::cerr);
 
   const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
-  engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
+  // A simulated shape preset is not the --model: its context length is the user's to set.
+  const bool preset_shape = options.executor.executor == "sim" && !options.executor.sim_model.empty();
+  engine::EngineConfig config =
+      engine_config_from(options.engine, preset_shape ? std::max(model_max_len, options.engine.max_model_len) : model_max_len);
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
   ExecutorSetup setup = make_executor(options.executor, bundle, config);

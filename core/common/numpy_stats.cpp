@@ -1,0 +1,57 @@
+#include "core/common/numpy_stats.h"
+
+#include <cmath>
+
+namespace pagedllm::stats {
+namespace {
+
+// numpy's pairwise summation of float64 (what np.sum and np.mean run on a contiguous array):
+// sequential below 8 values, 8 interleaved accumulators up to 128, halves (multiples of 8) above.
+double pairwise_sum_of(const double* values, size_t count) {
+  if (count < 8) {
+    double sum = 0.0;
+    for (size_t i = 0; i < count; ++i) sum += values[i];
+    return sum;
+  }
+  if (count <= 128) {
+    double lanes[8];
+    for (size_t j = 0; j < 8; ++j) lanes[j] = values[j];
+    size_t i = 8;
+    for (; i < count - count % 8; i += 8) {
+      for (size_t j = 0; j < 8; ++j) lanes[j] += values[i + j];
+    }
+    double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; i < count; ++i) sum += values[i];
+    return sum;
+  }
+  size_t half = count / 2;
+  half -= half % 8;
+  return pairwise_sum_of(values, half) + pairwise_sum_of(values + half, count - half);
+}
+
+}  // namespace
+
+double percentile(std::span<const double> sorted, double percent) {
+  if (sorted.empty()) return 0.0;
+  const double last_index = static_cast<double>(sorted.size() - 1);
+  const double virtual_index = last_index * (percent / 100.0);
+  if (virtual_index >= last_index) return sorted.back();
+  if (virtual_index < 0.0) return sorted.front();
+  const double previous_index = std::floor(virtual_index);
+  const double a = sorted[static_cast<size_t>(previous_index)];
+  const double b = sorted[static_cast<size_t>(previous_index) + 1];
+  const double t = virtual_index - previous_index;
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;  // numpy's _lerp, both branches
+}
+
+double median(std::span<const double> sorted) {
+  if (sorted.empty()) return 0.0;
+  const size_t middle = sorted.size() / 2;
+  if (sorted.size() % 2 == 1) return sorted[middle];
+  return (sorted[middle - 1] + sorted[middle]) / 2.0;  // np.median: the mean of the middle two
+}
+
+double pairwise_sum(std::span<const double> values) { return pairwise_sum_of(values.data(), values.size()); }
+
+}  // namespace pagedllm::stats

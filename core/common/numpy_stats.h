@@ -1,0 +1,20 @@
+// Statistics computed exactly as numpy computes them, so that our reports equal vLLM's (which
+// uses numpy) to the bit for the same inputs.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace pagedllm::stats {
+
+// np.percentile(values, percent) with the default "linear" method, on ascending values;
+// percent in [0, 100]. Empty input: 0.
+double percentile(std::span<const double> sorted, double percent);
+
+// np.median on ascending values. Empty input: 0.
+double median(std::span<const double> sorted);
+
+// np.sum of a contiguous float64 array: numpy's pairwise summation, in the given order.
+double pairwise_sum(std::span<const double> values);
+
+}  // namespace pagedllm::stats

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End to end through the binary: trace synth / convert / stats, replay on cpu and sim of the
+# committed traces, preemption in both modes, and bad input (a malformed line is reported with
+# file, line and field, and the rest of the trace still runs; --strict stops).
+#   tests/e2e/replay_e2e.sh PAGEDLLM_BINARY SOURCE_DIR
+set -euo pipefail
+pagedllm="$1"
+source_dir="$2"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PAGEDLLM_CACHE="$work/cache"  # the tiny model is written here on first use
+
+fail() { echo "FAILED: $*" >&2; exit 1; }
+# json FILE EXPR: prints a Python expression over the parsed document `d`.
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+expect() {  # expect DESCRIPTION ACTUAL EXPECTED
+  [ "$2" == "$3" ] || fail "$1: got '$2', expected '$3'"
+  echo "ok: $1 = $3"
+}
+
+echo "--- synth is deterministic"
+"$pagedllm" trace synth -n 50 --request-rate 5 --seed 3 -o "$work/a.jsonl" 2>/dev/null
+"$pagedllm" trace synth -n 50 --request-rate 5 --seed 3 -o "$work/b.jsonl" 2>/dev/null
+"$pagedllm" trace synth -n 50 --request-rate 5 --seed 4 -o "$work/c.jsonl" 2>/dev/null
+cmp -s <(tail -n +2 "$work/a.jsonl") <(tail -n +2 "$work/b.jsonl") || fail "same seed, different traces"
+! cmp -s <(tail -n +2 "$work/a.jsonl") <(tail -n +2 "$work/c.jsonl") || fail "different seeds, same trace"
+"$pagedllm" trace stats --json "$work/a.jsonl" > "$work/stats.json"
+expect "stats: requests" "$(json "$work/stats.json" "d['num_requests']")" 50
+
+echo "--- replay on cpu: a committed ShareGPT-like trace"
+"$pagedllm" replay --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 24 --threads 1 -q \
+  --goodput ttft:1000 -o "$work/cpu.json" > "$work/cpu.txt"
+grep -q "Serving Benchmark Result" "$work/cpu.txt" || fail "no summary printed"
+expect "cpu: completed" "$(json "$work/cpu.json" "d['metrics']['completed']")" 24
+expect "cpu: failed" "$(json "$work/cpu.json" "d['metrics']['failed']")" 0
+expect "cpu: per-request records" "$(json "$work/cpu.json" "len(d['requests'])")" 24
+expect "cpu: output tokens as the trace asks" "$(json "$work/cpu.json" "d['metrics']['total_output_tokens'] > 0 and all(r['output_tokens'] > 0 for r in d['requests'])")" True
+
+echo "--- replay on sim: the committed Mooncake-style trace shares prefixes"
+"$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim --sim-model llama-3-8b \
+  --hardware h100-sxm -q -o "$work/sim.json" > /dev/null
+expect "sim: every request completed" \
+  "$(json "$work/sim.json" "d['metrics']['completed'] == d['trace']['requests_accepted'] - d['trace']['rejected_over_length']")" True
+expect "sim: prefix cache hits" "$(json "$work/sim.json" "d['engine']['prefix_hit_rate'] > 0.2")" True
+
+echo "--- preemption in both modes, nothing lost"
+for mode in swap recompute; do
+  "$pagedllm" replay --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 40 --time fast --threads 1 -q \
+    --num-gpu-blocks-override 96 --preemption-mode "$mode" -o "$work/$mode.json" > /dev/null
+  expect "$mode: completed" "$(json "$work/$mode.json" "d['metrics']['completed']")" 40
+  expect "$mode: preempted" "$(json "$work/$mode.json" "d['engine']['preemptions_$mode'] > 0")" True
+done
+
+echo "--- a malformed line is reported and skipped; the rest runs"
+cat > "$work/bad.jsonl" <<'TRACE'
+{"arrival_time": 0.0, "prompt_len": 12, "output_len": 4}
+{"arrival_time": 0.1, "prompt_len": 12, "output_len": -4}
+{"arrival_time": 0.2, "prompt_len": 12, "output_len": 4}
+{"arrival_time": 0.3, "prompt_len": 5000, "output_len": 4}
+TRACE
+"$pagedllm" replay --trace "$work/bad.jsonl" --threads 1 -q --over-length reject -o "$work/bad.json" \
+  > /dev/null 2> "$work/bad.err"
+grep -q "bad.jsonl:2: output_len" "$work/bad.err" || fail "no file:line: field in: $(cat "$work/bad.err")"
+grep -q "bad.jsonl:4: prompt_len" "$work/bad.err" || fail "over-length request not named: $(cat "$work/bad.err")"
+expect "bad: completed" "$(json "$work/bad.json" "d['metrics']['completed']")" 2
+expect "bad: skipped lines" "$(json "$work/bad.json" "d['trace']['lines_skipped']")" 1
+expect "bad: rejected for length" "$(json "$work/bad.json" "d['trace']['rejected_over_length']")" 1
+if "$pagedllm" replay --trace "$work/bad.jsonl" --strict -q > /dev/null 2> "$work/strict.err"; then
+  fail "--strict accepted a malformed line"
+fi
+grep -q "bad.jsonl:2: output_len" "$work/strict.err" || fail "--strict error lacks file:line: field"
+echo "ok: --strict stops at the bad line"
+
+echo "--- converting the real Azure trace"
+azure="$source_dir/../shared/traces/azure_llm_2023_code.csv"
+if [ -f "$azure" ]; then
+  "$pagedllm" trace convert --format azure --input "$azure" --max-requests 500 -o "$work/azure.jsonl" 2>/dev/null
+  "$pagedllm" trace stats --json "$work/azure.jsonl" > "$work/azure_stats.json"
+  expect "azure: requests" "$(json "$work/azure_stats.json" "d['num_requests']")" 500
+  "$pagedllm" replay --trace "$work/azure.jsonl" --executor sim --sim-model llama-2-7b --max-model-len 4096 -q \
+    -o "$work/azure.json" > /dev/null
+  expect "azure on sim: completed" "$(json "$work/azure.json" "d['metrics']['completed']")" 500
+else
+  echo "SKIPPED: $azure is absent (real traces live in ../shared/traces)"
+fi
+echo "e2e replay: all checks passed"
