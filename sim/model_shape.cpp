@@ -11,9 +11,9 @@ namespace {
 
 // Figures from each model's config.json on the Hugging Face hub (hidden_size,
 // num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
-// tie_word_embeddings); head_dim = hidden_size / num_attention_heads throughout.
+// tie_word_embeddings, max_position_embeddings); head_dim = hidden_size / num_attention_heads throughout.
 ModelShape llama_shape(std::string name, int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
-                       int64_t intermediate, int64_t vocab, bool tied = false) {
+                       int64_t intermediate, int64_t vocab, int64_t context, bool tied = false) {
   ModelShape shape;
   shape.name = std::move(name);
   shape.num_layers = layers;
@@ -24,18 +24,19 @@ ModelShape llama_shape(std::string name, int64_t layers, int64_t hidden, int64_t
   shape.intermediate_size = intermediate;
   shape.vocab_size = vocab;
   shape.tie_word_embeddings = tied;
+  shape.max_position_embeddings = context;
   return shape;
 }
 
 std::vector<ModelShape> make_presets() {
   return {
-      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000),     // meta-llama/Llama-2-7b-hf
-      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000),    // meta-llama/Llama-2-13b-hf
-      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000),     // meta-llama/Llama-2-70b-hf
-      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256),     // meta-llama/Meta-Llama-3-8B
-      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256),    // meta-llama/Meta-Llama-3-70B
-      llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000),      // mistralai/Mistral-7B-v0.1
-      llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, true), // HuggingFaceTB/SmolLM2-135M
+      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),     // meta-llama/Llama-2-7b-hf
+      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),    // meta-llama/Llama-2-13b-hf
+      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),     // meta-llama/Llama-2-70b-hf
+      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),     // meta-llama/Meta-Llama-3-8B
+      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),    // meta-llama/Meta-Llama-3-70B
+      llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),      // mistralai/Mistral-7B-v0.1
+      llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, true), // HuggingFaceTB/SmolLM2-135M
   };
 }
 
@@ -112,6 +113,7 @@ ModelShape model_shape_from_config(const model::ModelConfig& config, std::string
   shape.vocab_size = config.vocab_size;
   shape.tie_word_embeddings = config.tie_word_embeddings;
   shape.attention_bias = config.attention_bias;
+  shape.max_position_embeddings = config.max_position_embeddings;
   validate(shape);
   return shape;
 }

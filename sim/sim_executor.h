@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/engine/executor.h"
 #include "core/engine/scripted_executor.h"
@@ -41,6 +42,7 @@ class SimExecutor final : public engine::Executor {
   SimExecutor(SimExecutorConfig config, const kv::KvCacheConfig& cache);
 
   sched::StepResult execute(const sched::StepPlan& plan) override;
+  void recycle(sched::StepResult&& result) override { scripted_.recycle(std::move(result)); }
   std::string name() const override { return "sim"; }
 
   const SimCounters& counters() const { return counters_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/common/check.h"
 #include "core/engine/beam_search.h"
@@ -20,6 +21,7 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
     : config_(config),
       executor_(executor),
       clock_(clock),
+      virtual_clock_(dynamic_cast<VirtualClock*>(&clock)),
       event_log_(event_log),
       kv_(config.cache, event_log),
       scheduler_(config.scheduler, kv_) {}
@@ -49,7 +51,7 @@ bool Engine::abort_request(sched::RequestId id) {
 std::vector<RequestOutput> Engine::step() {
   const double start = clock_.now();
   if (event_log_ != nullptr) event_log_->set_step(step_);
-  const sched::StepPlan plan = scheduler_.schedule(step_, start);
+  sched::StepPlan plan = scheduler_.schedule(step_, start);
   for (const sched::RejectedGroup& rejected : plan.rejected) {
     scheduler_.find(rejected.request)->times.finished = start;
     ++counters_.requests_rejected;
@@ -58,31 +60,39 @@ std::vector<RequestOutput> Engine::step() {
   sched::StepResult result;
   if (!plan.empty()) result = executor_.execute(plan);
   idle_steps_ = plan.empty() && plan.rejected.empty() ? idle_steps_ + 1 : 0;
-  if (auto* virtual_clock = dynamic_cast<VirtualClock*>(&clock_)) virtual_clock->advance(result.elapsed_seconds);
+  if (virtual_clock_ != nullptr) virtual_clock_->advance(result.elapsed_seconds);
   const double end = clock_.now();
-  touched_.clear();
+  touched_groups_.clear();
   apply(plan, result, end);
+  executor_.recycle(std::move(result));
   record_step(plan, start, end);
+  scheduler_.recycle(std::move(plan));
   ++step_;
 
   std::vector<RequestOutput> outputs;
-  touched_.insert(touched_.end(), pending_outputs_.begin(), pending_outputs_.end());
-  pending_outputs_.clear();
-  for (const sched::RequestId id : touched_) {
-    SequenceGroup* group = scheduler_.find(id);
-    if (group == nullptr) continue;  // already reported
-    const bool finished = group->state == GroupState::finished;
-    if (finished || config_.output_kind != OutputKind::final_only) outputs.push_back(make_output(*group));
-    if (finished) scheduler_.take_finished(id);
+  const auto report = [&](SequenceGroup& group) {
+    const bool finished = group.state == GroupState::finished;
+    if (finished || config_.output_kind != OutputKind::final_only) outputs.push_back(make_output(group));
+    if (finished) scheduler_.take_finished(group.request.id);
+  };
+  // The requests that progressed (their groups found once, by apply), then those that ended
+  // outside the step's sampling (aborted, rejected).
+  for (SequenceGroup* group : touched_groups_) report(*group);
+  for (const sched::RequestId id : pending_outputs_) {
+    if (SequenceGroup* group = scheduler_.find(id)) report(*group);  // null: already reported
   }
+  pending_outputs_.clear();
   return outputs;
 }
 
 // --- applying a step ---------------------------------------------------------------------------
 
 void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time) {
+  scratch_groups_.clear();
   for (const ScheduledSequence& scheduled : plan.sequences) {
-    Sequence& seq = scheduler_.find(scheduled.request)->seqs.at(static_cast<size_t>(scheduled.sample_index));
+    SequenceGroup* group = scheduler_.find(scheduled.request);
+    scratch_groups_.push_back(group);
+    Sequence& seq = group->seqs.at(static_cast<size_t>(scheduled.sample_index));
     PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
     seq.num_computed_tokens = scheduled.end;
   }
@@ -96,16 +106,17 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
   // Sampled tokens, in plan order; a beam group's candidates are applied together.
   std::vector<std::pair<SequenceGroup*, std::vector<const SequenceOutput*>>> beam_groups;
   size_t next_output = 0;
-  for (const ScheduledSequence& scheduled : plan.sequences) {
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const ScheduledSequence& scheduled = plan.sequences[i];
     if (!scheduled.sample) continue;
     if (next_output >= result.outputs.size() || result.outputs[next_output].seq != scheduled.seq) {
       throw std::logic_error("executor " + executor_.name() + " returned outputs that do not follow the plan");
     }
     const SequenceOutput& output = result.outputs[next_output++];
-    SequenceGroup& group = *scheduler_.find(scheduled.request);
+    SequenceGroup& group = *scratch_groups_[i];
     if (group.last_sampled_step != plan.step) {
       group.last_sampled_step = plan.step;
-      touched_.push_back(scheduled.request);
+      touched_groups_.push_back(&group);
       if (group.times.first_token < 0) group.times.first_token = end_time;
       group.times.token_times.push_back(end_time);
     }
@@ -121,8 +132,8 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
     throw std::logic_error("executor " + executor_.name() + " returned more outputs than the plan samples");
   }
   for (const auto& [group, outputs] : beam_groups) apply_beam_step(*group, outputs);
-  for (const sched::RequestId id : touched_) {
-    SequenceGroup& group = *scheduler_.find(id);
+  for (SequenceGroup* touched : touched_groups_) {
+    SequenceGroup& group = *touched;
     maybe_finish(group);
     if (group.state == GroupState::finished && group.times.finished < 0) {
       group.times.finished = end_time;

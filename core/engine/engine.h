@@ -66,6 +66,7 @@ class Engine {
   EngineConfig config_;
   Executor& executor_;
   Clock& clock_;
+  VirtualClock* virtual_clock_;  // the clock, when it is virtual (advanced by the step times)
   kv::KvEventLog* event_log_;
   kv::KvCacheManager kv_;
   sched::Scheduler scheduler_;
@@ -75,7 +76,8 @@ class Engine {
   EngineCounters counters_;
   std::vector<StepMetrics> step_metrics_;
   std::vector<sched::RequestId> pending_outputs_;  // finished between steps (abort, rejection)
-  std::vector<sched::RequestId> touched_;          // requests that progressed in this step
+  std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
+  std::vector<sched::SequenceGroup*> scratch_groups_;   // the group of each plan sequence
 };
 
 }  // namespace pagedllm::engine

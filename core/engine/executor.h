@@ -17,6 +17,10 @@ class Executor {
   // SequenceOutput per sampled sequence, in plan order.
   virtual sched::StepResult execute(const sched::StepPlan& plan) = 0;
 
+  // The engine hands each result back once it has applied it, so that an executor may reuse its
+  // buffers (one sample vector per sampled sequence) in the next step. Optional.
+  virtual void recycle(sched::StepResult&& /*result*/) {}
+
   virtual std::string name() const = 0;
 };
 

@@ -52,13 +52,37 @@ sched::StepResult ScriptedExecutor::execute(const sched::StepPlan& plan) {
     for (const sched::ScheduledSequence& scheduled : plan.sequences) write_kv(scheduled);
     for (const sched::ScheduledSequence& scheduled : plan.sequences) check_kv(scheduled);
   }
+  // Outputs handed back by recycle() are filled again in place: their sample vectors keep their
+  // buffers, so a step allocates nothing per sequence.
   sched::StepResult result;
+  result.outputs = std::move(spare_outputs_);
+  size_t used = 0;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) {
-    if (scheduled.sample) result.outputs.push_back(sample(scheduled));
+    if (!scheduled.sample) continue;
+    if (used == result.outputs.size()) {
+      if (extra_outputs_.empty()) {
+        result.outputs.emplace_back();
+      } else {
+        result.outputs.push_back(std::move(extra_outputs_.back()));
+        extra_outputs_.pop_back();
+      }
+    }
+    sched::SequenceOutput& output = result.outputs[used++];
+    output.samples.clear();
+    output.top_logprobs.clear();
+    sample(scheduled, output);
+  }
+  while (result.outputs.size() > used) {  // kept for a later step with more outputs
+    extra_outputs_.push_back(std::move(result.outputs.back()));
+    result.outputs.pop_back();
   }
   result.elapsed_seconds = config_.seconds_per_step + config_.seconds_per_token * plan.num_batched_tokens;
   ++num_steps_;
   return result;
+}
+
+void ScriptedExecutor::recycle(sched::StepResult&& result) {
+  if (result.outputs.capacity() >= spare_outputs_.capacity()) spare_outputs_ = std::move(result.outputs);
 }
 
 void ScriptedExecutor::apply_block_operations(const sched::StepPlan& plan) {
@@ -106,8 +130,7 @@ void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
   num_kv_reads_checked_ += scheduled.end;
 }
 
-sched::SequenceOutput ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled) const {
-  sched::SequenceOutput output;
+void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const {
   output.seq = scheduled.seq;
   const TokenId previous = scheduled.tokens.back();
   const int32_t position = scheduled.end;
@@ -120,7 +143,7 @@ sched::SequenceOutput ScriptedExecutor::sample(const sched::ScheduledSequence& s
       output.samples.push_back({scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous),
                                 logprob_of(scheduled.sample_index, rank)});
     }
-    return output;
+    return;
   }
   for (int32_t k = 0; k < scheduled.num_samples; ++k) {
     const int32_t sample = scheduled.num_samples > 1 ? k : scheduled.sample_index;
@@ -133,7 +156,6 @@ sched::SequenceOutput ScriptedExecutor::sample(const sched::ScheduledSequence& s
       output.top_logprobs.push_back(std::move(top));
     }
   }
-  return output;
 }
 
 }  // namespace pagedllm::engine

@@ -29,6 +29,7 @@ class ScriptedExecutor final : public Executor {
   ScriptedExecutor(const ScriptedExecutorConfig& config, const kv::KvCacheConfig& cache);
 
   sched::StepResult execute(const sched::StepPlan& plan) override;
+  void recycle(sched::StepResult&& result) override;  // keeps the outputs' buffers for reuse
   std::string name() const override { return "scripted"; }
 
   // The token sample `sample` of `request` takes at `position`, after `previous`.
@@ -41,13 +42,15 @@ class ScriptedExecutor final : public Executor {
   void apply_block_operations(const sched::StepPlan& plan);
   void write_kv(const sched::ScheduledSequence& scheduled);
   void check_kv(const sched::ScheduledSequence& scheduled);
-  sched::SequenceOutput sample(const sched::ScheduledSequence& scheduled) const;
+  void sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const;
 
   ScriptedExecutorConfig config_;
   int32_t block_size_;
   std::vector<uint64_t> device_slots_;  // prefix fingerprint per device slot
   std::vector<uint64_t> host_slots_;
   std::vector<uint64_t> scratch_prefix_;
+  std::vector<sched::SequenceOutput> spare_outputs_;  // the last result's outputs, handed back by recycle()
+  std::vector<sched::SequenceOutput> extra_outputs_;  // recycled outputs a step did not need
   int64_t num_steps_ = 0;
   int64_t num_kv_reads_checked_ = 0;
 };

@@ -14,7 +14,7 @@ struct KvCacheConfig {
 };
 
 // Upper bounds that catch unit mix-ups (bytes passed as blocks, tokens as blocks).
-inline constexpr int32_t kMaxBlockSize = 1024;
+inline constexpr int32_t kMaxBlockSize = 1 << 17;  // a whole 128k context in one block (the contiguous baseline)
 inline constexpr int32_t kMaxBlocksPerTier = 1 << 26;
 
 // Throws KvCacheError naming the field when the configuration is unusable.

@@ -22,6 +22,16 @@ const KvCacheConfig& validated(const KvCacheConfig& config) {
 
 std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
 
+// append_slots returns this rather than std::nullopt: GCC 12 builds a nullopt by storing its
+// flag byte and reloading the whole word (a store-forwarding stall in the hottest KV call).
+constexpr std::optional<BlockCopy> kNoCopy{};
+
+#ifdef NDEBUG
+constexpr bool kCheckKnownHashes = false;
+#else
+constexpr bool kCheckKnownHashes = true;  // debug builds hash every block and compare
+#endif
+
 }  // namespace
 
 const char* to_string(AllocStatus status) {
@@ -212,7 +222,7 @@ int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens
   append_tokens(state,
                 prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
                                       static_cast<size_t>(slots - match.num_cached_tokens)),
-                logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
+                prompt.block_hashes, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
   if (logging) {
     event_log_->allocate(seq, std::span(state.block_table).first(static_cast<size_t>(match.num_hit_blocks)),
                          scratch_fresh_, scratch_cached_);
@@ -245,7 +255,8 @@ bool KvCacheManager::can_append_slots(SeqId seq, int32_t num_new_tokens) const {
   return num_blocks_to_append(seq, num_new_tokens) <= device_.num_free();
 }
 
-std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const TokenId> tokens) {
+std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const TokenId> tokens,
+                                                      std::span<const BlockHash> block_hashes) {
   SequenceKv& state = sequence(seq);
   if (state.tier != Tier::device) {
     throw KvCacheError("kv cache: append to " + seq_name(seq) + ", which is swapped out");
@@ -256,39 +267,63 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
                            std::to_string(needed) + " free device blocks, " +
                            std::to_string(device_.num_free()) + " are free");
   }
-  if (tokens.empty()) return std::nullopt;
+  if (tokens.empty()) return kNoCopy;
 
-  std::optional<BlockCopy> copy;
-  if (needs_copy_on_write(state)) {
-    // The shared partial block is copied before this sequence writes into it.
-    const int32_t fill = state.num_tokens % config_.block_size;
-    const BlockId src = state.block_table.back();
-    const BlockId dst = take_device_block();
-    device_slots_filled_ += fill;
-    release_device_block(src, fill);  // stays held by the other sharers
-    state.block_table.back() = dst;
-    copy = BlockCopy{src, dst};
-    if (event_log_) event_log_->copy_on_write(seq, *copy);
-  }
-  state.last_block_maybe_shared = false;  // copied, or found exclusive
+  // The rare copy-on-write path lives in its own function: in this hot path (one call per
+  // scheduled sequence and step) an optional filled on the way cost a store-forwarding stall.
+  if (needs_copy_on_write(state)) [[unlikely]] return copy_and_append(seq, state, tokens, block_hashes);
+  state.last_block_maybe_shared = false;  // found exclusive
+  append_and_log(seq, state, tokens, block_hashes);
+  return kNoCopy;
+}
 
-  if (event_log_ == nullptr) [[likely]] {
-    append_tokens(state, tokens, nullptr, nullptr);
-  } else {
-    scratch_fresh_.clear();
-    scratch_cached_.clear();
-    append_tokens(state, tokens, &scratch_fresh_, &scratch_cached_);
-    if (!scratch_fresh_.empty() || !scratch_cached_.empty()) {
-      event_log_->append(seq, scratch_fresh_, scratch_cached_);
-    }
-  }
+std::optional<BlockCopy> KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                                         std::span<const BlockHash> known) {
+  // The shared partial block is copied before this sequence writes into it.
+  const int32_t fill = state.num_tokens % config_.block_size;
+  const BlockId src = state.block_table.back();
+  const BlockId dst = take_device_block();
+  device_slots_filled_ += fill;
+  release_device_block(src, fill);  // stays held by the other sharers
+  state.block_table.back() = dst;
+  const BlockCopy copy{src, dst};
+  if (event_log_) event_log_->copy_on_write(seq, copy);
+  state.last_block_maybe_shared = false;  // copied
+  append_and_log(seq, state, tokens, known);
   return copy;
 }
 
-void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens,
+void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                    std::span<const BlockHash> known) {
+  if (event_log_ == nullptr) [[likely]] {
+    append_tokens(state, tokens, known, nullptr, nullptr);
+    return;
+  }
+  scratch_fresh_.clear();
+  scratch_cached_.clear();
+  append_tokens(state, tokens, known, &scratch_fresh_, &scratch_cached_);
+  if (!scratch_fresh_.empty() || !scratch_cached_.empty()) event_log_->append(seq, scratch_fresh_, scratch_cached_);
+}
+
+void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
                                    std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
   const int32_t block_size = config_.block_size;
-  for (const TokenId token : tokens) {
+  if (tokens.size() == 1 && (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
+    // A decode's token that does not fill its block (15 in 16): the common case, kept short.
+    if (state.num_tokens % block_size == 0) {
+      const BlockId block = take_device_block();
+      state.block_table.push_back(block);
+      if (fresh) fresh->push_back(block);
+    }
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
+    ++device_slots_filled_;
+    ++state.num_tokens;
+    if (config_.enable_prefix_caching) state.tail_hasher.add(tokens.front());
+    return;
+  }
+  // A block's worth of tokens at a time: the run up to the end of the current block.
+  size_t next = 0;
+  while (next < tokens.size()) {
     const int32_t offset = state.num_tokens % block_size;
     if (offset == 0) {
       const BlockId block = take_device_block();
@@ -297,19 +332,31 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
     }
     PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1,
                           "append into a block that is shared");
-    ++device_slots_filled_;
-    ++state.num_tokens;
-    if (config_.enable_prefix_caching) {
-      state.tail_hasher.add(token);
-      if (offset + 1 == block_size) register_full_block(state, state.block_table.back(), cached);
+    const size_t run = std::min(tokens.size() - next, static_cast<size_t>(block_size - offset));
+    const std::span<const TokenId> part = tokens.subspan(next, run);
+    next += run;
+    device_slots_filled_ += static_cast<int64_t>(run);
+    state.num_tokens += static_cast<int32_t>(run);
+    if (!config_.enable_prefix_caching) continue;
+    const bool fills = offset + static_cast<int32_t>(run) == block_size;
+    const size_t index = state.block_table.size() - 1;  // the block being filled
+    const bool known_hash = fills && index < known.size();
+    if (!known_hash || kCheckKnownHashes) {
+      for (const TokenId token : part) state.tail_hasher.add(token);
+    }
+    if (!fills) continue;
+    if (known_hash) {
+      PAGEDLLM_DEBUG_ASSERT(state.tail_hasher.finish() == known[index], "a given block hash does not match the block's tokens");
+      register_full_block(state, state.block_table.back(), known[index], cached);
+    } else {
+      PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == block_size, "hashing a block that is not full");
+      register_full_block(state, state.block_table.back(), state.tail_hasher.finish(), cached);
     }
   }
 }
 
-void KvCacheManager::register_full_block(SequenceKv& state, BlockId block,
+void KvCacheManager::register_full_block(SequenceKv& state, BlockId block, const BlockHash& hash,
                                          std::vector<BlockId>* cached) {
-  PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == config_.block_size, "hashing a block that is not full");
-  const BlockHash hash = state.tail_hasher.finish();
   state.tail_hasher.reset(hash, state.salt);
   BlockMeta& meta = device_.meta(block);
   meta.hash = hash;

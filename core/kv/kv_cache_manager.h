@@ -101,8 +101,12 @@ class KvCacheManager {
 
   // Reserves one slot per token at the end of `seq` (new blocks on block boundaries). If the
   // last block is partially filled and shared, it is first copied: the returned copy must be
-  // applied by the executor before the step's forward pass.
-  std::optional<BlockCopy> append_slots(SeqId seq, std::span<const TokenId> tokens);
+  // applied by the executor before the step's forward pass. Optional `block_hashes`: the chain
+  // hashes of the sequence's leading full blocks, as hash_prompt_blocks(its tokens, block_size,
+  // its salt) gives them (a prompt's, computed for its admission): a block they cover is
+  // registered with its hash instead of hashing its tokens again (debug builds check they agree).
+  std::optional<BlockCopy> append_slots(SeqId seq, std::span<const TokenId> tokens,
+                                        std::span<const BlockHash> block_hashes = {});
 
   // `child` shares all of `parent`'s blocks (reference counts +1); both may then diverge.
   void fork(SeqId parent, SeqId child);
@@ -195,9 +199,17 @@ class KvCacheManager {
   BlockId take_device_block();
   void revive_device_block(BlockId block);    // acquire + slot accounting
   void release_device_block(BlockId block, int32_t fill);  // release + slot and cache accounting
-  void register_full_block(SequenceKv& seq, BlockId block, std::vector<BlockId>* cached);
-  // Appends tokens to a device sequence whose free blocks were checked by the caller.
-  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens,
+  void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
+  // append_slots' copy-on-write case: copies the shared last block, then appends.
+  [[gnu::noinline]] std::optional<BlockCopy> copy_and_append(SeqId seq, SequenceKv& state,
+                                                             std::span<const TokenId> tokens,
+                                                             std::span<const BlockHash> known);
+  // append_tokens, with the event log's `append` line when a log is set.
+  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known);
+  // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
+  // chain hashes of the sequence's leading full blocks (may be empty), used for the blocks they
+  // cover instead of hashing their tokens.
+  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, std::span<const BlockHash> known,
                      std::vector<BlockId>* fresh, std::vector<BlockId>* cached);
 
   KvCacheConfig config_;

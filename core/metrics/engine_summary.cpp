@@ -48,6 +48,45 @@ EngineSummary summarize_engine(const engine::Engine& engine) {
   return summary;
 }
 
+EngineSummary combine(std::span<const EngineSummary> replicas) {
+  EngineSummary total;
+  double weighted_usage = 0.0;
+  double weighted_waste = 0.0;
+  for (const EngineSummary& r : replicas) {
+    total.num_steps += r.num_steps;
+    total.busy_seconds += r.busy_seconds;
+    total.block_size = r.block_size;
+    total.device_blocks_total += r.device_blocks_total;
+    total.host_blocks_total += r.host_blocks_total;
+    weighted_usage += r.kv_usage_mean * r.busy_seconds;
+    weighted_waste += r.internal_waste_mean * r.busy_seconds;
+    total.kv_usage_peak = std::max(total.kv_usage_peak, r.kv_usage_peak);
+    total.host_blocks_peak = std::max(total.host_blocks_peak, r.host_blocks_peak);
+    total.prefix_query_tokens += r.prefix_query_tokens;
+    total.prefix_hit_tokens += r.prefix_hit_tokens;
+    total.prompt_tokens_computed += r.prompt_tokens_computed;
+    total.generation_tokens += r.generation_tokens;
+    total.preemptions_recompute += r.preemptions_recompute;
+    total.preemptions_swap += r.preemptions_swap;
+    total.blocks_swapped_out += r.blocks_swapped_out;
+    total.blocks_swapped_in += r.blocks_swapped_in;
+    total.requests_finished += r.requests_finished;
+    total.requests_aborted += r.requests_aborted;
+    total.requests_rejected += r.requests_rejected;
+    total.max_running = std::max(total.max_running, r.max_running);
+    total.max_waiting = std::max(total.max_waiting, r.max_waiting);
+    total.max_swapped = std::max(total.max_swapped, r.max_swapped);
+  }
+  if (total.busy_seconds > 0.0) {
+    total.kv_usage_mean = weighted_usage / total.busy_seconds;
+    total.internal_waste_mean = weighted_waste / total.busy_seconds;
+  }
+  if (total.prefix_query_tokens > 0) {
+    total.prefix_hit_rate = static_cast<double>(total.prefix_hit_tokens) / static_cast<double>(total.prefix_query_tokens);
+  }
+  return total;
+}
+
 std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t max_points) {
   const std::vector<engine::StepMetrics>& steps = engine.step_metrics();
   std::vector<TimelinePoint> timeline;
@@ -58,8 +97,16 @@ std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t 
     const auto peak = std::max_element(steps.begin() + static_cast<std::ptrdiff_t>(first),
                                        steps.begin() + static_cast<std::ptrdiff_t>(last),
                                        [](const auto& a, const auto& b) { return a.kv_usage < b.kv_usage; });
-    timeline.push_back({peak->end_time, peak->num_running, peak->num_waiting, peak->num_swapped, peak->kv_usage,
-                        peak->host_blocks_used, peak->num_batched_tokens});
+    timeline.push_back({.time = peak->end_time,
+                        .num_running = peak->num_running,
+                        .num_waiting = peak->num_waiting,
+                        .num_swapped = peak->num_swapped,
+                        .kv_usage = peak->kv_usage,
+                        .device_blocks_used = peak->device_blocks_used,
+                        .device_blocks_cached = peak->device_blocks_cached,
+                        .host_blocks_used = peak->host_blocks_used,
+                        .internal_waste_slots = peak->internal_waste_slots,
+                        .num_batched_tokens = peak->num_batched_tokens});
   }
   return timeline;
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -45,13 +46,21 @@ struct TimelinePoint {
   int32_t num_waiting = 0;
   int32_t num_swapped = 0;
   double kv_usage = 0.0;
-  int32_t host_blocks_used = 0;
+  int32_t device_blocks_used = 0;
+  int32_t device_blocks_cached = 0;     // holding prefix-cache content, in use or free
+  int32_t host_blocks_used = 0;         // swapped out
+  int64_t internal_waste_slots = 0;     // reserved but unfilled slots in used device blocks
   int32_t num_batched_tokens = 0;
 };
 
 // Needs the engine's step metrics (EngineConfig::record_step_metrics) for the time-weighted
 // figures; counters and prefix statistics come from the engine either way.
 EngineSummary summarize_engine(const engine::Engine& engine);
+
+// A cluster's replicas as one: counts and busy time summed, peaks and maxima the largest, KV
+// usage and waste averaged weighted by each replica's busy time, the prefix hit rate over all
+// queries. Block totals are summed (the cluster's memory).
+EngineSummary combine(std::span<const EngineSummary> replicas);
 
 // At most `max_points` points: every step when there are few, else the step with the highest
 // KV usage out of each run of consecutive steps (peaks survive the thinning).

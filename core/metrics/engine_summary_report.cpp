@@ -61,7 +61,10 @@ nlohmann::json to_json(std::span<const TimelinePoint> timeline) {
                       {"num_waiting", point.num_waiting},
                       {"num_swapped", point.num_swapped},
                       {"kv_usage", point.kv_usage},
+                      {"device_blocks_used", point.device_blocks_used},
+                      {"device_blocks_cached", point.device_blocks_cached},
                       {"host_blocks_used", point.host_blocks_used},
+                      {"internal_waste_slots", point.internal_waste_slots},
                       {"num_batched_tokens", point.num_batched_tokens}});
   }
   return points;

@@ -11,8 +11,8 @@
 namespace pagedllm::metrics {
 
 nlohmann::json to_json(const EngineSummary& summary);
-// [{"time", "num_running", "num_waiting", "num_swapped", "kv_usage", "host_blocks_used",
-//   "num_batched_tokens"}, ...]
+// [{"time", "num_running", "num_waiting", "num_swapped", "kv_usage", "device_blocks_used",
+//   "device_blocks_cached", "host_blocks_used", "internal_waste_slots", "num_batched_tokens"}, ...]
 nlohmann::json to_json(std::span<const TimelinePoint> timeline);
 
 void print_engine_summary(const EngineSummary& summary, std::ostream& out);

@@ -19,13 +19,4 @@ PreemptionMode choose_preemption_mode(const SchedulerConfig& config, const Seque
   return victim.num_unfinished_seqs() > 1 ? PreemptionMode::swap : PreemptionMode::recompute;
 }
 
-int32_t plan_chunk(const ChunkRequest& request) {
-  const int32_t remaining = request.end - request.start;
-  if (remaining <= request.token_budget) return std::max(remaining, 0);
-  if (!request.allow_chunking || request.token_budget <= 0) return 0;
-  const int32_t end = request.start + request.token_budget;
-  const int32_t aligned_end = end / request.block_size * request.block_size;
-  return aligned_end > request.start ? aligned_end - request.start : request.token_budget;
-}
-
 }  // namespace pagedllm::sched

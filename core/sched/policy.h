@@ -27,6 +27,14 @@ struct ChunkRequest {
 
 // How many tokens to compute now: everything if the budget allows; otherwise (with chunking) as
 // much as fits, ending on a block boundary where that leaves a non-empty chunk; 0 if nothing fits.
-int32_t plan_chunk(const ChunkRequest& request);
+// Inline: the scheduler asks once per scheduled sequence and step.
+inline int32_t plan_chunk(const ChunkRequest& request) {
+  const int32_t remaining = request.end - request.start;
+  if (remaining <= request.token_budget) return remaining > 0 ? remaining : 0;
+  if (!request.allow_chunking || request.token_budget <= 0) return 0;
+  const int32_t end = request.start + request.token_budget;
+  const int32_t aligned_end = end / request.block_size * request.block_size;
+  return aligned_end > request.start ? aligned_end - request.start : request.token_budget;
+}
 
 }  // namespace pagedllm::sched

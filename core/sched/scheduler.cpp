@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "core/common/check.h"
+#include "core/common/mix.h"
 #include "core/kv/kv_errors.h"
 #include "core/sched/policy.h"
 
@@ -17,6 +19,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Scheduler::Scheduler(const SchedulerConfig& config, kv::KvCacheManager& kv) : config_(config), kv_(kv) {
   validate(config_);
 }
+
+uint64_t Scheduler::RequestIdBits::operator()(RequestId id) const { return mix64(static_cast<uint64_t>(id)); }
 
 // --- queues ------------------------------------------------------------------------------------
 
@@ -72,9 +76,18 @@ SequenceGroup& Scheduler::add(std::unique_ptr<SequenceGroup> group) {
     throw std::invalid_argument("scheduler: a new group must be waiting with exactly one sequence");
   }
   const RequestId id = group->request.id;
-  if (groups_.contains(id)) throw std::invalid_argument("scheduler: request id " + std::to_string(id) + " is in use");
+  if (find(id) != nullptr) throw std::invalid_argument("scheduler: request id " + std::to_string(id) + " is in use");
   SequenceGroup& added = *group;
-  groups_.emplace(id, std::move(group));
+  int32_t slot = 0;
+  if (free_group_slots_.empty()) {
+    slot = static_cast<int32_t>(group_slots_.size());
+    group_slots_.push_back(std::move(group));
+  } else {
+    slot = free_group_slots_.back();
+    free_group_slots_.pop_back();
+    group_slots_[static_cast<size_t>(slot)] = std::move(group);
+  }
+  group_index_.insert(id, slot);
   const std::string reason = never_fits_reason(added);
   if (!reason.empty()) {
     added.state = GroupState::finished;
@@ -94,11 +107,17 @@ StepPlan Scheduler::schedule(int64_t step, double now) {
   current_step_ = step;
   StepState state{&plan, now, config_.max_num_batched_tokens, config_.max_num_seqs};
   if (config_.policy == SchedulingPolicy::priority) preempt_for_priority(state);
+  plan.sequences = std::move(spare_sequences_);
+  plan.sequences.clear();
   plan.sequences.reserve(running_.size() + 64);
   schedule_running(state);
   if (!state.preempted_any) schedule_swapped(state);
   if (!state.preempted_any && swapped_.empty()) schedule_waiting(state);
   return plan;
+}
+
+void Scheduler::recycle(StepPlan&& plan) {
+  if (plan.sequences.capacity() > spare_sequences_.capacity()) spare_sequences_ = std::move(plan.sequences);
 }
 
 void Scheduler::schedule_running(StepState& state) {
@@ -183,7 +202,46 @@ void Scheduler::preempt_for_priority(StepState& state) {
   state.preempted_any = false;  // these preemptions make room for admission, not against it
 }
 
+Scheduler::Outcome Scheduler::try_schedule_one(StepState& state, SequenceGroup& group) {
+  const int32_t block_size = kv_.config().block_size;
+  Sequence& seq = group.seqs.front();
+  // One sequence, so no lockstep and nothing to rejoin: try_schedule's `active` is 1 or 0, its
+  // share the whole budget, and the group counts one sequence.
+  if (seq.num_computed_tokens >= seq.num_tokens() || state.token_budget < 1) return Outcome::out_of_budget;
+  int32_t tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), state.token_budget, block_size,
+                               config_.enable_chunked_prefill});
+  if (tokens == 0) return Outcome::out_of_budget;
+  const int32_t offset = seq.num_computed_tokens % block_size;
+  int32_t blocks = (offset + tokens + block_size - 1) / block_size;  // an upper bound, as try_schedule's
+  if (blocks > kv_.device_pool().num_free()) blocks = kv_.num_blocks_to_append(seq.id, tokens);
+  if (state.seq_budget < 1) return Outcome::out_of_budget;
+  bool fits = blocks <= kv_.device_pool().num_free();
+  while (!fits && make_room(state, group, blocks)) fits = blocks <= kv_.device_pool().num_free();
+  if (!fits) {
+    // Nobody left to preempt: a lone prompt may still compute the part that fits.
+    if (!group.is_prefilling()) return Outcome::out_of_blocks;
+    const int32_t free_slots = kv_.device_pool().num_free() * block_size + (block_size - offset) % block_size;
+    tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), std::min(free_slots, state.token_budget),
+                         block_size, true});
+    if (tokens == 0 || tokens >= seq.num_uncomputed_tokens()) return Outcome::out_of_blocks;
+  }
+  const int32_t start = seq.num_computed_tokens;
+  // A group of one sequence that was never forked holds the sequence its admission hashed.
+  const auto copy =
+      kv_.append_slots(seq.id, std::span<const TokenId>(seq.tokens).subspan(start, tokens), group.admission_hashes);
+  if (copy) state.plan->copies.push_back(*copy);
+  add_to_plan(state, group, 0, start, start + tokens);
+  release_admission_hashes(group, start + tokens);
+  state.token_budget -= tokens;
+  state.seq_budget -= 1;
+  group.last_scheduled_step = current_step_;
+  return Outcome::scheduled;
+}
+
 Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& group) {
+  if (group.seqs.size() == 1 && !group.seqs.front().finished() && !is_rejoining(group.seqs.front())) {
+    return try_schedule_one(state, group);
+  }
   const int32_t block_size = kv_.config().block_size;
   scratch_new_tokens_.assign(group.seqs.size(), 0);
   const bool lockstep = group.is_beam_search() && group.is_prefilling() && group.num_unfinished_seqs() > 1;
@@ -356,8 +414,9 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   group.state = GroupState::running;
   insert_sorted(running_, &group);
   if (tokens > 0) add_to_plan(state, group, static_cast<size_t>(leader - group.seqs.begin()), cached, cached + tokens);
-  group.admission_hashes.clear();
-  group.admission_hashes.shrink_to_fit();
+  // The hashes are kept while the prompt's later chunks are computed (try_schedule_one passes
+  // them on, so that the KV manager does not hash those blocks again).
+  release_admission_hashes(group, cached + tokens);
   state.token_budget -= tokens;
   state.seq_budget -= num_seqs;
   group.last_scheduled_step = current_step_;
@@ -397,7 +456,9 @@ void Scheduler::reject(StepState& state, SequenceGroup& group, const std::string
 void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end) {
   const Sequence& seq = group.seqs[seq_index];
   const SamplingParams& params = group.request.params;
-  ScheduledSequence scheduled;
+  // Built in place: a local copied in afterwards costs store-forwarding stalls in this hot loop.
+  StepPlan& plan = *state.plan;
+  ScheduledSequence& scheduled = plan.sequences.emplace_back();
   scheduled.request = group.request.id;
   scheduled.seq = seq.id;
   scheduled.sample_index = static_cast<int32_t>(seq_index);
@@ -415,22 +476,29 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
       scheduled.num_samples = params.n;  // the group forks into n samples after this step
     }
   }
-  StepPlan& plan = *state.plan;
   const int32_t tokens = end - start;
   plan.num_batched_tokens += tokens;
   (scheduled.is_prefill() ? plan.num_prefill_tokens : plan.num_decode_tokens) += tokens;
-  plan.sequences.push_back(scheduled);
   if (group.times.first_scheduled < 0) group.times.first_scheduled = state.now;
 }
 
 // --- between steps -----------------------------------------------------------------------------
 
 SequenceGroup* Scheduler::find(RequestId id) {
-  const auto it = groups_.find(id);
-  return it == groups_.end() ? nullptr : it->second.get();
+  const int32_t slot = group_index_.find(id);
+  return slot == decltype(group_index_)::kAbsent ? nullptr : group_slots_[static_cast<size_t>(slot)].get();
+}
+
+void Scheduler::release_admission_hashes(SequenceGroup& group, int32_t num_slots) const {
+  if (group.admission_hashes.empty()) return;
+  if (static_cast<int64_t>(num_slots) < static_cast<int64_t>(group.admission_hashes.size()) * kv_.config().block_size) return;
+  group.admission_hashes.clear();  // every hashed block has its slots
+  group.admission_hashes.shrink_to_fit();
 }
 
 Sequence& Scheduler::fork(SequenceGroup& group, size_t parent_index, SeqId child_id) {
+  group.admission_hashes.clear();  // they belong to one sequence: the sequences now differ
+  group.admission_hashes.shrink_to_fit();
   Sequence child = group.seqs.at(parent_index);
   child.id = child_id;
   kv_.fork(group.seqs[parent_index].id, child_id);
@@ -465,10 +533,13 @@ bool Scheduler::abort(RequestId id) {
 }
 
 std::unique_ptr<SequenceGroup> Scheduler::take_finished(RequestId id) {
-  const auto it = groups_.find(id);
-  if (it == groups_.end() || it->second->state != GroupState::finished) return nullptr;
-  std::unique_ptr<SequenceGroup> group = std::move(it->second);
-  groups_.erase(it);
+  const int32_t slot = group_index_.find(id);
+  if (slot == decltype(group_index_)::kAbsent) return nullptr;
+  std::unique_ptr<SequenceGroup>& owned = group_slots_[static_cast<size_t>(slot)];
+  if (owned->state != GroupState::finished) return nullptr;
+  std::unique_ptr<SequenceGroup> group = std::move(owned);
+  group_index_.erase(id);
+  free_group_slots_.push_back(slot);
   return group;
 }
 
@@ -476,8 +547,10 @@ void Scheduler::check_invariants() const {
   const auto fail = [](const std::string& what) { throw std::logic_error("scheduler invariant broken: " + what); };
   size_t queued = 0;
   int32_t live_kv_sequences = 0;
-  for (const auto& [id, owned] : groups_) {
+  for (const std::unique_ptr<SequenceGroup>& owned : group_slots_) {
+    if (!owned) continue;
     const SequenceGroup& group = *owned;
+    const RequestId id = group.request.id;
     const std::string name = "request " + std::to_string(id);
     const Queue* queue = group.state == GroupState::waiting   ? &waiting_
                          : group.state == GroupState::running ? &running_

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/kv/flat_index.h"
 #include "core/kv/kv_cache_manager.h"
 #include "core/sched/scheduler_config.h"
 #include "core/sched/sequence.h"
@@ -44,6 +45,8 @@ class Scheduler {
   bool abort(RequestId id);
 
   StepPlan schedule(int64_t step, double now);
+  // Hands a plan back once the step is applied: the next schedule() reuses its buffers. Optional.
+  void recycle(StepPlan&& plan);
 
   // --- between steps: the engine's bookkeeping after a step ----------------------------------
   SequenceGroup* find(RequestId id);
@@ -89,6 +92,9 @@ class Scheduler {
 
   // Reserves slots and adds the group's sequences to the plan, or reports what stopped it.
   Outcome try_schedule(StepState& state, SequenceGroup& group);
+  // try_schedule for a group of one live sequence that holds KV (the common case): the same
+  // decisions, without the bookkeeping that forked and rejoining sequences need.
+  Outcome try_schedule_one(StepState& state, SequenceGroup& group);
   bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }
   // Live sequences holding KV: every one but siblings waiting to rejoin after a recompute.
   std::span<const SeqId> resident_ids(const SequenceGroup& group);
@@ -105,16 +111,26 @@ class Scheduler {
   bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);
   void preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode = std::nullopt);
   void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end);
+  // Drops the group's admission hashes once its sequence holds slots for every block they cover.
+  void release_admission_hashes(SequenceGroup& group, int32_t num_slots) const;
   Outcome admit(StepState& state, SequenceGroup& group);
   void reject(StepState& state, SequenceGroup& group, const std::string& reason);
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;
-  std::unordered_map<RequestId, std::unique_ptr<SequenceGroup>> groups_;
+  struct RequestIdBits {
+    uint64_t operator()(RequestId id) const;  // mixes the id: sequential ids must spread out
+  };
+  // Every group not yet taken back, in slots (null = free) found by request id: a flat index,
+  // since find() runs for each scheduled sequence in each step.
+  kv::FlatIndex<RequestId, RequestIdBits> group_index_;
+  std::vector<std::unique_ptr<SequenceGroup>> group_slots_;
+  std::vector<int32_t> free_group_slots_;
   Queue waiting_;
   Queue running_;
   Queue swapped_;
   int64_t current_step_ = -1;
+  std::vector<ScheduledSequence> spare_sequences_;  // a recycled plan's buffer (empty, with capacity)
   std::vector<SequenceGroup*> scratch_groups_;  // queue snapshots: preemption edits the queues
   std::vector<SequenceGroup*> scratch_prefilling_;
   std::vector<int32_t> scratch_new_tokens_;

@@ -23,12 +23,6 @@ const char* to_string(GroupState state) {
   return "?";
 }
 
-int32_t SequenceGroup::num_unfinished_seqs() const {
-  int32_t count = 0;
-  for (const Sequence& seq : seqs) count += seq.finished() ? 0 : 1;
-  return count;
-}
-
 std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq) {
   auto group = std::make_unique<SequenceGroup>();
   Sequence seq;
@@ -39,14 +33,6 @@ std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_
   group->request = std::move(request);
   group->seqs.push_back(std::move(seq));
   return group;
-}
-
-bool SequenceGroup::is_prefilling() const {
-  for (const Sequence& seq : seqs) {
-    if (seq.finished()) continue;
-    if (seq.num_uncomputed_tokens() > 1 || seq.num_computed_tokens < seq.num_prompt_tokens) return true;
-  }
-  return false;
 }
 
 }  // namespace pagedllm::sched

@@ -54,16 +54,28 @@ struct SequenceGroup {
   FinishReason finish_reason = FinishReason::none;
   std::string finish_message;             // why a group was rejected
   RequestTimes times;
-  std::vector<kv::BlockHash> admission_hashes;  // block hashes of seqs[0] while waiting (cached)
+  // Block hashes of the admitted sequence's tokens: cached while it waits, then kept while its
+  // prompt is computed, for a group not forked since (the KV manager then need not hash again).
+  std::vector<kv::BlockHash> admission_hashes;
   int64_t last_scheduled_step = -1;             // the scheduler's mark: scheduled in this step
   int64_t last_sampled_step = -1;               // the engine's mark: sampled in this step
   std::vector<int32_t> num_reported_tokens;     // per sequence: output tokens already reported (delta)
 
-  int32_t num_unfinished_seqs() const;
+  int32_t num_unfinished_seqs() const {  // inline: the scheduler and the engine ask every step
+    int32_t count = 0;
+    for (const Sequence& seq : seqs) count += seq.finished() ? 0 : 1;
+    return count;
+  }
   bool is_beam_search() const { return request.params.use_beam_search(); }
   // True while a live sequence has prompt tokens, or more than its last token, left to compute
   // (the same test as ScheduledSequence::is_prefill, so plans list decodes first).
-  bool is_prefilling() const;
+  bool is_prefilling() const {
+    for (const Sequence& seq : seqs) {
+      if (seq.finished()) continue;
+      if (seq.num_uncomputed_tokens() > 1 || seq.num_computed_tokens < seq.num_prompt_tokens) return true;
+    }
+    return false;
+  }
 };
 
 // A new request's group: waiting, with one sequence `first_seq` holding the prompt.

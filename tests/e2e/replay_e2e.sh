@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end through the binary: trace synth / convert / stats, replay on cpu and sim of the
-# committed traces, preemption in both modes, and bad input (a malformed line is reported with
-# file, line and field, and the rest of the trace still runs; --strict stops).
+# committed traces, preemption in both modes, bad input (a malformed line is reported with file,
+# line and field, and the rest of the trace still runs; --strict stops), the lockstep check,
+# simulate (routers, the contiguous allocator) and plan.
 #   tests/e2e/replay_e2e.sh PAGEDLLM_BINARY SOURCE_DIR
 set -euo pipefail
 pagedllm="$1"
@@ -70,6 +71,44 @@ if "$pagedllm" replay --trace "$work/bad.jsonl" --strict -q > /dev/null 2> "$wor
 fi
 grep -q "bad.jsonl:2: output_len" "$work/strict.err" || fail "--strict error lacks file:line: field"
 echo "ok: --strict stops at the bad line"
+
+echo "--- check: cpu and sim in lockstep write identical KV event logs, through preemption"
+for mode in swap recompute; do
+  "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --max-requests 40 --rate-scale 50 \
+    --num-gpu-blocks-override 120 --threads 1 --preemption-mode "$mode" > "$work/check_$mode.txt"
+  grep -q "ok: sim vs cpu: KV event logs identical" "$work/check_$mode.txt" || fail "check $mode: $(cat "$work/check_$mode.txt")"
+  preempted=$(sed -n "s/.*sim .*preemptions \([0-9]*\) recompute \/ \([0-9]*\) swap.*/\1 \2/p" "$work/check_$mode.txt")
+  [ "$mode" == swap ] && count=${preempted#* } || count=${preempted% *}
+  [ "${count:-0}" -gt 0 ] || fail "check $mode: no $mode preemption ($preempted)"
+  echo "ok: check under $mode preemption ($count)"
+done
+
+echo "--- simulate: routers and the contiguous (pre-vLLM) allocator"
+for router in round-robin prefix-affinity; do
+  "$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --model llama-3-8b --replicas 4 \
+    --router "$router" --rate-scale 8 -q -o "$work/$router.json" > /dev/null
+done
+expect "prefix-affinity hits more of the prefix cache than round-robin" \
+  "$(python3 -c "import json; a=json.load(open('$work/prefix-affinity.json')); b=json.load(open('$work/round-robin.json')); print(a['engine']['prefix_hit_rate'] > b['engine']['prefix_hit_rate'] and len(a['replicas']) == 4)")" True
+for allocator in paged contiguous; do
+  "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model llama-2-13b --hardware a100-40gb \
+    --max-model-len 2048 --allocator "$allocator" --time fast -q -o "$work/$allocator.json" > /dev/null
+done
+expect "paged KV wastes under 5% of its slots" "$(json "$work/paged.json" "d['engine']['internal_waste_mean'] < 0.05")" True
+expect "contiguous reservation wastes over half" "$(json "$work/contiguous.json" "d['engine']['internal_waste_mean'] > 0.5")" True
+expect "paged serves more tokens per second" \
+  "$(python3 -c "import json; a=json.load(open('$work/paged.json')); b=json.load(open('$work/contiguous.json')); print(a['metrics']['output_throughput'] > 1.5 * b['metrics']['output_throughput'])")" True
+
+echo "--- plan: the highest rate within the SLOs"
+"$pagedllm" trace synth -n 400 --request-rate 2 --seed 5 -o "$work/plan_trace.jsonl" 2>/dev/null
+"$pagedllm" plan --trace "$work/plan_trace.jsonl" --model llama-2-7b --hardware h100-sxm \
+  --slo ttft_p99=1000,tpot_p99=50 --target-rate 30 --sweep max-num-seqs=32,256 -o "$work/plan.json" > "$work/plan.txt"
+expect "plan: both configurations found a rate" \
+  "$(json "$work/plan.json" "all(c['max_request_rate_per_replica'] > 2 for c in d['configurations'])")" True
+expect "plan: the chosen points meet the SLOs" \
+  "$(json "$work/plan.json" "all(c['latency_ms']['ttft_p99'] <= 1000 and c['latency_ms']['tpot_p99'] <= 50 for c in d['configurations'])")" True
+expect "plan: more running sequences sustain more" \
+  "$(json "$work/plan.json" "d['configurations'][1]['max_request_rate_per_replica'] > d['configurations'][0]['max_request_rate_per_replica']")" True
 
 echo "--- converting the real Azure trace"
 azure="$source_dir/../shared/traces/azure_llm_2023_code.csv"

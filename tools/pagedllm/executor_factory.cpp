@@ -1,12 +1,15 @@
 #include "tools/pagedllm/executor_factory.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 
 #include "cpu_ref/cpu_executor.h"
 #include "sim/model_shape.h"
+#include "sim/profile_cost_model.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
+#include "sim/step_profile.h"
 
 namespace pagedllm::cli {
 
@@ -28,7 +31,15 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
       ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1), "sim: GPUs per replica")
       ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
        "sim: fraction of GPU memory for weights, activations and KV")
-      ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib), "sim: GiB of host swap per GPU");
+      ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib), "sim: GiB of host swap per GPU")
+      ("profile", po::value(&options.profile),
+       "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
+       "executor sizes them (cpu: --kv-cache-mib, --swap-space-mib) unless --num-gpu-blocks-override")
+      ("profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
+       "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
+      ("profile-quiet", po::bool_switch(&options.profile_quiet),
+       "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
+       "step times of the machine as busy as it was while profiling (the profile's load factor)");
   description.add(executor);
 }
 
@@ -55,8 +66,73 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   return setup;
 }
 
+sim::ProfileModel profile_model_of(const model::ModelConfig& config) {
+  return {.name = "",
+          .num_layers = config.num_layers,
+          .hidden_size = config.hidden_size,
+          .num_heads = config.num_heads,
+          .num_kv_heads = config.num_kv_heads,
+          .head_dim = config.head_dim,
+          .intermediate_size = config.intermediate_size,
+          .vocab_size = config.vocab_size};
+}
+
+// The simulator on a measured profile: the profile must come from this model and block size, and
+// the KV tiers are those the profiled executor would have, so the simulated run has the same
+// blocks as the real one.
+ExecutorSetup make_profile_sim_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
+                                        engine::EngineConfig& config) {
+  if (!options.sim_model.empty()) throw po::error("--profile: the profile fixes the model; drop --sim-model");
+  sim::StepProfile profile = sim::read_step_profile(options.profile);
+  if (!profile.model.same_shape(profile_model_of(bundle.config))) {
+    throw po::error("--profile " + options.profile + ": measured on model '" + profile.model.name +
+                    "', whose shape differs from --model " + bundle.source.path);
+  }
+  kv::KvCacheConfig& cache = config.cache;
+  if (profile.block_size != cache.block_size) {
+    throw po::error("--profile " + options.profile + ": measured with block size " +
+                    std::to_string(profile.block_size) + ", the engine has --block-size " +
+                    std::to_string(cache.block_size));
+  }
+  if (profile.executor == "cpu_ref") {
+    if (cache.num_device_blocks == 0) {
+      cache.num_device_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
+                                                                 static_cast<uint64_t>(options.kv_cache_mib) << 20);
+    }
+    cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
+                                                             static_cast<uint64_t>(options.swap_space_mib) << 20);
+  } else if (cache.num_device_blocks == 0) {
+    throw po::error("--profile " + options.profile + ": a profile of '" + profile.executor +
+                    "' needs --num-gpu-blocks-override (its KV sizing is not known here)");
+  }
+  const auto cost_model = std::make_shared<const sim::ProfileCostModel>(
+      sim::ProfileCostModelConfig{.profile = std::move(profile),
+                                  .include_engine_overhead = options.profile_engine_overhead,
+                                  .apply_load_factor = !options.profile_quiet});
+  const sim::StepProfile& measured = cost_model->config().profile;
+  sim::SimExecutorConfig sim_config;
+  sim_config.cost_model = cost_model;
+  sim_config.tokens.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+  ExecutorSetup setup;
+  setup.executor = std::make_unique<sim::SimExecutor>(sim_config, cache);
+  std::ostringstream description;
+  description << "sim (profile " << options.profile << ": " << measured.executor << ", " << measured.num_threads
+              << " threads, " << measured.device << ", ";
+  if (options.profile_quiet) {
+    description << "quiet";
+  } else {
+    description << "load factor " << std::setprecision(3) << measured.load_factor;
+  }
+  description << (options.profile_engine_overhead ? ", with engine overhead" : "") << "), KV blocks: "
+              << cache.num_device_blocks << " (" << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+              << " tokens), swap blocks: " << cache.num_host_blocks;
+  setup.description = description.str();
+  return setup;
+}
+
 ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                                 engine::EngineConfig& config) {
+  if (!options.profile.empty()) return make_profile_sim_executor(options, bundle, config);
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.hardware);
   roofline.model = options.sim_model.empty() ? sim::model_shape_from_config(bundle.config, bundle.source.path)

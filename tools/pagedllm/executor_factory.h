@@ -1,6 +1,7 @@
 // Building the executor a subcommand runs on (`--executor cpu|sim`), and sizing its KV cache:
 // the CPU engine from a memory budget for fp32 KV, the simulator as vLLM sizes a GPU's
-// (memory x utilization - weights, over the bytes of a block).
+// (memory x utilization - weights, over the bytes of a block), or, with a measured profile
+// (`--profile`), as the profiled executor sizes its own (the CPU engine's: --kv-cache-mib).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -26,6 +27,10 @@ struct ExecutorOptions {
   int32_t tensor_parallel = 1;
   double gpu_memory_utilization = 0.9;
   double swap_space_gib = 4.0;           // per GPU, vLLM's default
+  // sim with a measured profile (`pagedllm profile`) instead of the roofline
+  std::string profile;
+  bool profile_engine_overhead = false;  // add the engine's own time per step (wall-clock replays)
+  bool profile_quiet = false;            // the tables as measured, without the profile's load factor
 };
 
 void add_executor_options(boost::program_options::options_description& description, ExecutorOptions& options);

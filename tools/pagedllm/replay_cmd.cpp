@@ -105,6 +105,9 @@ int run_replay(const std::vector<std::string>& args) {
   engine::EngineConfig config =
       engine_config_from(options.engine, preset_shape ? std::max(model_max_len, options.engine.max_model_len) : model_max_len);
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  // replay_requests keeps only final outputs: a cumulative report per step would copy every
+  // request's tokens each step (quadratic in the output length).
+  config.output_kind = engine::OutputKind::final_only;
   if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
   ExecutorSetup setup = make_executor(options.executor, bundle, config);
 
@@ -155,7 +158,7 @@ int run_replay(const std::vector<std::string>& args) {
                        .read_report = &read_report,
                        .materialized = &requests,
                        .result = &result,
-                       .engine = &engine};
+                       .engines = {&engine}};
   input.config = {{"model", bundle.source.path},
                   {"rate_scale", options.rate_scale},
                   {"over_length", options.over_length},

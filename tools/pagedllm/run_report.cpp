@@ -108,7 +108,9 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
   const double duration = input.result->end_time - input.result->start_time;
   if (duration > 0.0) with_duration.duration = duration;
   const metrics::ServingMetrics serving = metrics::compute_serving_metrics(records, with_duration);
-  const metrics::EngineSummary summary = metrics::summarize_engine(*input.engine);
+  std::vector<metrics::EngineSummary> replicas;
+  for (const engine::Engine* engine : input.engines) replicas.push_back(metrics::summarize_engine(*engine));
+  const metrics::EngineSummary summary = replicas.size() == 1 ? replicas.front() : metrics::combine(replicas);
 
   const trace::ReadReport& read = *input.read_report;
   out << "Executor: " << input.executor_description << '\n'
@@ -118,6 +120,9 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
   if (input.materialized->num_clipped > 0) out << ", " << input.materialized->num_clipped << " clipped to max-model-len";
   out << "; " << input.time_mode << " time\n";
   metrics::print_serving_metrics(serving, out);
+  if (replicas.size() > 1) {
+    out << "Cluster of " << replicas.size() << " replicas (counts summed; usage weighted by busy time):\n";
+  }
   metrics::print_engine_summary(summary, out);
 
   if (!options.output_json.empty()) {
@@ -130,7 +135,13 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
     document["trace"] = trace_json(input);
     document["metrics"] = metrics::to_json(serving);
     document["engine"] = metrics::to_json(summary);
-    const std::vector<metrics::TimelinePoint> timeline = metrics::engine_timeline(*input.engine, options.timeline_points);
+    if (replicas.size() > 1) {
+      nlohmann::json per_replica = nlohmann::json::array();
+      for (const metrics::EngineSummary& replica : replicas) per_replica.push_back(metrics::to_json(replica));
+      document["replicas"] = std::move(per_replica);
+    }
+    const std::vector<metrics::TimelinePoint> timeline =
+        metrics::engine_timeline(*input.engines.front(), options.timeline_points);
     document["timeline"] = metrics::to_json(timeline);
     nlohmann::json requests = nlohmann::json::array();
     for (const metrics::RequestRecord& record : records) requests.push_back(request_json(record));

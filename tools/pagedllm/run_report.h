@@ -34,7 +34,7 @@ struct RunReportInput {
   const trace::ReadReport* read_report = nullptr;
   const trace::MaterializedTrace* materialized = nullptr;  // its requests may have been moved out
   const engine::ReplayResult* result = nullptr;
-  const engine::Engine* engine = nullptr;
+  std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
   nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
 };
 

@@ -7,13 +7,17 @@
 namespace pagedllm::cli {
 
 int run_chat_template(const std::vector<std::string>& args);
+int run_check(const std::vector<std::string>& args);
 int run_dequantize(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_kv_demo(const std::vector<std::string>& args);
 int run_make_model(const std::vector<std::string>& args);
+int run_profile(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
 int run_replay(const std::vector<std::string>& args);
 int run_score(const std::vector<std::string>& args);
+int run_simulate(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_trace(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);

@@ -1,0 +1,114 @@
+#include "sim/cluster.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace pagedllm::sim {
+
+ClusterSimulation::ClusterSimulation(ClusterConfig config)
+    : config_(std::move(config)), replicas_(static_cast<size_t>(std::max(config_.num_replicas, 0))),
+      router_(config_.router) {
+  if (config_.num_replicas < 1) throw std::invalid_argument("cluster: num_replicas must be at least 1");
+  if (!config_.make_executor) throw std::invalid_argument("cluster: make_executor is required");
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    Replica& replica = replicas_[i];
+    replica.executor = config_.make_executor(static_cast<int32_t>(i));
+    replica.engine = std::make_unique<engine::Engine>(config_.engine, *replica.executor, replica.clock);
+    engines_.push_back(replica.engine.get());
+  }
+}
+
+int32_t ClusterSimulation::replica_of(sched::RequestId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= replica_of_.size()) return -1;
+  return replica_of_[static_cast<size_t>(id)];
+}
+
+void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayResult& result,
+                                   engine::ReplayProgress& progress) {
+  replica.clock.set(now);
+  for (engine::RequestOutput& output : replica.engine->step()) {
+    if (!output.finished) continue;
+    ++progress.num_finished;
+    result.outputs.push_back(std::move(output));
+  }
+  ++counters_.num_steps;
+  // A step that scheduled nothing leaves the replica idle until its next arrival.
+  replica.busy = replica.engine->num_idle_steps() == 0 && replica.engine->has_unfinished();
+  if (config_.on_progress) {
+    progress.now = replica.clock.now();
+    progress.num_running = 0;
+    progress.num_waiting = 0;
+    for (const engine::Engine* engine : engines_) {
+      progress.num_running += engine->scheduler().num_running();
+      progress.num_waiting += engine->scheduler().num_waiting();
+    }
+    config_.on_progress(progress);
+  }
+}
+
+engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests) {
+  if (!std::is_sorted(requests.begin(), requests.end(),
+                      [](const sched::Request& a, const sched::Request& b) { return a.arrival_time < b.arrival_time; })) {
+    throw std::invalid_argument("cluster: requests must be sorted by arrival time");
+  }
+  engine::ReplayResult result;
+  engine::ReplayProgress progress;
+  progress.num_total = static_cast<int64_t>(requests.size());
+  for (const sched::Request& request : requests) {
+    if (request.id >= 0) replica_of_.resize(std::max(replica_of_.size(), static_cast<size_t>(request.id) + 1), -1);
+  }
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  size_t next = 0;
+  while (true) {
+    // The earliest step end (lowest replica index on ties).
+    size_t stepping = replicas_.size();
+    double step_end = kNever;
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (replicas_[i].busy && replicas_[i].clock.now() < step_end) {
+        step_end = replicas_[i].clock.now();
+        stepping = i;
+      }
+    }
+    const double arrival = next < requests.size() ? requests[next].arrival_time : kNever;
+    if (stepping == replicas_.size() && next == requests.size()) break;
+    if (step_end < arrival) {  // on ties the arrival first: the next step admits it
+      Replica& replica = replicas_[stepping];
+      if (replica.engine->has_unfinished()) {
+        start_step(replica, step_end, result, progress);
+      } else {
+        replica.busy = false;
+      }
+      continue;
+    }
+    sched::Request& request = requests[next++];
+    ++counters_.num_arrivals;
+    ++progress.num_added;
+    const size_t target = router_.route(request, engines_);
+    Replica& replica = replicas_[target];
+    if (request.id >= 0) replica_of_[static_cast<size_t>(request.id)] = static_cast<int32_t>(target);
+    try {
+      replica.engine->add_request(request);
+    } catch (const std::invalid_argument& error) {
+      result.refused.push_back({request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()),
+                                error.what()});
+      ++progress.num_finished;
+      continue;
+    }
+    if (!replica.busy) start_step(replica, std::max(replica.clock.now(), arrival), result, progress);
+  }
+  for (const Replica& replica : replicas_) {
+    if (replica.engine->has_unfinished()) {
+      throw std::runtime_error("cluster: a replica stalled with " + std::to_string(num_outstanding(*replica.engine)) +
+                               " unfinished requests and nothing it could schedule");
+    }
+  }
+  result.start_time = 0.0;
+  result.end_time = 0.0;
+  for (const Replica& replica : replicas_) result.end_time = std::max(result.end_time, replica.clock.now());
+  std::sort(result.outputs.begin(), result.outputs.end(),
+            [](const engine::RequestOutput& a, const engine::RequestOutput& b) { return a.id < b.id; });
+  return result;
+}
+
+}  // namespace pagedllm::sim

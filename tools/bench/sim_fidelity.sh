@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Simulator fidelity against the real CPU engine, in one command:
+#   1. pagedllm profile --executor cpu        (a measured step profile of this machine)
+#   2. pagedllm replay --executor cpu         (the real engine; --repeats times)
+#   3. pagedllm replay --executor sim --profile   (the simulator on that profile; also with
+#      --profile-quiet, the tables without the profile's load factor)
+# and prints, per metric, the real runs (median, min..max), the simulation and its error against
+# the real median. Everything the runs wrote stays in --out.
+#
+#   tools/bench/sim_fidelity.sh [--bin build/release/pagedllm] [--trace traces/sharegpt_like.jsonl]
+#       [--rate-scale 15] [--repeats 3] [--threads 1] [--time virtual|real] [--profile FILE]
+#       [--profile-args "--quick"] [--out DIR] [-- extra replay options]
+set -euo pipefail
+
+bin=${PAGEDLLM:-build/release/pagedllm}
+trace=traces/sharegpt_like.jsonl
+rate_scale=15
+repeats=3
+threads=1
+time_mode=virtual
+profile=""
+profile_args=""
+out=""
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --trace) trace=$2; shift 2 ;;
+    --rate-scale) rate_scale=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --time) time_mode=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    --profile-args) profile_args=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "sim_fidelity.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$bin" ]] || { echo "sim_fidelity.sh: no pagedllm binary at $bin (--bin, or PAGEDLLM=...)" >&2; exit 2; }
+out=${out:-$(mktemp -d -t pagedllm_fidelity.XXXXXX)}
+mkdir -p "$out"
+
+if [[ -z "$profile" ]]; then
+  profile=$out/profile.json
+  echo "== profile (threads $threads) -> $profile" >&2
+  # shellcheck disable=SC2086  # profile_args is a list of options
+  "$bin" profile --executor cpu --threads "$threads" $profile_args -o "$profile" >"$out/profile.txt"
+  cat "$out/profile.txt" >&2
+fi
+
+common=(--trace "$trace" --rate-scale "$rate_scale" -q "${extra[@]}")
+for i in $(seq 1 "$repeats"); do
+  echo "== real replay $i/$repeats (cpu, threads $threads, $time_mode time)" >&2
+  "$bin" replay "${common[@]}" --executor cpu --threads "$threads" --time "$time_mode" -o "$out/real_$i.json" >"$out/real_$i.txt"
+done
+sim_flags=()
+[[ "$time_mode" == real ]] && sim_flags+=(--profile-engine-overhead)
+echo "== simulated replay (profile $profile)" >&2
+"$bin" replay "${common[@]}" --executor sim --profile "$profile" "${sim_flags[@]}" -o "$out/sim.json" >"$out/sim.txt"
+"$bin" replay "${common[@]}" --executor sim --profile "$profile" "${sim_flags[@]}" --profile-quiet \
+  -o "$out/sim_quiet.json" >"$out/sim_quiet.txt"
+
+python3 - "$out" "$repeats" "$profile" <<'EOF'
+import json, statistics, sys
+out, repeats, profile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+real = [json.load(open(f"{out}/real_{i}.json"))["metrics"] for i in range(1, repeats + 1)]
+sim = json.load(open(f"{out}/sim.json"))["metrics"]
+sim_quiet = json.load(open(f"{out}/sim_quiet.json"))["metrics"]
+load_factor = json.load(open(profile))["load_factor"]
+rows = [("request throughput (req/s)", "request_throughput"), ("output throughput (tok/s)", "output_throughput"),
+        ("p50 TTFT (ms)", "p50_ttft_ms"), ("p99 TTFT (ms)", "p99_ttft_ms"),
+        ("p50 TPOT (ms)", "p50_tpot_ms"), ("p99 TPOT (ms)", "p99_tpot_ms"), ("duration (s)", "duration")]
+print(f"real: {repeats} runs (median, min..max); sim: the profile (load factor {load_factor:.3f}); "
+      "sim quiet: without the load factor")
+print(f"{'metric':<27} {'real':>9} {'real min..max':>19} {'sim':>9} {'error':>7} {'sim quiet':>10} {'error':>7}")
+for name, key in rows:
+    values = [r[key] for r in real]
+    mid = statistics.median(values)
+    err = lambda v: 100.0 * (v - mid) / mid if mid else float("nan")
+    spread = f"{min(values):.4g}..{max(values):.4g}"
+    print(f"{name:<27} {mid:>9.4g} {spread:>19} {sim[key]:>9.4g} {err(sim[key]):>+6.1f}% {sim_quiet[key]:>10.4g} {err(sim_quiet[key]):>+6.1f}%")
+print(f"(files in {out})")
+EOF

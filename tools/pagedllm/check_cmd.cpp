@@ -1,0 +1,181 @@
+// `pagedllm check`: the lockstep cross-check. The same requests through several executors, all
+// under the simulator's virtual clock and one token script (sim/lockstep.h); their KV event logs
+// must be identical byte for byte. Prints the first differing line and fails otherwise.
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/frontend/model_bundle.h"
+#include "core/trace/materialize.h"
+#include "cpu_ref/cpu_executor.h"
+#include "sim/lockstep.h"
+#include "sim/model_shape.h"
+#include "sim/roofline_cost_model.h"
+#include "sim/sim_executor.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/subcommands.h"
+#include "tools/pagedllm/trace_input.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct CheckOptions {
+  TraceInputOptions trace;
+  std::string model = std::string(kDefaultModelName);
+  std::string executors = "sim,cpu";
+  double rate_scale = 1.0;
+  uint64_t seed = 0;
+  int32_t num_threads = 0;
+  int64_t kv_cache_mib = 64;
+  int64_t swap_space_mib = 64;
+  std::string hardware = "h100-sxm";
+  std::string sim_model;
+  std::string kv_events_dir;
+  EngineOptions engine;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream stream(text);
+  for (std::string name; std::getline(stream, name, ',');) {
+    if (name != "sim" && name != "cpu") {
+      throw po::error("--executors: unknown executor '" + name + "' (sim, cpu" +
+                      (name == "cuda" ? "; this build has no CUDA executor yet)" : ")"));
+    }
+    names.push_back(name);
+  }
+  if (names.size() < 2) throw po::error("--executors: name at least two executors to compare, e.g. sim,cpu");
+  return names;
+}
+
+TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
+  TokenId token = 0;
+  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
+  return token;
+}
+
+}  // namespace
+
+int run_check(const std::vector<std::string>& args) {
+  CheckOptions options;
+  po::options_description description(
+      "pagedllm check: run a trace through several executors in lockstep (the simulator's clock, one token\n"
+      "script) and compare their KV event logs byte for byte\n"
+      "  pagedllm check --trace traces/mooncake_like.jsonl --executors sim,cpu --num-gpu-blocks-override 256");
+  description.add_options()
+      ("help,h", "show this help")
+      ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu")
+      ("model,m", po::value(&options.model)->default_value(options.model), "the model cpu runs ('tiny' = embedded)")
+      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
+      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content")
+      ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
+      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib),
+       "device KV blocks for every executor, sized as cpu's fp32 KV (unless --num-gpu-blocks-override)")
+      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(options.swap_space_mib), "host blocks, likewise")
+      ("hardware", po::value(&options.hardware)->default_value(options.hardware), "the clock's cost model: hardware")
+      ("sim-model", po::value(&options.sim_model), "the clock's cost model: a shape preset (default: the model's)")
+      ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
+  add_trace_input_options(description, options.trace);
+  add_engine_options(description, options.engine);
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  const std::vector<std::string> executors = split_names(options.executors);
+
+  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
+  const tokenizer::Tokenizer& tokenizer = bundle.tokenizer;
+  trace::ReadReport read_report;
+  const trace::Trace trace = read_trace_input(
+      options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
+      read_report, std::cerr);
+
+  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
+  if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
+  kv::KvCacheConfig& cache = config.cache;
+  cache.num_device_blocks = options.engine.num_gpu_blocks_override > 0
+                                ? options.engine.num_gpu_blocks_override
+                                : cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
+                                                                   static_cast<uint64_t>(options.kv_cache_mib) << 20);
+  cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
+                                                           static_cast<uint64_t>(options.swap_space_mib) << 20);
+
+  trace::MaterializeConfig materialize;
+  materialize.max_model_len = config.scheduler.max_model_len;
+  materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+  materialize.synthetic_token_begin = first_ordinary_token(tokenizer);
+  materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
+  materialize.seed = options.seed;
+  materialize.rate_scale = options.rate_scale;
+  materialize.encode = [&](const std::string& text) { return tokenizer.encode(text); };
+  const trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
+  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+
+  sim::RooflineConfig roofline;
+  roofline.hardware = sim::find_hardware(options.hardware);
+  roofline.model = options.sim_model.empty() ? sim::model_shape_from_config(bundle.config, bundle.source.path)
+                                             : sim::find_model_shape(options.sim_model);
+  roofline.block_size = cache.block_size;
+  const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+  engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
+  script.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+
+  std::cout << "check: " << requests.requests.size() << " requests from " << options.trace.path << "; block size "
+            << cache.block_size << ", device blocks " << cache.num_device_blocks << ", host blocks "
+            << cache.num_host_blocks << "; clock: roofline, " << roofline.model.name << " on " << roofline.hardware.name
+            << '\n';
+  std::shared_ptr<const cpu_ref::LlamaModel> weights;
+  std::vector<sim::LockstepRun> runs;
+  for (const std::string& name : executors) {
+    sim::LockstepRun run;
+    if (name == "sim") {
+      sim::SimExecutor executor({.cost_model = cost_model, .tokens = script}, cache);
+      run = sim::run_lockstep(requests.requests, config, executor);
+    } else {
+      if (!weights) weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+      cpu_ref::CpuExecutor cpu(weights, {.cache = cache, .num_threads = options.num_threads});
+      sim::LockstepExecutor executor(cpu, {.cost_model = cost_model, .tokens = script}, cache);
+      run = sim::run_lockstep(requests.requests, config, executor);
+    }
+    const auto lines = std::count(run.event_log.begin(), run.event_log.end(), '\n');
+    std::printf("  %-8s %7lld steps, %8lld log lines, preemptions %lld recompute / %lld swap, %lld prefix-hit tokens, "
+                "%.1f s virtual, %.2f s wall\n",
+                name.c_str(), static_cast<long long>(run.num_steps), static_cast<long long>(lines),
+                static_cast<long long>(run.preemptions_recompute), static_cast<long long>(run.preemptions_swap),
+                static_cast<long long>(run.prefix_hit_tokens), run.virtual_seconds, run.wall_seconds);
+    if (!options.kv_events_dir.empty()) {
+      const std::string path = options.kv_events_dir + "/" + name + ".jsonl";
+      std::ofstream file(path, std::ios::binary);
+      file << run.event_log;
+      if (!file) throw std::runtime_error(path + ": cannot write");
+    }
+    runs.push_back(std::move(run));
+  }
+
+  int status = 0;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const std::string pair = executors[0] + " vs " + executors[i];
+    if (const auto difference = sim::first_difference(runs[0].event_log, runs[i].event_log)) {
+      std::cout << "FAILED: " << pair << ": KV event logs differ at line " << difference->line << ":\n  "
+                << executors[0] << ": " << difference->expected << "\n  " << executors[i] << ": " << difference->actual
+                << '\n';
+      status = 1;
+    } else if (const auto output = sim::first_output_difference(runs[0], runs[i])) {
+      std::cout << "FAILED: " << pair << ": " << *output << '\n';
+      status = 1;
+    } else {
+      std::cout << "ok: " << pair << ": KV event logs identical (" << runs[0].event_log.size()
+                << " bytes), output tokens identical\n";
+    }
+  }
+  return status;
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,371 @@
+// `pagedllm plan`: capacity planning on the simulator. For each engine configuration (a sweep
+// over block size, max-num-seqs, max-num-batched-tokens and tensor parallelism), the highest
+// request rate one replica sustains within the latency SLOs (binary search on the trace's rate
+// scale; a rate at which the queue keeps growing does not count, see queue_is_stable), the
+// replicas a target rate needs, and what it costs.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/metrics/request_records.h"
+#include "core/metrics/serving_metrics.h"
+#include "core/trace/materialize.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
+#include "tools/pagedllm/sim_setup.h"
+#include "tools/pagedllm/subcommands.h"
+#include "tools/pagedllm/trace_input.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+// One objective: a statistic of a latency, at most `ms` milliseconds ("ttft_p99=500").
+struct SloTerm {
+  std::string metric;  // ttft | tpot | itl | e2el
+  std::string stat;    // mean | p50 | p90 | p99
+  double ms = 0.0;
+  std::string name() const { return metric + "_" + stat; }
+};
+
+std::vector<SloTerm> parse_slo(const std::string& text) {
+  std::vector<SloTerm> terms;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t equals = item.find('=');
+    const size_t underscore = item.find('_');
+    if (equals == std::string::npos || underscore == std::string::npos || underscore > equals) {
+      throw po::error("--slo: expected METRIC_STAT=MS (e.g. ttft_p99=500), got '" + item + "'");
+    }
+    SloTerm term{item.substr(0, underscore), item.substr(underscore + 1, equals - underscore - 1), 0.0};
+    if (term.metric != "ttft" && term.metric != "tpot" && term.metric != "itl" && term.metric != "e2el") {
+      throw po::error("--slo: unknown latency '" + term.metric + "' (ttft, tpot, itl, e2el)");
+    }
+    if (term.stat != "mean" && term.stat != "p50" && term.stat != "p90" && term.stat != "p99") {
+      throw po::error("--slo: unknown statistic '" + term.stat + "' (mean, p50, p90, p99)");
+    }
+    try {
+      term.ms = std::stod(item.substr(equals + 1));
+    } catch (const std::exception&) {
+      throw po::error("--slo: '" + item.substr(equals + 1) + "' is not a number of milliseconds");
+    }
+    if (!(term.ms > 0.0)) throw po::error("--slo: " + term.name() + " must be positive");
+    terms.push_back(term);
+  }
+  if (terms.empty()) throw po::error("--slo: give at least one objective, e.g. ttft_p99=500,tpot_p99=50");
+  return terms;
+}
+
+double statistic_ms(const metrics::ServingMetrics& serving, const SloTerm& term) {
+  const metrics::LatencySummary& summary = term.metric == "ttft"   ? serving.ttft
+                                           : term.metric == "tpot" ? serving.tpot
+                                           : term.metric == "itl"  ? serving.itl
+                                                                   : serving.e2el;
+  const double seconds = term.stat == "mean" ? summary.mean
+                         : term.stat == "p50" ? summary.median
+                         : term.stat == "p90" ? summary.p90
+                                              : summary.p99;
+  return 1e3 * seconds;
+}
+
+// "--sweep block-size=16,32": the values of one engine knob.
+struct SweepAxis {
+  std::string knob;
+  std::vector<int32_t> values;
+};
+
+SweepAxis parse_sweep(const std::string& text) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos) throw po::error("--sweep: expected KNOB=V1,V2,..., got '" + text + "'");
+  SweepAxis axis{text.substr(0, equals), {}};
+  if (axis.knob != "block-size" && axis.knob != "max-num-seqs" && axis.knob != "max-num-batched-tokens" &&
+      axis.knob != "tp") {
+    throw po::error("--sweep: unknown knob '" + axis.knob + "' (block-size, max-num-seqs, max-num-batched-tokens, tp)");
+  }
+  std::stringstream list(text.substr(equals + 1));
+  for (std::string value; std::getline(list, value, ',');) {
+    try {
+      axis.values.push_back(std::stoi(value));
+    } catch (const std::exception&) {
+      throw po::error("--sweep " + axis.knob + ": '" + value + "' is not an integer");
+    }
+  }
+  if (axis.values.empty()) throw po::error("--sweep " + axis.knob + ": no values");
+  return axis;
+}
+
+// A finite trace can meet a latency SLO at a rate no replica sustains: the queue just has not
+// grown long yet when the trace ends. Stationary queueing shows as a stationary TTFT: the last
+// quarter of the requests (by arrival) may wait at most twice as long as the first, plus 100 ms.
+bool queue_is_stable(const std::vector<metrics::RequestRecord>& records) {
+  std::vector<const metrics::RequestRecord*> done;
+  for (const metrics::RequestRecord& record : records) {
+    if (record.success) done.push_back(&record);
+  }
+  std::sort(done.begin(), done.end(), [](const auto* a, const auto* b) { return a->send_time < b->send_time; });
+  const size_t quarter = done.size() / 4;
+  if (quarter == 0) return true;
+  const auto mean_ttft = [&](size_t begin) {
+    double sum = 0.0;
+    for (size_t i = begin; i < begin + quarter; ++i) sum += done[i]->first_token_time - done[i]->send_time;
+    return sum / static_cast<double>(quarter);
+  };
+  return mean_ttft(done.size() - quarter) <= 2.0 * mean_ttft(0) + 0.1;
+}
+
+struct PlanOptions {
+  TraceInputOptions trace;
+  std::string model = "llama-2-7b";
+  std::string slo;
+  double target_rate = 0.0;
+  double usd_per_gpu_hour = 0.0;
+  double precision = 0.02;
+  std::vector<std::string> sweeps;
+  std::string output_json;
+  EngineOptions engine;
+  ExecutorOptions executor;
+};
+
+struct Evaluation {
+  double rate_scale = 0.0;
+  double request_rate = 0.0;  // offered, per replica
+  bool feasible = false;
+  bool sustained = false;   // the queue did not keep growing (see queue_is_stable)
+  std::map<std::string, double> values_ms;  // per SLO term
+  double output_throughput = 0.0;
+  double request_throughput = 0.0;
+};
+
+struct PlanRow {
+  std::map<std::string, int32_t> knobs;
+  std::vector<Evaluation> curve;  // every rate evaluated, ascending
+  std::optional<Evaluation> best; // the highest feasible rate
+  std::string note;
+};
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& args) {
+  PlanOptions options;
+  po::options_description description(
+      "pagedllm plan: the highest request rate per replica within latency SLOs, the replicas and cost for a\n"
+      "target rate, over a sweep of engine settings (simulated)\n"
+      "  pagedllm plan --trace T --model llama-2-7b --hardware h100-sxm --slo ttft_p99=500,tpot_p99=50 \\\n"
+      "      --target-rate 20 --sweep max-num-seqs=64,256 --sweep tp=1,2");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model), "a shape preset or a model")
+      ("slo", po::value(&options.slo)->required(), "objectives in ms: ttft_p99=500,tpot_p99=50 (stats: mean p50 p90 p99)")
+      ("target-rate", po::value(&options.target_rate)->default_value(0.0), "requests per second to serve (replicas, cost)")
+      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")
+      ("precision", po::value(&options.precision)->default_value(options.precision), "relative precision of the rate search")
+      ("sweep", po::value(&options.sweeps)->multitoken(),
+       "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")
+      ("output-json,o", po::value(&options.output_json), "every configuration and its rate-latency curve as JSON "
+                                                        "(tools/plot_plan.py draws it)");
+  add_trace_input_options(description, options.trace);
+  add_engine_options(description, options.engine);
+  add_executor_options(description, options.executor);
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  const std::vector<SloTerm> slo = parse_slo(options.slo);
+  std::vector<SweepAxis> axes;
+  for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
+
+  const SimModel model = resolve_sim_model(options.model);
+  trace::ReadReport read_report;
+  std::function<int32_t(std::string_view)> count_tokens;
+  if (model.bundle) {
+    count_tokens = [&](std::string_view text) { return static_cast<int32_t>(model.bundle->tokenizer.encode(text).size()); };
+  }
+  const trace::Trace trace = read_trace_input(options.trace, count_tokens, read_report, std::cerr);
+  if (trace.requests.size() < 2 || trace.requests.back().arrival_time <= trace.requests.front().arrival_time) {
+    throw po::error("--trace: the plan scales the trace's arrival times, and these span no time (synthesize one with "
+                    "--request-rate, or convert a trace with timestamps)");
+  }
+  const double base_rate = static_cast<double>(trace.requests.size()) /
+                           (trace.requests.back().arrival_time - trace.requests.front().arrival_time);
+
+  const int64_t context = model.shape.max_position_embeddings;
+  const auto model_max_len =
+      static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(context, 1 << 20), options.engine.max_model_len));
+  trace::MaterializeConfig materialize;
+  materialize.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len : model_max_len;
+  materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
+  materialize.synthetic_token_end = materialize.vocab_size;
+  if (model.bundle) materialize.encode = [&](const std::string& text) { return model.bundle->tokenizer.encode(text); };
+  const trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
+
+  // Every combination of the sweep's values (none: the options as given).
+  std::vector<std::map<std::string, int32_t>> combinations{{}};
+  for (const SweepAxis& axis : axes) {
+    std::vector<std::map<std::string, int32_t>> next;
+    for (const auto& combination : combinations) {
+      for (const int32_t value : axis.values) {
+        auto extended = combination;
+        extended[axis.knob] = value;
+        next.push_back(extended);
+      }
+    }
+    combinations = std::move(next);
+  }
+
+  const auto evaluate = [&](const std::map<std::string, int32_t>& knobs, double rate_scale) {
+    EngineOptions engine_options = options.engine;
+    ExecutorOptions executor_options = options.executor;
+    if (knobs.contains("block-size")) engine_options.block_size = knobs.at("block-size");
+    if (knobs.contains("max-num-seqs")) engine_options.max_num_seqs = knobs.at("max-num-seqs");
+    if (knobs.contains("max-num-batched-tokens")) engine_options.max_num_batched_tokens = knobs.at("max-num-batched-tokens");
+    if (knobs.contains("tp")) executor_options.tensor_parallel = knobs.at("tp");
+    engine::EngineConfig config = engine_config_from(engine_options, model_max_len);
+    config.record_step_metrics = false;
+    config.output_kind = engine::OutputKind::final_only;
+    config.cache.num_device_blocks = engine_options.num_gpu_blocks_override;
+    const sim::RooflineConfig roofline = make_roofline(executor_options, model.shape, config.cache.block_size);
+    size_sim_cache(roofline, executor_options, config);
+    std::vector<sched::Request> scaled = requests.requests;
+    for (sched::Request& request : scaled) request.arrival_time /= rate_scale;
+    const SimRunOutput run = run_simulation({.config = config,
+                                             .cost_model = std::make_shared<const sim::RooflineCostModel>(roofline),
+                                             .vocab_size = materialize.vocab_size,
+                                             .num_replicas = 1,
+                                             .router = {},
+                                             .on_progress = {}},
+                                            std::move(scaled));
+    const std::vector<metrics::RequestRecord> records = metrics::to_request_records(run.result);
+    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(records);
+    Evaluation evaluation;
+    evaluation.rate_scale = rate_scale;
+    evaluation.request_rate = base_rate * rate_scale;
+    evaluation.sustained = queue_is_stable(records);
+    evaluation.feasible = serving.num_completed > 0 && evaluation.sustained;
+    for (const SloTerm& term : slo) {
+      const double value = statistic_ms(serving, term);
+      evaluation.values_ms[term.name()] = value;
+      evaluation.feasible = evaluation.feasible && value <= term.ms;
+    }
+    evaluation.output_throughput = serving.output_throughput;
+    evaluation.request_throughput = serving.request_throughput;
+    return evaluation;
+  };
+
+  std::vector<PlanRow> rows;
+  for (const auto& knobs : combinations) {
+    PlanRow row;
+    row.knobs = knobs;
+    std::optional<Evaluation> low;   // feasible
+    std::optional<Evaluation> high;  // infeasible
+    Evaluation first = evaluate(knobs, 1.0);
+    row.curve.push_back(first);
+    (first.feasible ? low : high) = first;
+    for (double scale = 1.0; !high && scale < 1e6;) {  // grow until the SLOs break
+      scale *= 2.0;
+      Evaluation evaluation = evaluate(knobs, scale);
+      row.curve.push_back(evaluation);
+      (evaluation.feasible ? low : high) = evaluation;
+    }
+    for (double scale = 1.0; !low && scale > 1e-6;) {  // shrink until they hold
+      scale /= 2.0;
+      Evaluation evaluation = evaluate(knobs, scale);
+      row.curve.push_back(evaluation);
+      (evaluation.feasible ? low : high) = evaluation;
+    }
+    if (!low) {
+      row.note = "SLOs not met even at 1e-6 of the trace's rate (an unloaded request already misses them)";
+    } else if (!high) {
+      row.note = "SLOs met at every rate tried (up to 1e6 x the trace's rate)";
+    } else {
+      while (high->rate_scale / low->rate_scale > 1.0 + options.precision) {
+        Evaluation middle = evaluate(knobs, std::sqrt(low->rate_scale * high->rate_scale));
+        row.curve.push_back(middle);
+        (middle.feasible ? low : high) = middle;
+      }
+    }
+    row.best = low;
+    std::sort(row.curve.begin(), row.curve.end(),
+              [](const Evaluation& a, const Evaluation& b) { return a.rate_scale < b.rate_scale; });
+    rows.push_back(std::move(row));
+  }
+
+  const sim::HardwareSpec hardware = sim::find_hardware(options.executor.hardware);
+  const double price = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : hardware.usd_per_gpu_hour;
+  std::printf("plan: %s on %s, trace %s (%zu requests, %.2f req/s as recorded); SLOs:", model.shape.name.c_str(),
+              hardware.name.c_str(), options.trace.path.c_str(), requests.requests.size(), base_rate);
+  for (const SloTerm& term : slo) std::printf(" %s <= %g ms", term.name().c_str(), term.ms);
+  std::printf("; $%.2f per GPU-hour\n\n", price);
+  std::printf("%-44s %12s %12s", "configuration", "req/s/replica", "out tok/s");
+  for (const SloTerm& term : slo) std::printf(" %12s", (term.name() + " ms").c_str());
+  std::printf(" %10s", "$/M tok");
+  if (options.target_rate > 0.0) std::printf(" %9s %9s", "replicas", "$/hour");
+  std::printf("\n");
+  nlohmann::json document = {{"model", model.shape.name},
+                             {"hardware", hardware.name},
+                             {"trace", options.trace.path},
+                             {"base_request_rate", base_rate},
+                             {"usd_per_gpu_hour", price},
+                             {"target_rate", options.target_rate},
+                             {"slo", nlohmann::json::object()},
+                             {"configurations", nlohmann::json::array()}};
+  for (const SloTerm& term : slo) document["slo"][term.name()] = term.ms;
+  for (const PlanRow& row : rows) {
+    std::string label;
+    const int32_t tp = row.knobs.contains("tp") ? row.knobs.at("tp") : options.executor.tensor_parallel;
+    for (const auto& [knob, value] : row.knobs) label += knob + "=" + std::to_string(value) + " ";
+    if (label.empty()) label = "as given";
+    nlohmann::json entry = {{"knobs", row.knobs}, {"tensor_parallel", tp}, {"curve", nlohmann::json::array()}};
+    for (const Evaluation& point : row.curve) {
+      entry["curve"].push_back({{"rate_scale", point.rate_scale},
+                                {"request_rate", point.request_rate},
+                                {"feasible", point.feasible},
+                                {"sustained", point.sustained},
+                                {"latency_ms", point.values_ms},
+                                {"output_throughput", point.output_throughput}});
+    }
+    if (!row.best || !row.note.empty()) {
+      std::printf("%-44s %s\n", label.c_str(), row.note.c_str());
+      entry["note"] = row.note;
+    }
+    if (row.best) {
+      const Evaluation& best = *row.best;
+      const double usd_per_million = best.output_throughput > 0.0
+                                         ? tp * price / 3600.0 / best.output_throughput * 1e6
+                                         : 0.0;
+      std::printf("%-44s %12.2f %12.1f", label.c_str(), best.request_rate, best.output_throughput);
+      for (const SloTerm& term : slo) std::printf(" %12.1f", best.values_ms.at(term.name()));
+      std::printf(" %10.3f", usd_per_million);
+      entry["max_request_rate_per_replica"] = best.request_rate;
+      entry["output_throughput"] = best.output_throughput;
+      entry["latency_ms"] = best.values_ms;
+      entry["usd_per_million_output_tokens"] = usd_per_million;
+      if (options.target_rate > 0.0) {
+        // Replicas behind a balancing router scale about linearly; check with `simulate --replicas`.
+        const auto replicas = static_cast<int64_t>(std::ceil(options.target_rate / best.request_rate));
+        std::printf(" %9lld %9.2f", static_cast<long long>(replicas), static_cast<double>(replicas) * tp * price);
+        entry["replicas"] = replicas;
+        entry["gpus"] = replicas * tp;
+        entry["usd_per_hour"] = static_cast<double>(replicas) * tp * price;
+      }
+      std::printf("\n");
+    }
+    document["configurations"].push_back(std::move(entry));
+  }
+  if (!options.output_json.empty()) {
+    std::ofstream file(options.output_json);
+    file << document.dump(1) << '\n';
+    if (!file) throw std::runtime_error(options.output_json + ": cannot write");
+    std::printf("\nwrote %s\n", options.output_json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,196 @@
+// `pagedllm profile`: times real steps of an executor over a grid of step shapes (decodes by
+// sequences and context, prompt chunks by tokens and cached context, sampling, block operations)
+// and writes the table the simulator interpolates (`replay --executor sim --profile FILE`).
+// The measurement itself is sim/step_profiler.h; this file picks the executor and the model.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/frontend/model_bundle.h"
+#include "cpu_ref/cpu_executor.h"
+#include "sim/profile_cost_model.h"
+#include "sim/step_profile.h"
+#include "sim/step_profiler.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/subcommands.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct ProfileOptions {
+  std::string executor = "cpu";
+  std::string model = std::string(kDefaultModelName);
+  int32_t num_threads = 0;
+  int32_t block_size = 16;
+  int32_t max_num_seqs = 256;
+  int32_t num_repeats = 7;
+  int32_t num_warmup_steps = 2;
+  int32_t num_passes = 3;
+  bool quick = false;
+  bool quiet = false;
+  std::string output;
+};
+
+// "<CPU model>, N hardware threads" from /proc/cpuinfo where there is one.
+std::string cpu_description() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string name = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) name = line.substr(line.find_first_not_of(' ', colon + 1));
+    break;
+  }
+  return name + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+}
+
+// The first token that is not special: synthetic prompts avoid BOS, EOS and the chat markers.
+TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
+  TokenId token = 0;
+  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
+  return token;
+}
+
+// "12.3 us" below a millisecond, "4.56 ms" above.
+std::string duration(double seconds) {
+  std::ostringstream text;
+  text << std::fixed;
+  if (seconds < 1e-3) {
+    text << std::setprecision(1) << seconds * 1e6 << " us";
+  } else {
+    text << std::setprecision(2) << seconds * 1e3 << " ms";
+  }
+  return text.str();
+}
+
+void print_summary(const sim::StepProfile& profile, std::ostream& out) {
+  const sim::ProfileCostModel model({.profile = profile, .apply_load_factor = false});
+  const double b_max = profile.decode.rows.back();
+  const double c_min = profile.decode.columns.front();
+  const double c_max = profile.decode.columns.back();
+  const double n_max = profile.prefill.rows.back();
+  const auto line = [&](const std::string& label) -> std::ostream& {
+    return out << std::left << std::setw(26) << label + ":" << std::right;
+  };
+  out << std::defaultfloat << std::setprecision(6);
+  line("decode, 1 sequence") << duration(model.decode_seconds(1, c_min)) << " at context " << c_min << ", "
+                             << duration(model.decode_seconds(1, c_max)) << " at " << c_max << "\n";
+  std::ostringstream many;
+  many << "decode, " << b_max << " sequences";
+  line(many.str()) << duration(model.decode_seconds(b_max, c_min)) << " at context " << c_min << ", "
+                   << duration(model.decode_seconds(b_max, c_max)) << " at " << c_max << "\n";
+  std::ostringstream chunk;
+  chunk << "prefill, " << n_max << " tokens";
+  line(chunk.str()) << duration(model.prefill_seconds(n_max, 0)) << "\n";
+  line("step overhead") << duration(profile.step_overhead_seconds) << "\n";
+  line("sampled row") << duration(profile.sample_seconds) << " (random sampling +"
+                      << duration(profile.random_sample_extra_seconds) << ", beam +"
+                      << duration(profile.beam_sample_extra_seconds) << ")\n";
+  line("per block") << "swap out " << duration(profile.swap_out_block_seconds) << ", swap in "
+                    << duration(profile.swap_in_block_seconds) << ", copy " << duration(profile.copy_block_seconds)
+                    << "\n";
+  line("engine, per step") << duration(model.engine_overhead_seconds(1)) << " at 1 sequence, "
+                           << duration(model.engine_overhead_seconds(b_max)) << " at " << b_max << "\n";
+  line("load factor") << std::setprecision(3) << profile.load_factor
+                      << " (mean over lower-quartile step time while profiling; 1 = undisturbed)\n";
+}
+
+}  // namespace
+
+int run_profile(const std::vector<std::string>& args) {
+  ProfileOptions options;
+  po::options_description description(
+      "pagedllm profile: time real engine steps over a grid of shapes and write the table the simulator\n"
+      "interpolates (pagedllm replay --executor sim --profile FILE)\n"
+      "  pagedllm profile --executor cpu [--model tiny] [--threads N] [--block-size 16] [--quick] -o profile.json\n"
+      "The timings are the executor's own step times (what a --time virtual replay advances by); the\n"
+      "engine's time around each step is recorded too, for wall-clock predictions");
+  description.add_options()
+      ("help,h", "show this help")
+      ("executor", po::value(&options.executor)->default_value(options.executor),
+       "the executor to time: cpu (the CPU reference engine); cuda once this build has a CUDA executor")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("threads", po::value(&options.num_threads)->default_value(0),
+       "cpu: OpenMP threads (0 = all cores); use the value the replays you predict will use")
+      ("block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")
+      ("max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
+       "the largest number of decode sequences timed in one step")
+      ("repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
+       "timed steps per shape and pass (the lower quartile over all passes is kept)")
+      ("warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
+       "untimed steps before each shape's timed ones")
+      ("passes", po::value(&options.num_passes)->default_value(options.num_passes),
+       "passes over the decode and prefill grids (a shape's timed steps are pooled)")
+      ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
+      ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  if (options.executor != "cpu") {
+    throw po::error("--executor: expected cpu, got '" + options.executor + "'" +
+                    (options.executor == "cuda" ? " (this build has no CUDA executor yet)" : ""));
+  }
+  if (options.quick && values["repeats"].defaulted()) options.num_repeats = 3;
+  if (options.quick && values["passes"].defaulted()) options.num_passes = 1;
+
+  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
+  const auto weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+  const auto max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+
+  sim::StepProfilerConfig config;
+  config.grid = options.quick ? sim::quick_profile_grid(max_model_len)
+                              : sim::default_profile_grid(max_model_len, options.max_num_seqs, options.num_repeats);
+  config.block_size = options.block_size;
+  config.max_model_len = max_model_len;
+  config.num_warmup_steps = options.num_warmup_steps;
+  config.num_repeats = options.num_repeats;
+  config.num_passes = options.num_passes;
+  config.token_begin = first_ordinary_token(bundle.tokenizer);
+  config.token_end = std::min<TokenId>(bundle.tokenizer.num_tokens(), static_cast<TokenId>(bundle.config.vocab_size));
+  const int32_t num_threads = options.num_threads;
+  config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
+    return std::make_unique<cpu_ref::CpuExecutor>(
+        weights, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = num_threads});
+  };
+  const auto start = std::chrono::steady_clock::now();
+  config.on_progress = [&](const std::string& line) {
+    if (options.quiet) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "profile [" << std::fixed << std::setprecision(1) << elapsed << " s] " << line << '\n';
+  };
+
+  sim::StepProfile profile = sim::measure_step_profile(config);
+  profile.executor = "cpu_ref";
+  profile.device = cpu_description();
+  profile.num_threads = options.num_threads;
+  const model::ModelConfig& shape = bundle.config;
+  profile.model = {.name = options.model,
+                   .num_layers = shape.num_layers,
+                   .hidden_size = shape.hidden_size,
+                   .num_heads = shape.num_heads,
+                   .num_kv_heads = shape.num_kv_heads,
+                   .head_dim = shape.head_dim,
+                   .intermediate_size = shape.intermediate_size,
+                   .vocab_size = shape.vocab_size};
+  sim::write_step_profile(profile, options.output);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "profile: " << options.output << " (" << profile.executor << ", " << bundle.source.path << ", threads "
+            << options.num_threads << ", " << std::fixed << std::setprecision(1) << elapsed << " s)\n";
+  print_summary(profile, std::cout);
+  return 0;
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,194 @@
+// `pagedllm simulate`: a trace through a simulated cluster (R replicas of the engine's own core,
+// each on the roofline cost model of a GPU), with replay's metrics, the memory view and cost.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/trace/materialize.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
+#include "tools/pagedllm/progress_bar.h"
+#include "tools/pagedllm/run_report.h"
+#include "tools/pagedllm/sim_setup.h"
+#include "tools/pagedllm/subcommands.h"
+#include "tools/pagedllm/trace_input.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct SimulateOptions {
+  TraceInputOptions trace;
+  std::string model = "llama-2-7b";
+  std::string time = "virtual";
+  double rate_scale = 1.0;
+  std::string over_length = "clip";
+  bool respect_eos = false;
+  uint64_t seed = 0;
+  int32_t num_replicas = 1;
+  std::string router = "round-robin";
+  int32_t max_imbalance = 8;
+  std::string allocator = "paged";
+  double usd_per_gpu_hour = 0.0;
+  bool quiet = false;
+  RunReportOptions report;
+  EngineOptions engine;
+  ExecutorOptions executor;
+};
+
+TokenId first_ordinary_token(const SimModel& model) {
+  if (!model.bundle) return 0;
+  const tokenizer::Tokenizer& tokenizer = model.bundle->tokenizer;
+  TokenId token = 0;
+  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
+  return token;
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& args) {
+  SimulateOptions options;
+  po::options_description description(
+      "pagedllm simulate: a trace through simulated GPUs running the engine's own scheduler and KV manager\n"
+      "  pagedllm simulate --trace T --model llama-2-7b --hardware h100-sxm [--tp N] [--replicas R --router ...]");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       ("a shape preset (" + sim::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
+      ("time", po::value(&options.time)->default_value(options.time), "virtual (arrivals as traced) or fast (all at time 0)")
+      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
+      ("over-length", po::value(&options.over_length)->default_value(options.over_length),
+       "requests beyond max-model-len: clip or reject")
+      ("respect-eos", po::bool_switch(&options.respect_eos), "let scripted EOS end requests early")
+      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content and sampling seeds")
+      ("replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")
+      ("router", po::value(&options.router)->default_value(options.router),
+       "round-robin, least-outstanding or prefix-affinity")
+      ("max-imbalance", po::value(&options.max_imbalance)->default_value(options.max_imbalance),
+       "prefix-affinity: outstanding requests a replica may have over the least loaded")
+      ("allocator", po::value(&options.allocator)->default_value(options.allocator),
+       "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")
+      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
+       "price of one GPU-hour (0 = the hardware preset's indicative price)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  add_trace_input_options(description, options.trace);
+  add_run_report_options(description, options.report);
+  add_engine_options(description, options.engine);
+  add_executor_options(description, options.executor);
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
+  if (time_mode == engine::TimeMode::real) throw po::error("--time real: the simulator runs in virtual time only");
+  const sim::RouterPolicy router = sim::parse_router_policy(options.router);
+  if (options.allocator != "paged" && options.allocator != "contiguous") {
+    throw po::error("--allocator: expected paged or contiguous, got '" + options.allocator + "'");
+  }
+
+  const SimModel model = resolve_sim_model(options.model);
+  std::function<int32_t(std::string_view)> count_tokens;
+  if (model.bundle) {
+    count_tokens = [&](std::string_view text) { return static_cast<int32_t>(model.bundle->tokenizer.encode(text).size()); };
+  }
+  trace::ReadReport read_report;
+  const trace::Trace trace = read_trace_input(options.trace, count_tokens, read_report, std::cerr);
+
+  const int64_t context = model.shape.max_position_embeddings;
+  if (context <= 0 && options.engine.max_model_len <= 0) {
+    throw po::error("the model's context length is unknown: give --max-model-len");
+  }
+  engine::EngineConfig config = engine_config_from(
+      options.engine, static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(context, 1 << 20), options.engine.max_model_len)));
+  if (options.allocator == "contiguous") {
+    // One block per sequence holding its whole context, reserved up front: what serving systems
+    // before vLLM did. Nothing is shared, so the prefix cache has nothing to offer.
+    config.cache.block_size = config.scheduler.max_model_len;
+    config.cache.enable_prefix_caching = false;
+  }
+  config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  const sim::RooflineConfig roofline = make_roofline(options.executor, model.shape, config.cache.block_size);
+  const std::string sizing = size_sim_cache(roofline, options.executor, config);
+  const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+
+  trace::MaterializeConfig materialize;
+  materialize.max_model_len = config.scheduler.max_model_len;
+  materialize.over_length = options.over_length == "reject" ? trace::OverLength::reject : trace::OverLength::clip;
+  materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
+  materialize.synthetic_token_begin = first_ordinary_token(model);
+  materialize.synthetic_token_end = materialize.vocab_size;
+  materialize.seed = options.seed;
+  materialize.rate_scale = options.rate_scale;
+  materialize.ignore_eos = !options.respect_eos;
+  if (model.bundle) materialize.encode = [&](const std::string& text) { return model.bundle->tokenizer.encode(text); };
+  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
+  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+  if (time_mode == engine::TimeMode::fast) {
+    for (sched::Request& request : requests.requests) request.arrival_time = 0.0;
+  }
+
+  ProgressBar progress("simulate", static_cast<int64_t>(requests.requests.size()), !options.quiet);
+  SimRunSpec spec{.config = config,
+                  .cost_model = cost_model,
+                  .vocab_size = materialize.vocab_size,
+                  .num_replicas = options.num_replicas,
+                  .router = {.policy = router, .max_imbalance = options.max_imbalance},
+                  .on_progress = [&](const engine::ReplayProgress& p) {
+                    std::ostringstream detail;
+                    detail << "running " << p.num_running << ", waiting " << p.num_waiting << ", t=" << std::fixed
+                           << std::setprecision(1) << p.now << " s";
+                    progress.update(p.num_finished, detail.str());
+                  }};
+  const SimRunOutput run = run_simulation(spec, std::move(requests.requests));
+  const sim::ClusterSimulation& cluster = *run.cluster;
+  const engine::ReplayResult& result = run.result;
+  progress.finish("done");
+
+  std::ostringstream executor_description;
+  executor_description << "sim (roofline), " << roofline.model.name << " on " << roofline.hardware.name << " x"
+                       << roofline.tensor_parallel << " per replica, " << options.num_replicas << " replica(s), "
+                       << sim::to_string(router) << ", " << options.allocator << " KV, " << sizing;
+  RunReportInput input{.executor = "sim",
+                       .executor_description = executor_description.str(),
+                       .trace_path = options.trace.path,
+                       .time_mode = engine::to_string(time_mode),
+                       .read_report = &read_report,
+                       .materialized = &requests,
+                       .result = &result,
+                       .engines = {}};
+  for (int32_t i = 0; i < cluster.num_replicas(); ++i) input.engines.push_back(&cluster.replica(i));
+  const double usd_per_gpu_hour = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : roofline.hardware.usd_per_gpu_hour;
+  const int32_t num_gpus = options.num_replicas * roofline.tensor_parallel;
+  input.config = {{"model", roofline.model.name},
+                  {"hardware", roofline.hardware.name},
+                  {"tensor_parallel", roofline.tensor_parallel},
+                  {"replicas", options.num_replicas},
+                  {"router", sim::to_string(router)},
+                  {"allocator", options.allocator},
+                  {"rate_scale", options.rate_scale},
+                  {"block_size", config.cache.block_size},
+                  {"num_device_blocks_per_replica", config.cache.num_device_blocks},
+                  {"max_model_len", config.scheduler.max_model_len},
+                  {"max_num_seqs", config.scheduler.max_num_seqs},
+                  {"max_num_batched_tokens", config.scheduler.max_num_batched_tokens},
+                  {"usd_per_gpu_hour", usd_per_gpu_hour},
+                  {"simulated_events", cluster.counters().num_events()}};
+  const int status = write_run_report(input, options.report, std::cout);
+  const double duration = result.end_time - result.start_time;
+  int64_t output_tokens = 0;
+  for (const engine::RequestOutput& output : result.outputs) {
+    for (const engine::Completion& completion : output.completions) output_tokens += static_cast<int64_t>(completion.tokens.size());
+  }
+  const double gpu_hours = num_gpus * duration / 3600.0;
+  std::printf("Cost: %d GPU(s) x $%.2f/h for %.1f s = $%.4f; $%.3f per million output tokens\n", num_gpus,
+              usd_per_gpu_hour, duration, gpu_hours * usd_per_gpu_hour,
+              output_tokens > 0 ? gpu_hours * usd_per_gpu_hour / (static_cast<double>(output_tokens) / 1e6) : 0.0);
+  return status;
+}
+
+}  // namespace pagedllm::cli
