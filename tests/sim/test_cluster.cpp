@@ -1,0 +1,126 @@
+// The cluster's discrete-event loop: one replica reproduces replay_requests exactly; routers
+// place requests as they say; every request is served once.
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "core/engine/replay.h"
+#include "sim/cluster.h"
+#include "sim/roofline_cost_model.h"
+#include "sim/sim_executor.h"
+
+namespace pagedllm::test {
+namespace {
+
+std::shared_ptr<const sim::CostModel> cost_model() {
+  sim::RooflineConfig roofline;
+  roofline.hardware = sim::find_hardware("h100-sxm");
+  roofline.model = sim::find_model_shape("llama-2-7b");
+  return std::make_shared<const sim::RooflineCostModel>(roofline);
+}
+
+engine::EngineConfig engine_config() {
+  engine::EngineConfig config;
+  config.cache.num_device_blocks = 400;
+  config.cache.num_host_blocks = 100;
+  config.scheduler.max_model_len = 1024;
+  return config;
+}
+
+// Requests every 20 ms; every fourth shares a 64-token prefix.
+std::vector<sched::Request> requests(int32_t count) {
+  std::vector<sched::Request> result;
+  for (int32_t i = 0; i < count; ++i) {
+    sched::Request request;
+    request.id = i;
+    request.arrival_time = 0.02 * i;
+    for (int32_t p = 0; p < 100 + 7 * (i % 5); ++p) {
+      request.prompt_tokens.push_back(i % 4 == 0 && p < 64 ? 5 + p : 100 + (i * 977 + p * 31) % 20000);
+    }
+    request.params.max_tokens = 20 + i % 13;
+    request.params.ignore_eos = true;
+    result.push_back(request);
+  }
+  return result;
+}
+
+sim::ClusterConfig cluster_config(int32_t replicas, sim::RouterPolicy policy) {
+  sim::ClusterConfig config;
+  config.num_replicas = replicas;
+  config.router.policy = policy;
+  config.engine = engine_config();
+  config.make_executor = [](int32_t) {
+    return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = cost_model()},
+                                              engine_config().cache);
+  };
+  return config;
+}
+
+BOOST_AUTO_TEST_SUITE(cluster)
+
+BOOST_AUTO_TEST_CASE(one_replica_reproduces_the_replay_driver_exactly) {
+  sim::ClusterSimulation cluster(cluster_config(1, sim::RouterPolicy::round_robin));
+  const engine::ReplayResult simulated = cluster.run(requests(60));
+
+  sim::SimExecutor executor({.cost_model = cost_model()}, engine_config().cache);
+  engine::VirtualClock clock;
+  engine::Engine engine(engine_config(), executor, clock);
+  const engine::ReplayResult replayed =
+      engine::replay_requests(engine, clock, requests(60), engine::TimeMode::virtual_clock);
+
+  BOOST_REQUIRE_EQUAL(simulated.outputs.size(), replayed.outputs.size());
+  for (size_t i = 0; i < simulated.outputs.size(); ++i) {
+    BOOST_TEST(simulated.outputs[i].id == replayed.outputs[i].id);
+    BOOST_TEST(simulated.outputs[i].times.first_token == replayed.outputs[i].times.first_token);
+    BOOST_TEST(simulated.outputs[i].times.finished == replayed.outputs[i].times.finished);
+    BOOST_TEST(simulated.outputs[i].completions.front().tokens == replayed.outputs[i].completions.front().tokens);
+  }
+  BOOST_TEST(simulated.end_time == replayed.end_time);
+  BOOST_TEST(cluster.replica(0).num_steps() == engine.num_steps());
+  BOOST_TEST(cluster.counters().num_arrivals == 60);
+}
+
+BOOST_AUTO_TEST_CASE(round_robin_alternates_and_every_request_is_served_once) {
+  sim::ClusterSimulation cluster(cluster_config(3, sim::RouterPolicy::round_robin));
+  const engine::ReplayResult result = cluster.run(requests(30));
+  BOOST_REQUIRE_EQUAL(result.outputs.size(), 30u);
+  for (int32_t i = 0; i < 30; ++i) {
+    BOOST_TEST(result.outputs[static_cast<size_t>(i)].id == i);
+    BOOST_TEST(cluster.replica_of(i) == i % 3);
+  }
+  int64_t finished = 0;
+  for (int32_t r = 0; r < 3; ++r) finished += cluster.replica(r).counters().requests_finished;
+  BOOST_TEST(finished == 30);
+}
+
+BOOST_AUTO_TEST_CASE(prefix_affinity_sends_shared_prefixes_where_they_are_cached) {
+  // Three replicas: round-robin then spreads the every-fourth shared-prefix requests over all.
+  sim::ClusterSimulation affinity(cluster_config(3, sim::RouterPolicy::prefix_affinity));
+  affinity.run(requests(80));
+  sim::ClusterSimulation round_robin(cluster_config(3, sim::RouterPolicy::round_robin));
+  round_robin.run(requests(80));
+  int64_t affinity_hits = 0;
+  int64_t round_robin_hits = 0;
+  for (int32_t r = 0; r < 3; ++r) {
+    affinity_hits += affinity.replica(r).kv().stats().prefix_hit_tokens;
+    round_robin_hits += round_robin.replica(r).kv().stats().prefix_hit_tokens;
+  }
+  BOOST_TEST(affinity_hits > round_robin_hits);
+  // After the first, every request with the shared prefix went to one replica.
+  for (int32_t i = 8; i < 80; i += 4) BOOST_TEST(affinity.replica_of(i) == affinity.replica_of(4));
+}
+
+BOOST_AUTO_TEST_CASE(configs_without_replicas_or_executors_are_refused) {
+  sim::ClusterConfig config = cluster_config(0, sim::RouterPolicy::round_robin);
+  BOOST_CHECK_THROW(sim::ClusterSimulation{config}, std::invalid_argument);
+  config = cluster_config(1, sim::RouterPolicy::round_robin);
+  config.make_executor = nullptr;
+  BOOST_CHECK_THROW(sim::ClusterSimulation{config}, std::invalid_argument);
+  BOOST_CHECK_THROW(sim::parse_router_policy("random"), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace pagedllm::test
