@@ -25,7 +25,7 @@ struct ProfileCostModelConfig {
   // what a `--time virtual` replay of the real executor advances its clock by.
   bool include_engine_overhead = false;
   // Scale the executor's time (forward pass and block operations) by the profile's load_factor,
-  // predicting the mean step time a replay measures (under the load the machine had while
+  // predicting the mean step a replay's clock sums (on the machine as busy as it was while
   // profiling) rather than the tables' lower quartiles (an undisturbed machine).
   bool apply_load_factor = true;
 };

@@ -35,7 +35,8 @@ DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const Prompt
 // No samples where c0 + n (and its one output token) passes the model's length.
 GridSamples measure_prefill_grid(const StepProfilerConfig& config, const PromptMaker& prompts);
 
-// Every timed step against its cell's value: their ratio is the profile's load factor.
+// Every timed step against its cell's value (lower quartile): their ratio is the profile's load
+// factor, the mean a replay's clock sums over the undisturbed time the tables hold.
 struct LoadTally {
   double sum_seconds = 0.0;
   double sum_table = 0.0;  // the cell's value, once per timed step

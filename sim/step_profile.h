@@ -77,9 +77,10 @@ struct StepProfile {
   double swap_out_block_seconds = 0.0;
   double swap_in_block_seconds = 0.0;
   double copy_block_seconds = 0.0;
-  // The mean of every timed step over its shape's table value, pooled over the tables: what
-  // descheduling and contention from other work on the machine added while profiling (1 on a
-  // quiet machine). The tables hold lower quartiles; a replay on a busy machine pays the mean.
+  // The mean step over an undisturbed one while profiling: every timed step of the tables over
+  // its shape's lower quartile, pooled (time-weighted). 1.03 to 1.1 on a quiet machine, where it
+  // is the spread of step times; more while other work deschedules the engine or shares its
+  // caches. The tables hold lower quartiles; a replay's clock sums every step, stalls included.
   double load_factor = 1.0;
   // Wall time of an engine step outside the executor (scheduling, applying results, outputs)
   // over the number of scheduled sequences: what a wall-clock replay adds to every step.

@@ -88,10 +88,12 @@ std::vector<RequestOutput> Engine::step() {
 // --- applying a step ---------------------------------------------------------------------------
 
 void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time) {
-  scratch_groups_.clear();
-  for (const ScheduledSequence& scheduled : plan.sequences) {
-    SequenceGroup* group = scheduler_.find(scheduled.request);
-    scratch_groups_.push_back(group);
+  const std::span<SequenceGroup* const> groups = scheduler_.plan_groups();  // no lookup per sequence
+  PAGEDLLM_ASSERT(groups.size() == plan.sequences.size(), "the plan is not the scheduler's last");
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const ScheduledSequence& scheduled = plan.sequences[i];
+    SequenceGroup* group = groups[i];
+    PAGEDLLM_ASSERT(group->request.id == scheduled.request, "the plan is not the scheduler's last");
     Sequence& seq = group->seqs.at(static_cast<size_t>(scheduled.sample_index));
     PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
     seq.num_computed_tokens = scheduled.end;
@@ -113,7 +115,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       throw std::logic_error("executor " + executor_.name() + " returned outputs that do not follow the plan");
     }
     const SequenceOutput& output = result.outputs[next_output++];
-    SequenceGroup& group = *scratch_groups_[i];
+    SequenceGroup& group = *groups[i];
     if (group.last_sampled_step != plan.step) {
       group.last_sampled_step = plan.step;
       touched_groups_.push_back(&group);

@@ -77,7 +77,6 @@ class Engine {
   std::vector<StepMetrics> step_metrics_;
   std::vector<sched::RequestId> pending_outputs_;  // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
-  std::vector<sched::SequenceGroup*> scratch_groups_;   // the group of each plan sequence
 };
 
 }  // namespace pagedllm::engine

@@ -110,6 +110,7 @@ StepPlan Scheduler::schedule(int64_t step, double now) {
   plan.sequences = std::move(spare_sequences_);
   plan.sequences.clear();
   plan.sequences.reserve(running_.size() + 64);
+  plan_groups_.clear();
   schedule_running(state);
   if (!state.preempted_any) schedule_swapped(state);
   if (!state.preempted_any && swapped_.empty()) schedule_waiting(state);
@@ -459,6 +460,7 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
   // Built in place: a local copied in afterwards costs store-forwarding stalls in this hot loop.
   StepPlan& plan = *state.plan;
   ScheduledSequence& scheduled = plan.sequences.emplace_back();
+  plan_groups_.push_back(&group);
   scheduled.request = group.request.id;
   scheduled.seq = seq.id;
   scheduled.sample_index = static_cast<int32_t>(seq_index);

@@ -45,6 +45,9 @@ class Scheduler {
   bool abort(RequestId id);
 
   StepPlan schedule(int64_t step, double now);
+  // The group of each sequence of the last plan, in plan order (what find(request) returns), so
+  // that applying a step needs no lookups. Valid until the next schedule() or take_finished().
+  std::span<SequenceGroup* const> plan_groups() const { return plan_groups_; }
   // Hands a plan back once the step is applied: the next schedule() reuses its buffers. Optional.
   void recycle(StepPlan&& plan);
 
@@ -131,6 +134,7 @@ class Scheduler {
   Queue swapped_;
   int64_t current_step_ = -1;
   std::vector<ScheduledSequence> spare_sequences_;  // a recycled plan's buffer (empty, with capacity)
+  std::vector<SequenceGroup*> plan_groups_;         // the group of each planned sequence
   std::vector<SequenceGroup*> scratch_groups_;  // queue snapshots: preemption edits the queues
   std::vector<SequenceGroup*> scratch_prefilling_;
   std::vector<int32_t> scratch_new_tokens_;

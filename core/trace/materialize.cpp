@@ -14,28 +14,6 @@ constexpr uint64_t kBlockDomain = 0x5bd1e9955bd1e995ULL;
 constexpr uint64_t kRequestDomain = 0x94d049bb133111ebULL;
 constexpr uint64_t kSeedDomain = 0xd6e8feb86659fd93ULL;
 
-// x % d for a fixed d, without a 64-bit division per call (materializing a long trace draws
-// hundreds of millions of tokens). With m = floor((2^64 - 1) / d), q = floor(x * m / 2^64) is at
-// most 2 below floor(x / d) and never above it, so x - q * d needs at most two corrections: the
-// result equals x % d exactly.
-class ExactModulo {
- public:
-  explicit ExactModulo(uint64_t divisor) : divisor_(divisor), multiplier_(~uint64_t{0} / divisor) {}
-
-  uint64_t operator()(uint64_t x) const {
-    const auto quotient = static_cast<uint64_t>((static_cast<Wide>(x) * multiplier_) >> 64);
-    uint64_t remainder = x - quotient * divisor_;
-    while (remainder >= divisor_) remainder -= divisor_;
-    return remainder;
-  }
-
- private:
-  __extension__ using Wide = unsigned __int128;
-
-  uint64_t divisor_;
-  uint64_t multiplier_;
-};
-
 class SyntheticTokens {
  public:
   explicit SyntheticTokens(const MaterializeConfig& config)
@@ -51,11 +29,11 @@ class SyntheticTokens {
   }
 
  private:
-  TokenId pick(uint64_t hash) const { return begin_ + static_cast<TokenId>(range_(hash)); }  // hash % range
+  TokenId pick(uint64_t hash) const { return begin_ + static_cast<TokenId>(hash % range_); }
 
   uint64_t seed_;
   TokenId begin_;
-  ExactModulo range_;
+  uint64_t range_;
 };
 
 std::vector<TokenId> synthesize_prompt(const TraceRequest& request, size_t index, int32_t block_tokens,

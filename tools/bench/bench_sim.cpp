@@ -352,10 +352,13 @@ void calibrate(TraceRun& run, const BenchConfig& config) {
   // Steady state: the requests that finished between the first and the last tenth (the ramp-up
   // fills the batch, the tail drains it).
   const std::vector<double>& done = saturated.finish_times;
+  if (done.size() < 10 || !(saturated.sim_seconds > 0.0)) {
+    throw std::runtime_error(run.spec.key + ": the saturated calibration run finished too few requests");
+  }
   const size_t lo = done.size() / 10;
   const size_t hi = done.size() - 1 - done.size() / 10;
-  run.spec.capacity = hi > lo && done[hi] > done[lo] ? static_cast<double>(hi - lo) / (done[hi] - done[lo])
-                                                     : static_cast<double>(saturated.finished) / saturated.sim_seconds;
+  run.spec.capacity = done[hi] > done[lo] ? static_cast<double>(hi - lo) / (done[hi] - done[lo])
+                                          : static_cast<double>(saturated.finished) / saturated.sim_seconds;
   run.spec.rate = config.load * run.spec.capacity;
 }
 

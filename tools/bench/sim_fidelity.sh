@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # Simulator fidelity against the real CPU engine, in one command:
 #   1. pagedllm profile --executor cpu        (a measured step profile of this machine)
-#   2. pagedllm replay --executor cpu         (the real engine; --repeats times)
+#   2. pagedllm replay --executor cpu         (the real engine; --repeats times, half of them
+#                                              before the profile and half after)
 #   3. pagedllm replay --executor sim --profile   (the simulator on that profile; also with
 #      --profile-quiet, the tables without the profile's load factor)
 # and prints, per metric, the real runs (median, min..max), the simulation and its error against
 # the real median. Everything the runs wrote stays in --out.
 #
 #   tools/bench/sim_fidelity.sh [--bin build/release/pagedllm] [--trace traces/sharegpt_like.jsonl]
-#       [--rate-scale 15] [--repeats 3] [--threads 1] [--time virtual|real] [--profile FILE]
+#       [--rate-scale 15] [--repeats 5] [--threads 1] [--time virtual|real] [--profile FILE]
 #       [--profile-args "--quick"] [--out DIR] [-- extra replay options]
 set -euo pipefail
 
 bin=${PAGEDLLM:-build/release/pagedllm}
 trace=traces/sharegpt_like.jsonl
 rate_scale=15
-repeats=3
+repeats=5
 threads=1
 time_mode=virtual
 profile=""
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --profile-args) profile_args=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "sim_fidelity.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,19 +43,27 @@ done
 out=${out:-$(mktemp -d -t pagedllm_fidelity.XXXXXX)}
 mkdir -p "$out"
 
+common=(--trace "$trace" --rate-scale "$rate_scale" -q "${extra[@]}")
+real_replay() {  # real_replay INDEX
+  echo "== real replay $1/$repeats (cpu, threads $threads, $time_mode time)" >&2
+  "$bin" replay "${common[@]}" --executor cpu --threads "$threads" --time "$time_mode" -o "$out/real_$1.json" \
+    >"$out/real_$1.txt"
+}
+
+# The machine's speed drifts (other work, shared caches): half the real runs go before the
+# profile and half after, so that their median brackets the time it was measured in.
+first_after=1
 if [[ -z "$profile" ]]; then
+  for i in $(seq 1 $((repeats / 2))); do real_replay "$i"; done
+  first_after=$((repeats / 2 + 1))
   profile=$out/profile.json
   echo "== profile (threads $threads) -> $profile" >&2
   # shellcheck disable=SC2086  # profile_args is a list of options
   "$bin" profile --executor cpu --threads "$threads" $profile_args -o "$profile" >"$out/profile.txt"
   cat "$out/profile.txt" >&2
 fi
+for i in $(seq "$first_after" "$repeats"); do real_replay "$i"; done
 
-common=(--trace "$trace" --rate-scale "$rate_scale" -q "${extra[@]}")
-for i in $(seq 1 "$repeats"); do
-  echo "== real replay $i/$repeats (cpu, threads $threads, $time_mode time)" >&2
-  "$bin" replay "${common[@]}" --executor cpu --threads "$threads" --time "$time_mode" -o "$out/real_$i.json" >"$out/real_$i.txt"
-done
 sim_flags=()
 [[ "$time_mode" == real ]] && sim_flags+=(--profile-engine-overhead)
 echo "== simulated replay (profile $profile)" >&2

@@ -39,7 +39,7 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
        "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
       ("profile-quiet", po::bool_switch(&options.profile_quiet),
        "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
-       "step times of the machine as busy as it was while profiling (the profile's load factor)");
+       "step times of the machine as busy as it was while profiling (times the profile's load factor)");
   description.add(executor);
 }
 

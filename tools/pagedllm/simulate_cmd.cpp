@@ -112,6 +112,7 @@ int run_simulate(const std::vector<std::string>& args) {
     config.cache.enable_prefix_caching = false;
   }
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  config.output_kind = engine::OutputKind::final_only;  // only finished requests are read
   const sim::RooflineConfig roofline = make_roofline(options.executor, model.shape, config.cache.block_size);
   const std::string sizing = size_sim_cache(roofline, options.executor, config);
   const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
