@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "core/sched/sampling_params.h"
 #include "sim/profile_interpolation.h"

@@ -178,6 +178,10 @@ int run_plan(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
+  if (!options.executor.profile.empty()) {
+    throw po::error("--profile: measured profiles drive `replay --executor sim` only so far; this command uses the "
+                    "roofline");
+  }
   const std::vector<SloTerm> slo = parse_slo(options.slo);
   std::vector<SweepAxis> axes;
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));

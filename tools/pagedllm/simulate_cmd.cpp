@@ -84,6 +84,10 @@ int run_simulate(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
+  if (!options.executor.profile.empty()) {
+    throw po::error("--profile: measured profiles drive `replay --executor sim` only so far; this command uses the "
+                    "roofline");
+  }
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
   if (time_mode == engine::TimeMode::real) throw po::error("--time real: the simulator runs in virtual time only");
   const sim::RouterPolicy router = sim::parse_router_policy(options.router);
