@@ -2,7 +2,7 @@
 # End to end through the binary: trace synth / convert / stats, replay on cpu and sim of the
 # committed traces, preemption in both modes, bad input (a malformed line is reported with file,
 # line and field, and the rest of the trace still runs; --strict stops), the lockstep check,
-# simulate (routers, the contiguous allocator) and plan.
+# simulate (routers, the contiguous allocator), plan, and a measured profile driving all three.
 #   tests/e2e/replay_e2e.sh PAGEDLLM_BINARY SOURCE_DIR
 set -euo pipefail
 pagedllm="$1"
@@ -109,6 +109,25 @@ expect "plan: the chosen points meet the SLOs" \
   "$(json "$work/plan.json" "all(c['latency_ms']['ttft_p99'] <= 1000 and c['latency_ms']['tpot_p99'] <= 50 for c in d['configurations'])")" True
 expect "plan: more running sequences sustain more" \
   "$(json "$work/plan.json" "d['configurations'][1]['max_request_rate_per_replica'] > d['configurations'][0]['max_request_rate_per_replica']")" True
+
+echo "--- a measured profile drives replay, simulate and plan alike"
+"$pagedllm" profile --executor cpu --threads 1 --quick -o "$work/profile.json" > /dev/null 2>&1
+"$pagedllm" replay --trace "$source_dir/traces/sharegpt_like.jsonl" --executor sim --profile "$work/profile.json" \
+  --rate-scale 10 -q -o "$work/profile_replay.json" > /dev/null
+"$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" \
+  --rate-scale 10 -q -o "$work/profile_simulate.json" > /dev/null
+expect "simulate on the profile: one replica gives replay's metrics" \
+  "$(python3 -c "import json; a=json.load(open('$work/profile_replay.json')); b=json.load(open('$work/profile_simulate.json')); print(a['metrics'] == b['metrics'] and a['metrics']['completed'] == 100)")" True
+"$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" \
+  --slo ttft_p99=500,tpot_p99=20 --sweep max-num-seqs=8,64 -o "$work/profile_plan.json" > /dev/null
+expect "plan on the profile: both configurations found a rate" \
+  "$(json "$work/profile_plan.json" "d['cost_model'].startswith('profile') and len(d['configurations']) == 2 and all(c['max_request_rate_per_replica'] > 3 for c in d['configurations'])")" True
+if "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --profile "$work/profile.json" -q \
+  > /dev/null 2> "$work/profile_err.txt"; then fail "a profile of another model was accepted"; fi
+grep -q "give --model tiny" "$work/profile_err.txt" || fail "the shape mismatch is not explained: $(cat "$work/profile_err.txt")"
+if "$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" \
+  --slo ttft_p99=500 --sweep tp=1,2 > /dev/null 2> "$work/profile_err.txt"; then fail "a tp sweep on a profile was accepted"; fi
+grep -q "^pagedllm plan: error: --sweep tp" "$work/profile_err.txt" || fail "the tp sweep refusal: $(cat "$work/profile_err.txt")"
 
 echo "--- converting the real Azure trace"
 azure="$source_dir/../shared/traces/azure_llm_2023_code.csv"

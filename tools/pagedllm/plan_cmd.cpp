@@ -178,13 +178,15 @@ int run_plan(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  if (!options.executor.profile.empty()) {
-    throw po::error("--profile: measured profiles drive `replay --executor sim` only so far; this command uses the "
-                    "roofline");
-  }
   const std::vector<SloTerm> slo = parse_slo(options.slo);
   std::vector<SweepAxis> axes;
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
+  for (const SweepAxis& axis : axes) {
+    if (!options.executor.profile.empty() && (axis.knob == "tp" || axis.knob == "block-size")) {
+      throw po::error("--sweep " + axis.knob + ": a profile is measured at one block size on one device; sweep "
+                      "max-num-seqs or max-num-batched-tokens, or measure a profile per setting");
+    }
+  }
 
   const SimModel model = resolve_sim_model(options.model);
   trace::ReadReport read_report;
@@ -203,6 +205,14 @@ int run_plan(const std::vector<std::string>& args) {
   const int64_t context = model.shape.max_position_embeddings;
   const auto model_max_len =
       static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(context, 1 << 20), options.engine.max_model_len));
+  const model::ModelConfig* model_config = model.bundle ? &model.bundle->config : nullptr;
+  // The backend of the options as given: the header's device and price, and a bad --profile or
+  // --hardware reported before the sweep starts.
+  const SimBackend base_backend = [&] {
+    engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
+    config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+    return make_sim_backend(options.executor, model.shape, model_config, config);
+  }();
   trace::MaterializeConfig materialize;
   materialize.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len : model_max_len;
   materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
@@ -235,12 +245,11 @@ int run_plan(const std::vector<std::string>& args) {
     config.record_step_metrics = false;
     config.output_kind = engine::OutputKind::final_only;
     config.cache.num_device_blocks = engine_options.num_gpu_blocks_override;
-    const sim::RooflineConfig roofline = make_roofline(executor_options, model.shape, config.cache.block_size);
-    size_sim_cache(roofline, executor_options, config);
+    const SimBackend backend = make_sim_backend(executor_options, model.shape, model_config, config);
     std::vector<sched::Request> scaled = requests.requests;
     for (sched::Request& request : scaled) request.arrival_time /= rate_scale;
     const SimRunOutput run = run_simulation({.config = config,
-                                             .cost_model = std::make_shared<const sim::RooflineCostModel>(roofline),
+                                             .cost_model = backend.cost_model,
                                              .vocab_size = materialize.vocab_size,
                                              .num_replicas = 1,
                                              .router = {},
@@ -301,19 +310,23 @@ int run_plan(const std::vector<std::string>& args) {
     rows.push_back(std::move(row));
   }
 
-  const sim::HardwareSpec hardware = sim::find_hardware(options.executor.hardware);
-  const double price = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : hardware.usd_per_gpu_hour;
-  std::printf("plan: %s on %s, trace %s (%zu requests, %.2f req/s as recorded); SLOs:", model.shape.name.c_str(),
-              hardware.name.c_str(), options.trace.path.c_str(), requests.requests.size(), base_rate);
+  const double price = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : base_backend.usd_per_gpu_hour;
+  std::printf("plan: %s, trace %s (%zu requests, %.2f req/s as recorded); SLOs:", base_backend.description.c_str(),
+              options.trace.path.c_str(), requests.requests.size(), base_rate);
   for (const SloTerm& term : slo) std::printf(" %s <= %g ms", term.name().c_str(), term.ms);
-  std::printf("; $%.2f per GPU-hour\n\n", price);
+  if (price > 0.0) {
+    std::printf("; $%.2f per GPU-hour\n\n", price);
+  } else {
+    std::printf("; no price for %s (--usd-per-gpu-hour)\n\n", base_backend.device.c_str());
+  }
   std::printf("%-44s %12s %12s", "configuration", "req/s/replica", "out tok/s");
   for (const SloTerm& term : slo) std::printf(" %12s", (term.name() + " ms").c_str());
   std::printf(" %10s", "$/M tok");
   if (options.target_rate > 0.0) std::printf(" %9s %9s", "replicas", "$/hour");
   std::printf("\n");
   nlohmann::json document = {{"model", model.shape.name},
-                             {"hardware", hardware.name},
+                             {"hardware", base_backend.device},
+                             {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
                              {"trace", options.trace.path},
                              {"base_request_rate", base_rate},
                              {"usd_per_gpu_hour", price},
@@ -346,18 +359,27 @@ int run_plan(const std::vector<std::string>& args) {
                                          : 0.0;
       std::printf("%-44s %12.2f %12.1f", label.c_str(), best.request_rate, best.output_throughput);
       for (const SloTerm& term : slo) std::printf(" %12.1f", best.values_ms.at(term.name()));
-      std::printf(" %10.3f", usd_per_million);
+      if (price > 0.0) {
+        std::printf(" %10.3f", usd_per_million);
+        entry["usd_per_million_output_tokens"] = usd_per_million;
+      } else {
+        std::printf(" %10s", "-");
+      }
       entry["max_request_rate_per_replica"] = best.request_rate;
       entry["output_throughput"] = best.output_throughput;
       entry["latency_ms"] = best.values_ms;
-      entry["usd_per_million_output_tokens"] = usd_per_million;
       if (options.target_rate > 0.0) {
         // Replicas behind a balancing router scale about linearly; check with `simulate --replicas`.
         const auto replicas = static_cast<int64_t>(std::ceil(options.target_rate / best.request_rate));
-        std::printf(" %9lld %9.2f", static_cast<long long>(replicas), static_cast<double>(replicas) * tp * price);
+        std::printf(" %9lld", static_cast<long long>(replicas));
         entry["replicas"] = replicas;
         entry["gpus"] = replicas * tp;
-        entry["usd_per_hour"] = static_cast<double>(replicas) * tp * price;
+        if (price > 0.0) {
+          std::printf(" %9.2f", static_cast<double>(replicas) * tp * price);
+          entry["usd_per_hour"] = static_cast<double>(replicas) * tp * price;
+        } else {
+          std::printf(" %9s", "-");
+        }
       }
       std::printf("\n");
     }

@@ -1,10 +1,14 @@
 #include "tools/pagedllm/sim_setup.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
+#include "cpu_ref/cpu_executor.h"
+#include "sim/profile_cost_model.h"
 #include "sim/sim_executor.h"
+#include "sim/step_profile.h"
 #include "tools/pagedllm/default_model.h"
 
 namespace pagedllm::cli {
@@ -18,6 +22,9 @@ SimModel resolve_sim_model(const std::string& argument) {
   return {std::move(shape), std::move(bundle)};
 }
 
+namespace {
+
+// --hardware, --tensor-parallel-size on `shape`, for engines of `block_size`.
 sim::RooflineConfig make_roofline(const ExecutorOptions& options, const sim::ModelShape& shape, int32_t block_size) {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.hardware);
@@ -28,6 +35,9 @@ sim::RooflineConfig make_roofline(const ExecutorOptions& options, const sim::Mod
   return roofline;
 }
 
+// Device blocks from GPU memory (unless config.cache.num_device_blocks is set already), host
+// blocks from --swap-space; both capped where a small model on a large GPU would get tens of
+// millions. Returns a description of the sizing. Throws when the weights leave no KV memory.
 std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& options,
                            engine::EngineConfig& config) {
   kv::KvCacheConfig& cache = config.cache;
@@ -54,6 +64,102 @@ std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOp
               << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), CPU blocks: "
               << cache.num_host_blocks << (capped ? " (capped at 2 x max-num-seqs x max-model-len)" : "");
   return description.str();
+}
+
+SimBackend make_roofline_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+                                 engine::EngineConfig& config) {
+  const sim::RooflineConfig roofline = make_roofline(options, shape, config.cache.block_size);
+  SimBackend backend;
+  backend.sizing = size_sim_cache(roofline, options, config);
+  backend.cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+  backend.model_name = shape.name;
+  backend.device = roofline.hardware.name;
+  backend.tensor_parallel = roofline.tensor_parallel;
+  backend.usd_per_gpu_hour = roofline.hardware.usd_per_gpu_hour;
+  backend.description = "sim (roofline), " + shape.name + " on " + roofline.hardware.name + " x" +
+                        std::to_string(roofline.tensor_parallel);
+  return backend;
+}
+
+sim::ProfileModel profile_model_of(const sim::ModelShape& shape) {
+  return {.name = shape.name,
+          .num_layers = shape.num_layers,
+          .hidden_size = shape.hidden_size,
+          .num_heads = shape.num_heads,
+          .num_kv_heads = shape.num_kv_heads,
+          .head_dim = shape.head_dim,
+          .intermediate_size = shape.intermediate_size,
+          .vocab_size = shape.vocab_size};
+}
+
+// The simulator on a measured profile: the profile must come from this model shape and block
+// size, and the KV tiers are those the profiled executor would have, so that the simulated run
+// has the real run's blocks.
+SimBackend make_profile_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+                                const model::ModelConfig* model_config, engine::EngineConfig& config) {
+  const std::string where = "--profile " + options.profile + ": ";
+  if (options.tensor_parallel != 1) {
+    throw std::invalid_argument(where + "a profile is measured on one device; --tensor-parallel-size does not apply");
+  }
+  sim::StepProfile profile = sim::read_step_profile(options.profile);
+  if (!profile.model.same_shape(profile_model_of(shape))) {
+    throw std::invalid_argument(where + "measured on model '" + profile.model.name + "', whose shape differs from " +
+                                "the model simulated ('" + shape.name + "'); give --model " + profile.model.name);
+  }
+  kv::KvCacheConfig& cache = config.cache;
+  if (profile.block_size != cache.block_size) {
+    throw std::invalid_argument(where + "measured with block size " + std::to_string(profile.block_size) +
+                                ", the engine has --block-size " + std::to_string(cache.block_size));
+  }
+  if (profile.executor == "cpu_ref") {
+    if (model_config == nullptr) {
+      throw std::invalid_argument(where + "the CPU engine sizes its KV cache from the model's config: give --model " +
+                                  "as the model the profile was measured on ('" + profile.model.name +
+                                  "'), not a shape preset");
+    }
+    if (cache.num_device_blocks == 0) {
+      cache.num_device_blocks = cpu_ref::num_kv_blocks_for_bytes(*model_config, cache.block_size,
+                                                                 static_cast<uint64_t>(options.kv_cache_mib) << 20);
+    }
+    cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(*model_config, cache.block_size,
+                                                             static_cast<uint64_t>(options.swap_space_mib) << 20);
+  } else if (cache.num_device_blocks == 0) {
+    throw std::invalid_argument(where + "a profile of '" + profile.executor +
+                                "' needs --num-gpu-blocks-override (its KV sizing is not known here)");
+  }
+  const auto cost_model = std::make_shared<const sim::ProfileCostModel>(
+      sim::ProfileCostModelConfig{.profile = std::move(profile),
+                                  .include_engine_overhead = options.profile_engine_overhead,
+                                  .apply_load_factor = !options.profile_quiet});
+  const sim::StepProfile& measured = cost_model->config().profile;
+  SimBackend backend;
+  backend.cost_model = cost_model;
+  backend.model_name = measured.model.name;
+  backend.device = measured.device;
+  std::ostringstream description;
+  description << "sim (profile " << options.profile << ": " << measured.executor << ", " << measured.num_threads
+              << " threads, " << measured.device << ", ";
+  if (options.profile_quiet) {
+    description << "quiet";
+  } else {
+    description << "load factor " << std::setprecision(3) << measured.load_factor;
+  }
+  description << (options.profile_engine_overhead ? ", with engine overhead" : "") << ")";
+  backend.description = description.str();
+  std::ostringstream sizing;
+  sizing << "KV blocks: " << cache.num_device_blocks << " ("
+         << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+         << " tokens), swap blocks: " << cache.num_host_blocks;
+  backend.sizing = sizing.str();
+  return backend;
+}
+
+}  // namespace
+
+SimBackend make_sim_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+                            const model::ModelConfig* model_config, engine::EngineConfig& config) {
+  if (options.profile.empty()) return make_roofline_backend(options, shape, config);
+  return make_profile_backend(options, shape, model_config, config);
 }
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests) {

@@ -1,6 +1,7 @@
 // The simulator's setup shared by `replay --executor sim`, `simulate` and `plan`: which model
-// shape (a preset, or any model's config), the roofline on the chosen hardware, and the KV blocks
-// a replica gets, sized as vLLM sizes them.
+// shape (a preset, or any model's config), the cost model (the roofline on the chosen hardware,
+// or a measured profile), and the KV blocks a replica gets (sized as vLLM sizes them on a GPU, or
+// as the profiled executor sizes its own).
 #pragma once
 
 #include <functional>
@@ -26,14 +27,24 @@ struct SimModel {
 };
 SimModel resolve_sim_model(const std::string& argument);
 
-// --hardware, --tensor-parallel-size on `shape`, for engines of `block_size`.
-sim::RooflineConfig make_roofline(const ExecutorOptions& options, const sim::ModelShape& shape, int32_t block_size);
+// What one simulated replica runs on: the roofline of --hardware at --tensor-parallel-size, or
+// the step profile given by --profile (measured by `pagedllm profile`).
+struct SimBackend {
+  std::shared_ptr<const sim::CostModel> cost_model;
+  std::string description;        // the cost model and what it stands for, in words
+  std::string sizing;             // the KV tiers config.cache got, in words
+  std::string model_name;
+  std::string device;             // the hardware preset's name, or the profiled device
+  int32_t tensor_parallel = 1;    // GPUs per replica
+  double usd_per_gpu_hour = 0.0;  // the hardware preset's indicative price; 0 for a profile
+};
 
-// Device blocks from GPU memory (unless config.cache.num_device_blocks is set already), host
-// blocks from --swap-space; both capped where a small model on a large GPU would get tens of
-// millions. Returns a description of the sizing. Throws when the weights leave no KV memory.
-std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& options,
-                           engine::EngineConfig& config);
+// Builds the backend for `shape` and sizes config.cache for it (unless num_device_blocks is set).
+// `model_config` is the model's own config where there is one (null for a shape preset); a
+// profile of the CPU engine needs it, as the CPU engine sizes its KV tiers from it. Throws
+// std::invalid_argument when the profile was measured on another shape or block size.
+SimBackend make_sim_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+                            const model::ModelConfig* model_config, engine::EngineConfig& config);
 
 // One simulation: `num_replicas` engines of `config`, each on a SimExecutor over `cost_model`.
 struct SimRunSpec {

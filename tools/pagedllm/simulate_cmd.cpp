@@ -1,5 +1,6 @@
 // `pagedllm simulate`: a trace through a simulated cluster (R replicas of the engine's own core,
-// each on the roofline cost model of a GPU), with replay's metrics, the memory view and cost.
+// each on the roofline cost model of a GPU or on a measured step profile), with replay's
+// metrics, the memory view and cost.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iomanip>
@@ -84,15 +85,14 @@ int run_simulate(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  if (!options.executor.profile.empty()) {
-    throw po::error("--profile: measured profiles drive `replay --executor sim` only so far; this command uses the "
-                    "roofline");
-  }
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
   if (time_mode == engine::TimeMode::real) throw po::error("--time real: the simulator runs in virtual time only");
   const sim::RouterPolicy router = sim::parse_router_policy(options.router);
   if (options.allocator != "paged" && options.allocator != "contiguous") {
     throw po::error("--allocator: expected paged or contiguous, got '" + options.allocator + "'");
+  }
+  if (options.allocator == "contiguous" && !options.executor.profile.empty()) {
+    throw po::error("--allocator contiguous: a profile is measured on paged blocks of its block size");
   }
 
   const SimModel model = resolve_sim_model(options.model);
@@ -117,9 +117,8 @@ int run_simulate(const std::vector<std::string>& args) {
   }
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   config.output_kind = engine::OutputKind::final_only;  // only finished requests are read
-  const sim::RooflineConfig roofline = make_roofline(options.executor, model.shape, config.cache.block_size);
-  const std::string sizing = size_sim_cache(roofline, options.executor, config);
-  const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+  const SimBackend backend =
+      make_sim_backend(options.executor, model.shape, model.bundle ? &model.bundle->config : nullptr, config);
 
   trace::MaterializeConfig materialize;
   materialize.max_model_len = config.scheduler.max_model_len;
@@ -139,7 +138,7 @@ int run_simulate(const std::vector<std::string>& args) {
 
   ProgressBar progress("simulate", static_cast<int64_t>(requests.requests.size()), !options.quiet);
   SimRunSpec spec{.config = config,
-                  .cost_model = cost_model,
+                  .cost_model = backend.cost_model,
                   .vocab_size = materialize.vocab_size,
                   .num_replicas = options.num_replicas,
                   .router = {.policy = router, .max_imbalance = options.max_imbalance},
@@ -155,9 +154,8 @@ int run_simulate(const std::vector<std::string>& args) {
   progress.finish("done");
 
   std::ostringstream executor_description;
-  executor_description << "sim (roofline), " << roofline.model.name << " on " << roofline.hardware.name << " x"
-                       << roofline.tensor_parallel << " per replica, " << options.num_replicas << " replica(s), "
-                       << sim::to_string(router) << ", " << options.allocator << " KV, " << sizing;
+  executor_description << backend.description << " per replica, " << options.num_replicas << " replica(s), "
+                       << sim::to_string(router) << ", " << options.allocator << " KV, " << backend.sizing;
   RunReportInput input{.executor = "sim",
                        .executor_description = executor_description.str(),
                        .trace_path = options.trace.path,
@@ -167,11 +165,12 @@ int run_simulate(const std::vector<std::string>& args) {
                        .result = &result,
                        .engines = {}};
   for (int32_t i = 0; i < cluster.num_replicas(); ++i) input.engines.push_back(&cluster.replica(i));
-  const double usd_per_gpu_hour = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : roofline.hardware.usd_per_gpu_hour;
-  const int32_t num_gpus = options.num_replicas * roofline.tensor_parallel;
-  input.config = {{"model", roofline.model.name},
-                  {"hardware", roofline.hardware.name},
-                  {"tensor_parallel", roofline.tensor_parallel},
+  const double usd_per_gpu_hour = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : backend.usd_per_gpu_hour;
+  const int32_t num_gpus = options.num_replicas * backend.tensor_parallel;
+  input.config = {{"model", backend.model_name},
+                  {"hardware", backend.device},
+                  {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
+                  {"tensor_parallel", backend.tensor_parallel},
                   {"replicas", options.num_replicas},
                   {"router", sim::to_string(router)},
                   {"allocator", options.allocator},
@@ -190,6 +189,11 @@ int run_simulate(const std::vector<std::string>& args) {
     for (const engine::Completion& completion : output.completions) output_tokens += static_cast<int64_t>(completion.tokens.size());
   }
   const double gpu_hours = num_gpus * duration / 3600.0;
+  if (usd_per_gpu_hour <= 0.0) {
+    std::printf("Cost: %d device(s) for %.1f s; no price for %s (--usd-per-gpu-hour)\n", num_gpus, duration,
+                backend.device.c_str());
+    return status;
+  }
   std::printf("Cost: %d GPU(s) x $%.2f/h for %.1f s = $%.4f; $%.3f per million output tokens\n", num_gpus,
               usd_per_gpu_hour, duration, gpu_hours * usd_per_gpu_hour,
               output_tokens > 0 ? gpu_hours * usd_per_gpu_hour / (static_cast<double>(output_tokens) / 1e6) : 0.0);
