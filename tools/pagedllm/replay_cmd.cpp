@@ -17,12 +17,15 @@
 #include "core/frontend/model_bundle.h"
 #include "core/kv/kv_event_log.h"
 #include "core/trace/materialize.h"
+#include "sim/model_shape.h"
+#include "sim/step_prediction.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/executor_factory.h"
 #include "tools/pagedllm/progress_bar.h"
 #include "tools/pagedllm/run_report.h"
+#include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
 
@@ -41,6 +44,7 @@ struct ReplayOptions {
   uint64_t seed = 0;
   RunReportOptions report;
   std::string kv_events;
+  std::string check_profile;
   bool quiet = false;
   EngineOptions engine;
   ExecutorOptions executor;
@@ -57,6 +61,34 @@ TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
   TokenId token = 0;
   while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
   return token;
+}
+
+// The table of --check-profile, and its JSON section.
+nlohmann::json report_step_prediction(const sim::StepPredictionReport& report, const std::string& description,
+                                      std::ostream& out) {
+  out << "---------------Step prediction-----------------\n"
+      << description << ": each real step against the profile's prediction for its plan\n";
+  out << std::left << std::setw(9) << "steps" << std::right << std::setw(8) << "count" << std::setw(13) << "measured s"
+      << std::setw(13) << "predicted s" << std::setw(9) << "error" << std::setw(14) << "median ratio" << '\n';
+  nlohmann::json section = {{"profile", description}};
+  const auto row = [&](const std::string& name, const sim::StepPredictionTally& tally) {
+    out << std::left << std::setw(9) << name << std::right << std::setw(8) << tally.num_steps << std::fixed
+        << std::setprecision(4) << std::setw(13) << tally.measured_seconds << std::setw(13) << tally.predicted_seconds
+        << std::showpos << std::setprecision(1) << std::setw(8) << 100.0 * tally.total_error() << '%' << std::noshowpos
+        << std::setprecision(3) << std::setw(14) << tally.median_ratio() << '\n';
+    out.unsetf(std::ios::floatfield);
+    section[name] = {{"steps", tally.num_steps},
+                     {"measured_seconds", tally.measured_seconds},
+                     {"predicted_seconds", tally.predicted_seconds},
+                     {"error", tally.total_error()},
+                     {"median_ratio", tally.median_ratio()}};
+  };
+  for (int32_t kind = 0; kind < sim::kNumStepKinds; ++kind) {
+    row(sim::to_string(static_cast<sim::StepKind>(kind)), report.by_kind[static_cast<size_t>(kind)]);
+  }
+  row("all", report.all);
+  out << "==================================================\n";
+  return section;
 }
 
 }  // namespace
@@ -80,6 +112,9 @@ int run_replay(const std::vector<std::string>& args) {
        "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)")
       ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content and sampling seeds")
       ("kv-events", po::value(&options.kv_events), "write the KV event log (JSONL) to this file")
+      ("check-profile", po::value(&options.check_profile),
+       "cpu: price every real step with this measured profile too and report its error by step kind (the "
+       "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   add_trace_input_options(description, options.trace);
   add_run_report_options(description, options.report);
@@ -110,6 +145,20 @@ int run_replay(const std::vector<std::string>& args) {
   config.output_kind = engine::OutputKind::final_only;
   if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
   ExecutorSetup setup = make_executor(options.executor, bundle, config);
+  std::optional<sim::PredictingExecutor> predicting;
+  std::string prediction_description;
+  if (!options.check_profile.empty()) {
+    if (options.executor.executor == "sim") throw po::error("--check-profile: prices the steps of a real executor");
+    ExecutorOptions profile_options = options.executor;
+    profile_options.profile = options.check_profile;
+    engine::EngineConfig profile_config = config;  // sized already: the profile checks, not sizes
+    const SimBackend backend =
+        make_sim_backend(profile_options, sim::model_shape_from_config(bundle.config, bundle.source.path),
+                         &bundle.config, profile_config);
+    predicting.emplace(*setup.executor, backend.cost_model);
+    prediction_description = backend.description;
+  }
+  engine::Executor& executor = predicting ? static_cast<engine::Executor&>(*predicting) : *setup.executor;
 
   trace::MaterializeConfig materialize;
   materialize.max_model_len = config.scheduler.max_model_len;
@@ -134,7 +183,7 @@ int run_replay(const std::vector<std::string>& args) {
   engine::VirtualClock virtual_clock;
   engine::WallClock wall_clock;
   engine::Clock& clock = time_mode == engine::TimeMode::real ? static_cast<engine::Clock&>(wall_clock) : virtual_clock;
-  engine::Engine engine(config, *setup.executor, clock, kv_events ? &*kv_events : nullptr);
+  engine::Engine engine(config, executor, clock, kv_events ? &*kv_events : nullptr);
 
   std::cerr << "replay: " << trace.requests.size() << " requests from " << options.trace.path << " on "
             << setup.description << ", " << engine::to_string(time_mode) << " time\n";
@@ -170,7 +219,14 @@ int run_replay(const std::vector<std::string>& args) {
                   {"chunked_prefill", config.scheduler.enable_chunked_prefill},
                   {"prefix_caching", config.cache.enable_prefix_caching},
                   {"preemption_mode", options.engine.preemption_mode}};
-  return write_run_report(input, options.report, std::cout);
+  std::ostringstream prediction_text;  // printed after the serving report
+  if (predicting) {
+    input.sections["step_prediction"] =
+        report_step_prediction(predicting->report(), prediction_description, prediction_text);
+  }
+  const int status = write_run_report(input, options.report, std::cout);
+  std::cout << prediction_text.str();
+  return status;
 }
 
 }  // namespace pagedllm::cli

@@ -146,6 +146,7 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
     nlohmann::json requests = nlohmann::json::array();
     for (const metrics::RequestRecord& record : records) requests.push_back(request_json(record));
     document["requests"] = std::move(requests);
+    for (const auto& [name, section] : input.sections.items()) document[name] = section;
     std::ofstream file(options.output_json);
     file << document.dump(1) << '\n';
     if (!file) throw std::runtime_error(options.output_json + ": cannot write");

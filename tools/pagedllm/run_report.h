@@ -36,6 +36,7 @@ struct RunReportInput {
   const engine::ReplayResult* result = nullptr;
   std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
   nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
+  nlohmann::json sections = nlohmann::json::object();      // further top-level JSON sections, by name
 };
 
 // Prints the report to `out`, writes the JSON file when asked; returns the exit status (0).
