@@ -9,8 +9,11 @@
 # the real median. Everything the runs wrote stays in --out.
 #
 #   tools/bench/sim_fidelity.sh [--bin build/release/pagedllm] [--trace traces/sharegpt_like.jsonl]
-#       [--rate-scale 15] [--repeats 5] [--threads 1] [--time virtual|real] [--profile FILE]
-#       [--profile-args "--quick"] [--out DIR] [-- extra replay options]
+#       [--synth N:RATE] [--rate-scale 15] [--repeats 5] [--threads 1] [--time virtual|real]
+#       [--profile FILE] [--profile-args "--quick"] [--out DIR] [-- extra replay options]
+#
+# --synth N:RATE replays a trace of N requests at RATE req/s synthesized with --trace's length
+# distributions (a longer trace than the committed one: steadier percentiles).
 set -euo pipefail
 
 bin=${PAGEDLLM:-build/release/pagedllm}
@@ -21,12 +24,14 @@ threads=1
 time_mode=virtual
 profile=""
 profile_args=""
+synth=""
 out=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --trace) trace=$2; shift 2 ;;
+    --synth) synth=$2; shift 2 ;;
     --rate-scale) rate_scale=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
@@ -35,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --profile-args) profile_args=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "sim_fidelity.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +48,13 @@ done
 out=${out:-$(mktemp -d -t pagedllm_fidelity.XXXXXX)}
 mkdir -p "$out"
 
+if [[ -n "$synth" ]]; then
+  [[ "$synth" == *:* ]] || { echo "sim_fidelity.sh: --synth expects N:RATE, got '$synth'" >&2; exit 2; }
+  echo "== synthesizing ${synth%%:*} requests at ${synth##*:} req/s with the lengths of $trace" >&2
+  "$bin" trace synth -n "${synth%%:*}" --request-rate "${synth##*:}" --prompt-len "fit:$trace" \
+    --output-len "fit:$trace" --seed 11 -o "$out/trace.jsonl" 2>/dev/null
+  trace=$out/trace.jsonl
+fi
 common=(--trace "$trace" --rate-scale "$rate_scale" -q "${extra[@]}")
 real_replay() {  # real_replay INDEX
   echo "== real replay $1/$repeats (cpu, threads $threads, $time_mode time)" >&2
