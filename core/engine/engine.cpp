@@ -168,6 +168,7 @@ void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::Samp
       for (const sched::SampledToken& entry : output.top_logprobs[sample]) top.emplace_back(entry.token, entry.logprob);
     }
     seq.top_logprobs.push_back(std::move(top));
+    seq.token_logprobs.push_back(sampled.logprob);
   }
   ++counters_.generation_tokens;
   if (const auto reason = stop_reason(group, seq)) {
@@ -216,8 +217,9 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
   const BeamStep step = select_beams(std::move(candidates), params.beam_width, stop_tokens, room);
   // With logprobs asked, a beam's token carries its parent's best candidates (the executor
   // returned them by descending logprob).
-  const auto record_logprobs = [&](Sequence& seq, int32_t parent) {
+  const auto record_logprobs = [&](Sequence& seq, int32_t parent, float logprob) {
     if (!params.logprobs) return;
+    seq.token_logprobs.push_back(logprob);
     std::vector<std::pair<TokenId, float>> top;
     for (const sched::SampledToken& entry : output_of[static_cast<size_t>(parent)]->samples) {
       if (static_cast<int32_t>(top.size()) == *params.logprobs) break;
@@ -230,7 +232,7 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
     hypothesis.tokens.push_back(complete.token);
     hypothesis.cumulative_logprob = complete.score;
     hypothesis.finish_reason = FinishReason::stop;
-    record_logprobs(hypothesis, complete.parent);
+    record_logprobs(hypothesis, complete.parent, complete.logprob);
     group.finished_beams.push_back(std::move(hypothesis));
     ++counters_.generation_tokens;
   }
@@ -251,7 +253,7 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
     Sequence& seq = group.seqs[targets[j]];
     seq.tokens.push_back(step.extend[j].token);
     seq.cumulative_logprob = step.extend[j].score;
-    record_logprobs(seq, step.extend[j].parent);
+    record_logprobs(seq, step.extend[j].parent, step.extend[j].logprob);
     ++counters_.generation_tokens;
   }
   // Beams that no candidate extends are dropped.
@@ -328,6 +330,8 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
     completion.finish_reason = seq.finish_reason;
     completion.top_logprobs.assign(seq.top_logprobs.begin() + std::min<size_t>(from, seq.top_logprobs.size()),
                                    seq.top_logprobs.end());
+    completion.token_logprobs.assign(
+        seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()), seq.token_logprobs.end());
     group.num_reported_tokens[i] = seq.num_output_tokens();
     output.completions.push_back(std::move(completion));
   }

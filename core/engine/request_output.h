@@ -18,6 +18,7 @@ struct Completion {
   double cumulative_logprob = 0.0;
   sched::FinishReason finish_reason = sched::FinishReason::none;
   std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per token, when asked
+  std::vector<float> token_logprobs;  // per token, when logprobs are asked: the chosen token's
 };
 
 struct RequestOutput {

@@ -22,6 +22,7 @@ struct Sequence {
   double cumulative_logprob = 0.0;
   FinishReason finish_reason = FinishReason::none;
   std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per output token, when asked
+  std::vector<float> token_logprobs;  // per output token, when logprobs are asked: the chosen token's
 
   bool finished() const { return finish_reason != FinishReason::none; }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

@@ -157,15 +157,18 @@ BOOST_AUTO_TEST_CASE(each_token_carries_k_top_logprobs_led_by_the_sampled_token)
       BOOST_TEST_CONTEXT("request " << request.id << " completion " << completion.index) {
         if (!request.params.logprobs) {
           BOOST_TEST(completion.top_logprobs.empty());
+          BOOST_TEST(completion.token_logprobs.empty());
           continue;
         }
         BOOST_REQUIRE_EQUAL(completion.top_logprobs.size(), completion.tokens.size());
+        BOOST_REQUIRE_EQUAL(completion.token_logprobs.size(), completion.tokens.size());
         double sum = 0.0;
         for (size_t i = 0; i < completion.tokens.size(); ++i) {
           const auto& top = completion.top_logprobs[i];
           BOOST_REQUIRE_EQUAL(top.size(), static_cast<size_t>(*request.params.logprobs));
           BOOST_TEST(top.front().first == completion.tokens[i]);
-          sum += top.front().second;
+          BOOST_TEST(completion.token_logprobs[i] == top.front().second);  // the sampled token's own
+          sum += completion.token_logprobs[i];
         }
         BOOST_TEST(completion.cumulative_logprob == sum, boost::test_tools::tolerance(1e-6));
       }

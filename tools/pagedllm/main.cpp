@@ -38,6 +38,8 @@ constexpr Subcommand kSubcommands[] = {
      "replay a request trace on the CPU engine or the simulator: vLLM's serving metrics, KV usage"},
     {"score", pagedllm::cli::run_score,
      "logits of every position of token sequences (CPU reference forward) as fp32 files"},
+    {"serve", pagedllm::cli::run_serve,
+     "an OpenAI-compatible HTTP server: completions and chat, streaming, /metrics, /health"},
     {"simulate", pagedllm::cli::run_simulate,
      "a trace through simulated GPUs (roofline cost model) running the engine's own core; replicas, routers"},
     {"tokenize", pagedllm::cli::run_tokenize,

@@ -17,6 +17,7 @@ int run_profile(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_replay(const std::vector<std::string>& args);
 int run_score(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);
 int run_simulate(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_trace(const std::vector<std::string>& args);

@@ -1,0 +1,114 @@
+// `pagedllm serve`: the OpenAI-compatible HTTP server over the engine (tools/server/).
+#include <boost/asio/signal_set.hpp>
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/frontend/model_bundle.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
+#include "tools/pagedllm/subcommands.h"
+#include "tools/server/api_server.h"
+#include "tools/server/http_server.h"
+#include "tools/server/server_metrics.h"
+#include "tools/server/serving_engine.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct ServeOptions {
+  std::string model = std::string(kDefaultModelName);
+  std::string served_model_name;
+  std::string chat_template;
+  server::HttpServerConfig http;
+  std::string api_key;
+  int32_t max_pending_requests = 1024;
+  EngineOptions engine;
+  ExecutorOptions executor;
+};
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  ServeOptions options;
+  int32_t port = options.http.port;
+  po::options_description description(
+      "pagedllm serve: an OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
+      "  pagedllm serve --model M [--host 127.0.0.1] [--port 8000] [--api-key K] [engine options]");
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("served-model-name", po::value(&options.served_model_name),
+       "the model id clients name (default: --model as given)")
+      ("chat-template", po::value(&options.chat_template), "a named chat format or a template file instead of the model's")
+      ("host", po::value(&options.http.host)->default_value(options.http.host),
+       "address to bind (0.0.0.0 for every interface: mind who can reach it)")
+      ("port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")
+      ("api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")
+      ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
+       "requests queued or running at most; beyond it 503")
+      ("io-threads", po::value(&options.http.num_io_threads)->default_value(1), "HTTP threads")
+      ("max-body-bytes", po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
+       "larger request bodies get 413");
+  add_engine_options(description, options.engine);
+  add_executor_options(description, options.executor);
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  if (port < 0 || port > 65535) throw po::error("--port: expected 0..65535, got " + std::to_string(port));
+  options.http.port = static_cast<uint16_t>(port);
+  if (options.executor.executor != "cpu") {
+    throw po::error("--executor " + options.executor.executor + ": serving needs an executor that computes tokens (cpu)");
+  }
+  const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
+
+  frontend::ModelBundle bundle =
+      frontend::open_model(resolve_model_argument(options.model), {.chat_template = options.chat_template});
+  const uint64_t open_files = server::raise_open_file_limit();
+  server::ServerMetrics metrics(served_name);
+  server::HttpServer* http_server = nullptr;
+  server::ApiServer* api_server = nullptr;
+  // The server listens while the weights load: /health answers 503 until they are in.
+  std::unique_ptr<server::ApiServer> api;
+  server::HttpServer http(options.http, [&api_server](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
+    api_server->handle(std::move(request), std::move(exchange));
+  });
+  http_server = &http;
+  api = std::make_unique<server::ApiServer>(
+      server::ApiServerConfig{.served_model_name = served_name, .api_key = options.api_key, .limits = {}}, bundle, metrics,
+      http.io_context());
+  api_server = api.get();
+  boost::asio::signal_set signals(http.io_context(), SIGINT, SIGTERM);
+  signals.async_wait([http_server](const boost::system::error_code& error, int) {
+    if (!error) http_server->io_context().stop();
+  });
+  http.start();
+  std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
+            << served_name << "', open files limit " << open_files << "), loading weights\n";
+
+  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  server::ServingEngineConfig config;
+  config.engine = engine_config_from(options.engine, model_max_len);
+  config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  if (!bundle.eos_token_ids.empty()) config.engine.eos_token_id = bundle.eos_token_ids.front();
+  config.max_pending_requests = options.max_pending_requests;
+  config.decode.skip_special_tokens = true;
+  ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
+  server::ServingEngine engine(config, *setup.executor, bundle.tokenizer, &metrics);
+  api->attach(engine);
+  std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
+            << config.engine.scheduler.max_model_len << '\n'
+            << std::flush;
+  http.wait();
+  http.stop();
+  std::cerr << "pagedllm serve: stopped\n";
+  return 0;
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,419 @@
+#include "tools/server/api_server.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
+#include <mutex>
+#include <random>
+
+#include "core/sched/sampling_params.h"
+
+namespace pagedllm::server {
+namespace {
+
+namespace asio = boost::asio;
+
+ApiError not_found(const std::string& message, std::string code = "") {
+  return ApiError(404, "not_found_error", "", std::move(code), message);
+}
+
+std::string make_request_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  char text[64];
+  std::snprintf(text, sizeof(text), "%s-%016llx%08llx", prefix, static_cast<unsigned long long>(salt),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return text;
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One HTTP generation request: its engine requests (one per prompt), what has been said to the
+// client, and the text gathered for a whole response. Touched on its strand only.
+class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
+ public:
+  struct Setup {
+    ResponseHeader header;
+    bool chat = false;
+    bool stream = false;
+    bool include_usage = false;
+    bool with_logprobs = false;
+    int32_t num_samples = 1;             // n
+    std::vector<std::string> echo_text;  // per prompt, prepended to each choice ("" = none)
+    std::vector<int32_t> num_prompt_tokens;
+  };
+
+  GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, ServingEngine& engine,
+                const tokenizer::Tokenizer& tokenizer, asio::io_context& io_context)
+      : setup_(std::move(setup)),
+        exchange_(std::move(exchange)),
+        engine_(engine),
+        tokenizer_(tokenizer),
+        strand_(asio::make_strand(io_context)) {
+    const size_t num_choices = setup_.num_prompt_tokens.size() * static_cast<size_t>(setup_.num_samples);
+    choices_.resize(num_choices);
+    started_.assign(num_choices, false);
+    for (size_t i = 0; i < num_choices; ++i) choices_[i].index = static_cast<int32_t>(i);
+    prompt_done_.assign(setup_.num_prompt_tokens.size(), false);
+  }
+
+  // Submits every prompt; false when the engine's queue is full (nothing was left running).
+  bool submit(std::vector<ServingRequest> requests) {
+    auto self = shared_from_this();
+    for (size_t prompt = 0; prompt < requests.size(); ++prompt) {
+      std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](RequestUpdate&& update) {
+        asio::post(self->strand_, [self, prompt, update = std::move(update)]() mutable {
+          self->on_update(prompt, std::move(update));
+        });
+      });
+      if (!id) {
+        for (const sched::RequestId submitted : ids_) engine_.abort(submitted);
+        return false;
+      }
+      ids_.push_back(*id);
+    }
+    exchange_->on_disconnect([self] {
+      for (const sched::RequestId id : self->ids_) self->engine_.abort(id);
+    });
+    if (setup_.stream) {
+      exchange_->start_stream();
+      if (setup_.chat) {
+        for (const ChoiceDelta& choice : choices_) {
+          ChoiceDelta role_only;  // the first chunk of a choice: its role, no content yet
+          role_only.index = choice.index;
+          send(chat_chunk(setup_.header, role_only, false, true));
+        }
+        std::fill(started_.begin(), started_.end(), true);
+      }
+    }
+    return true;
+  }
+
+ private:
+  void on_update(size_t prompt, RequestUpdate&& update) {
+    if (finished_) return;
+    if (!update.error.empty()) {
+      fail(update.error);
+      return;
+    }
+    usage_.completion_tokens += update.num_output_tokens - output_tokens_seen(prompt, update.num_output_tokens);
+    for (CompletionUpdate& news : update.completions) {
+      const size_t index = prompt * static_cast<size_t>(setup_.num_samples) + static_cast<size_t>(news.index);
+      if (index >= choices_.size()) continue;
+      ChoiceDelta delta;
+      delta.index = static_cast<int32_t>(index);
+      if (!started_[index] && !setup_.echo_text[prompt].empty()) delta.text = setup_.echo_text[prompt];
+      delta.text += news.text;
+      if (setup_.with_logprobs) delta.logprobs = logprobs_of(news);
+      if (!news.finish_reason.empty()) delta.finish_reason = news.finish_reason == "abort" ? "abort" : news.finish_reason;
+      delta.text_offset = static_cast<int32_t>(choices_[index].text.size());
+      const bool first = !started_[index];
+      started_[index] = true;
+      if (setup_.stream) {
+        if (!delta.text.empty() || !delta.logprobs.empty() || delta.finish_reason) {
+          send(setup_.chat ? chat_chunk(setup_.header, delta, setup_.with_logprobs, first)
+                           : completion_chunk(setup_.header, delta, setup_.with_logprobs));
+        }
+      }
+      ChoiceDelta& whole = choices_[index];
+      whole.text += delta.text;
+      whole.logprobs.insert(whole.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+      if (delta.finish_reason) whole.finish_reason = delta.finish_reason;
+    }
+    if (!update.finished) return;
+    prompt_done_[prompt] = true;
+    usage_.prompt_tokens += update.num_prompt_tokens;
+    for (const bool done : prompt_done_) {
+      if (!done) return;
+    }
+    finish();
+  }
+
+  // The update carries a running total per prompt; the usage needs the sum over prompts.
+  int64_t output_tokens_seen(size_t prompt, int64_t total) {
+    output_tokens_by_prompt_.resize(std::max(output_tokens_by_prompt_.size(), prompt + 1), 0);
+    const int64_t before = output_tokens_by_prompt_[prompt];
+    output_tokens_by_prompt_[prompt] = total;
+    return before;
+  }
+
+  std::vector<TokenLogprob> logprobs_of(const CompletionUpdate& news) const {
+    std::vector<TokenLogprob> entries;
+    for (size_t i = 0; i < news.tokens.size(); ++i) {
+      TokenLogprob entry;
+      entry.token = tokenizer_.decode(std::span<const TokenId>(&news.tokens[i], 1));
+      entry.logprob = i < news.token_logprobs.size() ? news.token_logprobs[i] : 0.0f;
+      if (i < news.top_logprobs.size()) {
+        for (const auto& [token, logprob] : news.top_logprobs[i]) {
+          entry.top.emplace_back(tokenizer_.decode(std::span<const TokenId>(&token, 1)), logprob);
+        }
+      }
+      entries.push_back(std::move(entry));
+    }
+    return entries;
+  }
+
+  void finish() {
+    finished_ = true;
+    if (setup_.stream) {
+      if (setup_.include_usage) send(usage_chunk(setup_.header, setup_.chat, usage_));
+      exchange_->send_chunk(std::string(kSseDone));
+      exchange_->end_stream();
+      return;
+    }
+    for (ChoiceDelta& choice : choices_) {
+      if (!choice.finish_reason) choice.finish_reason = "abort";
+    }
+    respond_json(*exchange_, 200,
+                 setup_.chat ? chat_response(setup_.header, choices_, usage_, setup_.with_logprobs)
+                             : completion_response(setup_.header, choices_, usage_, setup_.with_logprobs));
+  }
+
+  void fail(const std::string& message) {
+    finished_ = true;
+    for (const sched::RequestId id : ids_) engine_.abort(id);
+    const ApiError error(message.find("shutting down") != std::string::npos ? 503 : 400,
+                         message.find("engine failed") != std::string::npos ? "internal_server_error"
+                                                                             : "invalid_request_error",
+                         "", "", message);
+    if (setup_.stream) {
+      send(to_json(error));
+      exchange_->send_chunk(std::string(kSseDone));
+      exchange_->end_stream();
+      return;
+    }
+    respond_error(*exchange_, error);
+  }
+
+  void send(const nlohmann::json& chunk) { exchange_->send_chunk(sse_event(chunk)); }
+
+  Setup setup_;
+  std::shared_ptr<Exchange> exchange_;
+  ServingEngine& engine_;
+  const tokenizer::Tokenizer& tokenizer_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  std::vector<sched::RequestId> ids_;
+  std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
+  std::vector<bool> started_;         // per choice: something was sent
+  std::vector<bool> prompt_done_;
+  std::vector<int64_t> output_tokens_by_prompt_;
+  Usage usage_;
+  bool finished_ = false;
+};
+
+std::string bearer_token(const HttpRequest& request) {
+  const auto found = request.headers.find("authorization");
+  if (found == request.headers.end()) return "";
+  constexpr std::string_view kBearer = "Bearer ";
+  return found->second.starts_with(kBearer) ? found->second.substr(kBearer.size()) : "";
+}
+
+// Constant-time comparison: the key's prefix must not leak through response times.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return difference == 0;
+}
+
+}  // namespace
+
+void respond_json(Exchange& exchange, int status, const nlohmann::json& body) {
+  exchange.respond(status, "application/json", dump_json(body));
+}
+
+void respond_error(Exchange& exchange, const ApiError& error) { respond_json(exchange, error.status(), to_json(error)); }
+
+ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics,
+                     asio::io_context& io_context)
+    : config_(std::move(config)),
+      bundle_(bundle),
+      metrics_(metrics),
+      io_context_(io_context),
+      created_(unix_seconds()) {}
+
+void ApiServer::attach(ServingEngine& engine) { engine_ = &engine; }
+
+void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange) {
+  try {
+    route(request, exchange);
+  } catch (const ApiError& error) {
+    respond_error(*exchange, error);
+  } catch (const sched::InvalidRequestError& error) {
+    respond_error(*exchange, invalid_request(error.field(), error.what()));
+  } catch (const chat::ChatTemplateError& error) {
+    respond_error(*exchange, invalid_request("messages", error.what()));
+  } catch (const std::exception& error) {
+    respond_error(*exchange, ApiError(500, "internal_server_error", "", "", std::string("internal error: ") + error.what()));
+  }
+}
+
+void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  if (path == "/health") {
+    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/health takes GET");
+    ServingEngine* engine = engine_.load();
+    const bool healthy = engine != nullptr && engine->alive();
+    exchange->respond(healthy ? 200 : 503, "text/plain",
+                      healthy ? "" : (engine != nullptr ? "engine loop died: " + engine->failure() : "loading"));
+    return;
+  }
+  if (path == "/metrics") {
+    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/metrics takes GET");
+    exchange->respond(200, std::string(kPrometheusContentType), metrics_.render());
+    return;
+  }
+  if (path.starts_with("/v1/") && !config_.api_key.empty() && !same_secret(bearer_token(request), config_.api_key)) {
+    throw ApiError(401, "authentication_error", "", "invalid_api_key", "Unauthorized: a wrong or missing API key");
+  }
+  if (engine_.load() == nullptr) throw ApiError(503, "service_unavailable", "", "", "the model is still loading");
+  if (path == "/v1/models" && get) {
+    respond_json(*exchange, 200, models());
+  } else if (path == "/v1/completions" && post) {
+    generate(request, exchange, false);
+  } else if (path == "/v1/chat/completions" && post) {
+    generate(request, exchange, true);
+  } else if (path == "/tokenize" && post) {
+    tokenize(request, exchange);
+  } else if (path == "/detokenize" && post) {
+    detokenize(request, exchange);
+  } else if (path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions" ||
+             path == "/tokenize" || path == "/detokenize") {
+    throw ApiError(405, "invalid_request_error", "", "", request.method + " is not allowed on " + path);
+  } else {
+    throw not_found("no route " + request.method + " " + path);
+  }
+}
+
+nlohmann::json ApiServer::models() const {
+  return {{"object", "list"},
+          {"data", nlohmann::json::array({{{"id", config_.served_model_name},
+                                           {"object", "model"},
+                                           {"created", created_},
+                                           {"owned_by", "pagedllm"},
+                                           {"root", bundle_.source.path},
+                                           {"max_model_len", engine_.load()->engine_config().scheduler.max_model_len}}})}};
+}
+
+void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
+  const nlohmann::json body = parse_json_body(request.body);
+  GenerationRequest generation;
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<std::string> echo_text;
+  if (chat) {
+    ChatRequest parsed = parse_chat_request(body, config_.limits);
+    generation = std::move(parsed.generation);
+    if (generation.model != config_.served_model_name) {
+      throw not_found("The model `" + generation.model + "` does not exist.", "model_not_found");
+    }
+    prompts.push_back(frontend::encode_chat(bundle_, parsed.messages));
+    echo_text.emplace_back();
+  } else {
+    CompletionRequest parsed = parse_completion_request(body, config_.limits);
+    generation = std::move(parsed.generation);
+    if (generation.model != config_.served_model_name) {
+      throw not_found("The model `" + generation.model + "` does not exist.", "model_not_found");
+    }
+    for (CompletionPrompt& prompt : parsed.prompts) {
+      if (prompt.text) {
+        prompts.push_back(frontend::encode_prompt(bundle_, *prompt.text));
+      } else {
+        for (const TokenId id : prompt.token_ids) {
+          if (id < 0 || id >= bundle_.tokenizer.num_tokens()) {
+            throw invalid_request("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                                std::to_string(bundle_.tokenizer.num_tokens()) + ")");
+          }
+        }
+        prompts.push_back(std::move(prompt.token_ids));
+      }
+      echo_text.push_back(parsed.echo ? (prompt.text ? *prompt.text : bundle_.tokenizer.decode(prompts.back())) : "");
+    }
+  }
+  const int32_t max_model_len = engine_.load()->engine_config().scheduler.max_model_len;
+  std::vector<ServingRequest> requests;
+  GenerationJob::Setup setup;
+  for (std::vector<TokenId>& prompt : prompts) {
+    const auto num_prompt_tokens = static_cast<int32_t>(prompt.size());
+    if (num_prompt_tokens == 0) throw invalid_request(chat ? "messages" : "prompt", "the prompt is empty");
+    const int32_t max_tokens = generation.max_tokens.value_or(chat ? max_model_len - num_prompt_tokens : 16);
+    if (num_prompt_tokens >= max_model_len || num_prompt_tokens + max_tokens > max_model_len) {
+      throw invalid_request(chat ? "messages" : "prompt",
+                            "This model's maximum context length is " + std::to_string(max_model_len) +
+                                " tokens. However, you requested " + std::to_string(num_prompt_tokens + max_tokens) +
+                                " tokens (" + std::to_string(num_prompt_tokens) + " in the " +
+                                (chat ? "messages" : "prompt") + ", " + std::to_string(max_tokens) +
+                                " in the completion). Please reduce the length of the " +
+                                (chat ? "messages" : "prompt") + " or completion.",
+                            "context_length_exceeded");
+    }
+    ServingRequest serving;
+    serving.sampling = generation.sampling;
+    serving.sampling.max_tokens = max_tokens;
+    serving.sampling.stop_token_ids.insert(serving.sampling.stop_token_ids.end(), bundle_.eos_token_ids.begin() + (bundle_.eos_token_ids.empty() ? 0 : 1),
+                                           bundle_.eos_token_ids.end());
+    sched::validate(serving.sampling, num_prompt_tokens,
+                    {.max_model_len = max_model_len, .max_logprobs = config_.limits.max_logprobs});
+    setup.num_prompt_tokens.push_back(num_prompt_tokens);
+    serving.prompt_tokens = std::move(prompt);
+    requests.push_back(std::move(serving));
+  }
+  setup.header = {.id = make_request_id(chat ? "chatcmpl" : "cmpl"), .created = unix_seconds(), .model = generation.model};
+  setup.chat = chat;
+  setup.stream = generation.stream;
+  setup.include_usage = generation.include_usage;
+  setup.with_logprobs = generation.logprobs;
+  setup.num_samples = generation.sampling.n;
+  setup.echo_text = std::move(echo_text);
+  auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, *engine_.load(), bundle_.tokenizer, io_context_);
+  if (!job->submit(std::move(requests))) {
+    throw ApiError(503, "service_unavailable", "", "", "the server's queue is full (" +
+                                                           std::to_string(engine_.load()->num_pending()) +
+                                                           " requests pending): retry later");
+  }
+}
+
+void ApiServer::tokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
+  const nlohmann::json body = parse_json_body(request.body);
+  std::vector<TokenId> tokens;
+  if (body.contains("messages")) {
+    nlohmann::json chat_body = body;
+    chat_body["model"] = config_.served_model_name;
+    tokens = frontend::encode_chat(bundle_, parse_chat_request(chat_body, config_.limits).messages);
+  } else if (body.contains("prompt")) {
+    if (!body["prompt"].is_string()) throw invalid_request("prompt", "prompt: expected a string");
+    bool add_special_tokens = true;
+    if (body.contains("add_special_tokens")) {
+      if (!body["add_special_tokens"].is_boolean()) {
+        throw invalid_request("add_special_tokens", "add_special_tokens: expected a boolean");
+      }
+      add_special_tokens = body["add_special_tokens"].get<bool>();
+    }
+    tokens = add_special_tokens ? frontend::encode_prompt(bundle_, body["prompt"].get<std::string>())
+                                : bundle_.tokenizer.encode(body["prompt"].get<std::string>(), {.add_special_tokens = false});
+  } else {
+    throw invalid_request("prompt", "give prompt (a string) or messages");
+  }
+  respond_json(*exchange, 200,
+               {{"tokens", tokens},
+                {"count", tokens.size()},
+                {"max_model_len", engine_.load()->engine_config().scheduler.max_model_len}});
+}
+
+void ApiServer::detokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
+  const nlohmann::json body = parse_json_body(request.body);
+  if (!body.contains("tokens") || !body["tokens"].is_array()) throw invalid_request("tokens", "tokens: expected an array of token ids");
+  std::vector<TokenId> tokens;
+  for (const nlohmann::json& token : body["tokens"]) {
+    if (!token.is_number_integer() || token.get<int64_t>() < 0 || token.get<int64_t>() >= bundle_.tokenizer.num_tokens()) {
+      throw invalid_request("tokens", "tokens: every entry must be a token id in [0, " +
+                                          std::to_string(bundle_.tokenizer.num_tokens()) + ")");
+    }
+    tokens.push_back(token.get<TokenId>());
+  }
+  respond_json(*exchange, 200, {{"prompt", bundle_.tokenizer.decode(tokens)}});
+}
+
+}  // namespace pagedllm::server

@@ -1,0 +1,55 @@
+// The OpenAI-compatible routes over the serving engine: /v1/completions, /v1/chat/completions
+// (streaming or not), /v1/models, /health, /metrics, /tokenize, /detokenize; API-key checks and
+// OpenAI-shaped errors.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
+#include "core/frontend/model_bundle.h"
+#include "tools/server/http_server.h"
+#include "tools/server/openai_protocol.h"
+#include "tools/server/server_metrics.h"
+#include "tools/server/serving_engine.h"
+
+namespace pagedllm::server {
+
+struct ApiServerConfig {
+  std::string served_model_name;  // the id of GET /v1/models; requests must name it
+  std::string api_key;            // "" = no authentication
+  ProtocolLimits limits;
+};
+
+class ApiServer {
+ public:
+  // Everything passed must outlive the server; `io_context` runs the HTTP side, where the
+  // engine's updates are formatted and written. Until attach(), every route but /health and
+  // /metrics answers 503 (the model is loading).
+  ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics,
+            boost::asio::io_context& io_context);
+
+  void handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange);
+  // The engine, once the weights are loaded: the server is ready. It must outlive the server.
+  void attach(ServingEngine& engine);
+
+ private:
+  void route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
+  void generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat);
+  void tokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
+  void detokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
+  nlohmann::json models() const;
+
+  ApiServerConfig config_;
+  const frontend::ModelBundle& bundle_;
+  std::atomic<ServingEngine*> engine_{nullptr};
+  const ServerMetrics& metrics_;
+  boost::asio::io_context& io_context_;
+  int64_t created_ = 0;  // unix seconds when the server started
+};
+
+void respond_json(Exchange& exchange, int status, const nlohmann::json& body);
+void respond_error(Exchange& exchange, const ApiError& error);
+
+}  // namespace pagedllm::server

@@ -1,0 +1,143 @@
+// The engine behind the HTTP server: one thread runs the engine loop (schedule, execute, apply)
+// on a wall clock; HTTP threads submit requests and aborts through a queue and get each
+// request's progress back through its sink, as text (detokenized, cut at stop strings).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/clock.h"
+#include "core/engine/engine.h"
+#include "core/engine/executor.h"
+#include "core/tokenizer/tokenizer.h"
+#include "tools/server/text_stream.h"
+
+namespace pagedllm::server {
+
+struct ServingRequest {
+  std::vector<TokenId> prompt_tokens;
+  sched::SamplingParams sampling;  // stop strings are applied here, on the text
+  int32_t priority = 0;
+};
+
+// New output of one completion (sample) since the last update.
+struct CompletionUpdate {
+  int32_t index = 0;                 // the sample's index within the request
+  std::string text;                  // new text (held back while it may become a stop string)
+  std::vector<TokenId> tokens;       // new tokens
+  std::vector<float> token_logprobs; // per new token, when logprobs were asked
+  std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per new token, when asked
+  std::string finish_reason;         // "stop", "length", "abort"; empty while running
+};
+
+struct RequestUpdate {
+  std::vector<CompletionUpdate> completions;  // those with news
+  bool finished = false;
+  int32_t num_prompt_tokens = 0;
+  int64_t num_output_tokens = 0;  // every sample's tokens so far
+  std::string error;              // the engine refused the request (e.g. it can never fit the KV cache)
+};
+
+// Called on the engine thread: must return quickly (post the work elsewhere).
+using UpdateSink = std::function<void(RequestUpdate&&)>;
+
+// What the loop reports for /metrics. Called on the engine thread.
+class ServingObserver {
+ public:
+  virtual ~ServingObserver() = default;
+  struct Snapshot {
+    int32_t num_running = 0;
+    int32_t num_waiting = 0;  // in the scheduler's queue, and submitted but not yet admitted
+    int32_t num_swapped = 0;
+    double kv_usage = 0.0;    // device blocks in use / total
+    engine::EngineCounters counters;
+    int64_t prefix_query_tokens = 0;
+    int64_t prefix_hit_tokens = 0;
+  };
+  virtual void on_step(const Snapshot& snapshot) = 0;
+  virtual void on_first_token(double ttft_seconds, double queue_seconds) = 0;
+  virtual void on_token_gap(double seconds) = 0;  // between two outputs of one request
+  virtual void on_finished(double e2e_seconds, const std::string& finish_reason) = 0;
+};
+
+struct ServingEngineConfig {
+  engine::EngineConfig engine;
+  int32_t max_pending_requests = 1024;  // submitted and not finished; beyond it submit() refuses
+  tokenizer::DecodeOptions decode;      // skip_special_tokens
+};
+
+class ServingEngine {
+ public:
+  // Starts the loop thread. The executor and the observer (optional) must outlive the engine.
+  ServingEngine(ServingEngineConfig config, engine::Executor& executor, tokenizer::Tokenizer tokenizer,
+                ServingObserver* observer = nullptr);
+  ~ServingEngine();  // stops the loop; unfinished requests get an "abort" update
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
+
+  // Thread-safe. Returns the request id, or nothing when max_pending_requests are pending (the
+  // caller answers 503). Validation errors come back through the sink (update.error).
+  std::optional<sched::RequestId> submit(ServingRequest request, UpdateSink sink);
+  // Thread-safe, idempotent; the request's final update ("abort") follows within one step.
+  void abort(sched::RequestId id);
+
+  bool alive() const;  // false once the loop has died (an exception escaped a step)
+  std::string failure() const;
+  int32_t num_pending() const;
+  const engine::EngineConfig& engine_config() const { return config_.engine; }
+
+ private:
+  struct Submission {
+    sched::RequestId id = 0;
+    ServingRequest request;
+    UpdateSink sink;
+  };
+  struct Stream {  // a request the loop is running
+    UpdateSink sink;
+    std::vector<TextStream> texts;  // one per sample, created as samples appear
+    std::vector<bool> finished;     // per sample: its final update was sent
+    std::vector<std::string> stop;
+    int32_t num_samples = 1;        // n
+    double arrival = 0.0;
+    double last_output = -1.0;
+    int64_t num_output_tokens = 0;
+  };
+
+  void run_loop();
+  void admit(Submission& submission);
+  void deliver(const engine::RequestOutput& output);
+  ServingObserver::Snapshot snapshot() const;
+
+  ServingEngineConfig config_;
+  engine::Executor& executor_;
+  tokenizer::Tokenizer tokenizer_;
+  ServingObserver* observer_;
+  engine::WallClock clock_;
+  std::unique_ptr<engine::Engine> engine_;  // used by the loop thread only
+  std::unordered_map<sched::RequestId, Stream> streams_;  // loop thread only
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_;
+  std::deque<Submission> submissions_;
+  std::vector<sched::RequestId> aborts_;
+  sched::RequestId next_id_ = 1;
+  int32_t num_pending_ = 0;
+  bool stopping_ = false;
+  bool alive_ = true;
+  std::string failure_;
+
+  std::thread loop_;
+};
+
+std::string finish_reason_text(sched::FinishReason reason);
+
+}  // namespace pagedllm::server

@@ -1,0 +1,61 @@
+#include "tools/server/text_stream.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace pagedllm::server {
+
+TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, tokenizer::DecodeOptions options)
+    : detokenizer_(std::move(tokenizer), options), stop_(std::move(stop)) {
+  for (const std::string& text : stop_) {
+    if (text.empty()) throw std::invalid_argument("text stream: stop strings must not be empty");
+  }
+}
+
+std::string TextStream::push(TokenId token) {
+  if (stopped_) return {};
+  pending_ += detokenizer_.push(token);
+  // Every match starts inside pending_: what was sent never ended in the start of a stop string.
+  size_t first_match = std::string::npos;
+  for (const std::string& text : stop_) {
+    const size_t at = pending_.find(text);
+    if (at < first_match) {
+      first_match = at;
+      matched_stop_ = text;
+    }
+  }
+  if (first_match != std::string::npos) {
+    stopped_ = true;
+    std::string sent = pending_.substr(0, first_match);
+    pending_.clear();
+    return sent;
+  }
+  const size_t keep = num_held_back();
+  std::string sent = pending_.substr(0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+  return sent;
+}
+
+std::string TextStream::finish() {
+  if (stopped_) return {};
+  std::string rest = std::move(pending_);
+  pending_.clear();
+  rest += detokenizer_.flush();
+  return rest;
+}
+
+size_t TextStream::num_held_back() const {
+  size_t longest = 0;
+  for (const std::string& text : stop_) {
+    const size_t limit = std::min(pending_.size(), text.size() - 1);
+    for (size_t length = limit; length > longest; --length) {
+      if (pending_.compare(pending_.size() - length, length, text, 0, length) == 0) {
+        longest = length;
+        break;
+      }
+    }
+  }
+  return longest;
+}
+
+}  // namespace pagedllm::server

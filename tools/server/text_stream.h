@@ -1,0 +1,41 @@
+// The text of one completion as its tokens arrive: detokenized incrementally (never a broken
+// UTF-8 character), cut at the first stop string, and held back while its end could still turn
+// into a stop string, so that a client never receives text that a stop string later removes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/tokenizer/incremental_detokenizer.h"
+#include "core/tokenizer/tokenizer.h"
+
+namespace pagedllm::server {
+
+class TextStream {
+ public:
+  // `stop`: stop strings (none empty); the text ends before the first one found, which is not
+  // included (OpenAI's behaviour).
+  TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, tokenizer::DecodeOptions options = {});
+
+  // Adds one token; returns the text that may be sent now (possibly empty). After a stop string
+  // matched, returns nothing more.
+  std::string push(TokenId token);
+  // The end of the output: whatever was held back (an unfinished character as U+FFFD).
+  std::string finish();
+
+  bool stopped() const { return stopped_; }
+  const std::string& matched_stop() const { return matched_stop_; }
+
+ private:
+  // Length of the longest end of pending_ that is a proper prefix of a stop string.
+  size_t num_held_back() const;
+
+  tokenizer::IncrementalDetokenizer detokenizer_;
+  std::vector<std::string> stop_;
+  std::string pending_;  // decoded, not yet sent: it may be the start of a stop string
+  bool stopped_ = false;
+  std::string matched_stop_;
+};
+
+}  // namespace pagedllm::server
