@@ -352,8 +352,12 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     ServingRequest serving;
     serving.sampling = generation.sampling;
     serving.sampling.max_tokens = max_tokens;
-    serving.sampling.stop_token_ids.insert(serving.sampling.stop_token_ids.end(), bundle_.eos_token_ids.begin() + (bundle_.eos_token_ids.empty() ? 0 : 1),
-                                           bundle_.eos_token_ids.end());
+    if (!serving.sampling.ignore_eos && bundle_.eos_token_ids.size() > 1) {
+      // The engine knows the first EOS id; the model's others stop a request too (unless
+      // ignore_eos, as vLLM does with a generation config's extra EOS ids).
+      serving.sampling.stop_token_ids.insert(serving.sampling.stop_token_ids.end(), bundle_.eos_token_ids.begin() + 1,
+                                             bundle_.eos_token_ids.end());
+    }
     sched::validate(serving.sampling, num_prompt_tokens,
                     {.max_model_len = max_model_len, .max_logprobs = config_.limits.max_logprobs});
     setup.num_prompt_tokens.push_back(num_prompt_tokens);

@@ -127,12 +127,14 @@ void ServingEngine::run_loop() {
 
 void ServingEngine::admit(Submission& submission) {
   const auto refuse = [&](const std::string& message) {
+    {
+      const std::lock_guard lock(mutex_);
+      --num_pending_;  // before the sink: whoever it wakes sees the request gone
+    }
     RequestUpdate update;
     update.finished = true;
     update.error = message;
     submission.sink(std::move(update));
-    const std::lock_guard lock(mutex_);
-    --num_pending_;
   };
   if (submission.request.sampling.use_beam_search()) {
     refuse("beam search is not served: its completions reorder when it ends, which a stream cannot take back");
@@ -171,10 +173,12 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
       observer_->on_finished(now - stream.arrival,
                              update.completions.empty() ? "abort" : update.completions.front().finish_reason);
     }
+    {
+      const std::lock_guard lock(mutex_);
+      --num_pending_;  // before the sink: whoever it wakes sees the request gone
+    }
     stream.sink(std::move(update));
     streams_.erase(found);
-    const std::lock_guard lock(mutex_);
-    --num_pending_;
   };
   if (output.finish_reason == sched::FinishReason::rejected) {
     update.finished = true;

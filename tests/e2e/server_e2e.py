@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""End to end through `pagedllm serve` over raw HTTP (standard library only): every endpoint, the
+OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
+requests (each with its status and error body, the server serving on), clients that disconnect
+mid-stream (their blocks freed, everyone else answered in full), and the API key.
+
+    tests/e2e/server_e2e.py PAGEDLLM_BINARY
+"""
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BINARY = sys.argv[1]
+FAILURES = []
+
+
+def check(condition, what):
+    if condition:
+        print(f"ok: {what}")
+    else:
+        print(f"FAILED: {what}")
+        FAILURES.append(what)
+
+
+class Server:
+    """The real binary on an ephemeral port, with the tiny model in a private cache."""
+
+    def __init__(self, *extra):
+        self.cache = tempfile.mkdtemp(prefix="pagedllm_e2e_")
+        env = dict(os.environ, PAGEDLLM_CACHE=self.cache)
+        self.log = open(os.path.join(self.cache, "serve.log"), "w+")
+        self.process = subprocess.Popen([BINARY, "serve", "--port", "0", "--threads", "1", *extra],
+                                        stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.port = None
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            self.log.seek(0)
+            text = self.log.read()
+            match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
+            if match and "ready:" in text:
+                self.port = int(match.group(1))
+                break
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {text}")
+            time.sleep(0.1)
+        if self.port is None:
+            raise RuntimeError("the server did not become ready in 120 s")
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        connection.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        payload = response.read()
+        connection.close()
+        return response.status, payload
+
+    def post(self, path, body, **kwargs):
+        status, payload = self.request("POST", path, body, **kwargs)
+        try:
+            return status, json.loads(payload)
+        except ValueError:
+            return status, payload
+
+    def stream(self, path, body):
+        """The SSE events of a streaming request, parsed; the last one is [DONE]."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        connection.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        events = []
+        for line in response.read().decode("utf-8", "replace").split("\n"):
+            if line.startswith("data: "):
+                events.append(line[6:] if line[6:] == "[DONE]" else json.loads(line[6:]))
+        connection.close()
+        return response.status, response.getheader("Content-Type"), events
+
+    def metrics(self):
+        status, payload = self.request("GET", "/metrics")
+        values = {}
+        for line in payload.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        return values
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def features(server):
+    status, body = server.request("GET", "/health")
+    check(status == 200, "/health is 200 once loaded")
+    status, body = server.request("GET", "/v1/models")
+    models = json.loads(body)
+    check(status == 200 and models["data"][0]["id"] == "tiny", "/v1/models lists the served model")
+
+    status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12,
+                                                   "temperature": 0})
+    check(status == 200 and body["object"] == "text_completion", "completion: 200, text_completion")
+    check(body["usage"]["completion_tokens"] == 12 and body["choices"][0]["finish_reason"] == "length",
+          "completion: 12 tokens, finish_reason length")
+    check(body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + 12, "completion: usage totals")
+    greedy_text = body["choices"][0]["text"]
+
+    # A stop string cut from the greedy output: the text ends before it, finish_reason stop.
+    cut = next((i for i in range(3, len(greedy_text) - 2) if greedy_text[i] != " " and greedy_text[i].isprintable()), None)
+    if cut is not None:
+        stop = greedy_text[cut:cut + 2]
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12,
+                                                       "temperature": 0, "stop": [stop]})
+        expected = greedy_text[:greedy_text.find(stop)]
+        check(status == 200 and body["choices"][0]["text"] == expected and body["choices"][0]["finish_reason"] == "stop",
+              f"stop string {stop!r}: text {body['choices'][0]['text']!r} == {expected!r}, finish_reason stop")
+        _, _, events = server.stream("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12,
+                                                         "temperature": 0, "stop": [stop], "stream": True})
+        streamed = "".join(e["choices"][0]["text"] for e in events[:-1] if e["choices"])
+        check(streamed == expected, f"stop string while streaming: {streamed!r} == {expected!r} (never sent, then cut)")
+
+    status, body = server.post("/v1/completions", {"model": "tiny", "prompt": ["a b c", "d e f"], "n": 2,
+                                                   "max_tokens": 5, "seed": 7})
+    check(status == 200 and sorted(c["index"] for c in body["choices"]) == [0, 1, 2, 3],
+          "two prompts x n=2: four choices indexed 0..3")
+    check(body["usage"]["completion_tokens"] == 20, "two prompts x n=2: 20 completion tokens")
+
+    status, body = server.post("/v1/completions", {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4,
+                                                   "logprobs": 3, "echo": True})
+    logprobs = body["choices"][0]["logprobs"] if status == 200 else None
+    check(status == 200 and len(logprobs["tokens"]) == 4 and all(len(t) == 3 for t in logprobs["top_logprobs"]),
+          "completion logprobs: 4 tokens, 3 alternatives each")
+    check(all(lp <= 0 for lp in logprobs["token_logprobs"]), "completion logprobs are log-probabilities")
+
+    status, body = server.post("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}],
+                                                        "max_tokens": 6, "logprobs": True, "top_logprobs": 2})
+    check(status == 200 and body["object"] == "chat.completion" and body["choices"][0]["message"]["role"] == "assistant",
+          "chat: 200, chat.completion, assistant message")
+    content = body["choices"][0]["logprobs"]["content"]
+    check(len(content) == 6 and all(len(entry["top_logprobs"]) == 2 and "bytes" in entry for entry in content),
+          "chat logprobs: 6 entries with 2 alternatives and bytes")
+
+    status, content_type, events = server.stream("/v1/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 7, "stream": True,
+        "stream_options": {"include_usage": True}})
+    check(status == 200 and content_type.startswith("text/event-stream"), "chat stream: text/event-stream")
+    check(events[-1] == "[DONE]" and events[0]["choices"][0]["delta"].get("role") == "assistant",
+          "chat stream: starts with the role, ends with [DONE]")
+    check(events[-2]["choices"] == [] and events[-2]["usage"]["completion_tokens"] == 7,
+          "chat stream: the usage chunk before [DONE]")
+    finishes = [e["choices"][0]["finish_reason"] for e in events[1:-2]]
+    check(finishes[-1] == "length" and all(f is None for f in finishes[:-1]), "chat stream: finish_reason on the last")
+
+    status, body = server.post("/tokenize", {"prompt": "Hello world"})
+    check(status == 200 and body["count"] == len(body["tokens"]) > 0, "/tokenize counts its tokens")
+    status, detok = server.post("/detokenize", {"tokens": body["tokens"]})
+    check(status == 200 and "Hello world" in detok["prompt"], "/detokenize gives the text back")
+
+    metrics = server.metrics()
+    check(metrics.get('pagedllm:request_success_total{model_name="tiny",finished_reason="length"}', 0) >= 3,
+          "/metrics counts finished requests")
+    check(any(name.startswith("pagedllm:time_to_first_token_seconds_bucket") for name in metrics),
+          "/metrics has the TTFT histogram")
+
+
+def raw_exchange(port, payload, delay=0.0):
+    """Sends raw bytes (byte by byte with `delay`), returns (status, body)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    if delay:
+        for byte in payload:
+            sock.sendall(bytes([byte]))
+            time.sleep(delay)
+    else:
+        sock.sendall(payload)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not chunk:
+            break
+        data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        match = re.search(rb"Content-Length: (\d+)", head)
+        if match and len(rest) >= int(match.group(1)):
+            break
+    sock.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1") else 0
+    return status, rest
+
+
+def bad_input(server):
+    base = {"model": "tiny", "prompt": "hi", "max_tokens": 4}
+    cases = [  # (description, path, body, status, param)
+        ("broken JSON", "/v1/completions", b'{"model": "tiny", "prompt": ', 400, None),
+        ("top level not an object", "/v1/completions", b"[1, 2]", 400, None),
+        ("invalid UTF-8", "/v1/completions", b'{"model": "tiny", "prompt": "\xff\xfe"}', 400, None),
+        ("no model", "/v1/completions", {"prompt": "hi"}, 400, "model"),
+        ("unknown model", "/v1/completions", dict(base, model="gpt-5"), 404, None),
+        ("max_tokens a string", "/v1/completions", dict(base, max_tokens="ten"), 400, "max_tokens"),
+        ("negative max_tokens", "/v1/completions", dict(base, max_tokens=-5), 400, "max_tokens"),
+        ("huge n", "/v1/completions", dict(base, n=100000), 400, "n"),
+        ("temperature out of range", "/v1/completions", dict(base, temperature=7), 400, "temperature"),
+        ("top_p zero", "/v1/completions", dict(base, top_p=0), 400, "top_p"),
+        ("presence_penalty out of range", "/v1/completions", dict(base, presence_penalty=3), 400, "presence_penalty"),
+        ("stop an integer", "/v1/completions", dict(base, stop=5), 400, "stop"),
+        ("empty stop string", "/v1/completions", dict(base, stop=[""]), 400, "stop"),
+        ("empty prompt list", "/v1/completions", dict(base, prompt=[]), 400, "prompt"),
+        ("token id outside the vocabulary", "/v1/completions", dict(base, prompt=[10 ** 9]), 400, "prompt"),
+        ("logprobs above 5", "/v1/completions", dict(base, logprobs=9), 400, "logprobs"),
+        ("stream_options without stream", "/v1/completions", dict(base, stream_options={"include_usage": True}), 400,
+         "stream_options"),
+        ("prompt too long", "/v1/completions", dict(base, prompt="word " * 3000), 400, "prompt"),
+        ("max_tokens beyond the context", "/v1/completions", dict(base, max_tokens=100000), 400, "prompt"),
+        ("chat without messages", "/v1/chat/completions", {"model": "tiny"}, 400, "messages"),
+        ("chat with a bad role", "/v1/chat/completions",
+         {"model": "tiny", "messages": [{"role": "wizard", "content": "hi"}]}, 400, None),
+        ("chat top_logprobs without logprobs", "/v1/chat/completions",
+         {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}, 400, "top_logprobs"),
+        ("chat with tools", "/v1/chat/completions",
+         {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, 400,
+         "tools"),
+        ("detokenize a string", "/detokenize", {"tokens": "abc"}, 400, "tokens"),
+    ]
+    for description, path, body, status, param in cases:
+        got_status, got = server.post(path, body)
+        error = got.get("error", {}) if isinstance(got, dict) else {}
+        shaped = all(key in error for key in ("message", "type", "param", "code"))
+        check(got_status == status and shaped and (param is None or str(error.get("param")).startswith(param)),
+              f"bad input: {description}: {got_status} (expected {status}), param {error.get('param')!r}, "
+              f"message {error.get('message', '')[:100]!r}")
+    status, body = server.request("GET", "/v1/nowhere")
+    check(status == 404 and "error" in json.loads(body), "unknown route: 404 with an error body")
+    status, body = server.request("GET", "/v1/completions")
+    check(status == 405, "GET on a POST route: 405")
+    status, body = raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
+    check(status == 413 and b"exceeds" in body, "a 10 MB body: 413 before it is read")
+    status, body = raw_exchange(server.port, b"GARBAGE\r\n\r\n")
+    check(status == 400, "a malformed request line: 400")
+    request = json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}).encode()
+    payload = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+               + str(len(request)).encode() + b"\r\n\r\n" + request)
+    status, body = raw_exchange(server.port, payload, delay=0.002)
+    check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 2,
+          "headers and body sent byte by byte: served")
+    status, _ = server.request("GET", "/health")
+    check(status == 200, "after the hostile requests the server is healthy")
+
+
+def disconnects(server, num_clients=200, num_dropping=20):
+    """num_clients stream at once; num_dropping of them hang up after their first chunk."""
+    results = [None] * num_clients
+
+    def client(index):
+        drop = index % (num_clients // num_dropping) == 0
+        # Those that hang up ask for far more than they will read: only an abort ends them early.
+        body = json.dumps({"model": "tiny", "prompt": "Tell me a story", "max_tokens": 1500 if drop else 48,
+                           "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}).encode()
+        try:
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=120)
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            data = b""
+            while b"data: [DONE]" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if drop and b'"text"' in data:
+                    sock.close()  # mid-stream
+                    results[index] = "dropped"
+                    return
+            sock.close()
+            usage = re.findall(rb'"completion_tokens":(\d+)', data)
+            results[index] = ("done", int(usage[-1]) if usage else -1, b"data: [DONE]" in data)
+        except OSError as error:
+            results[index] = ("error", str(error))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(num_clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    completed = [r for r in results if isinstance(r, tuple) and r[0] == "done"]
+    dropped = [r for r in results if r == "dropped"]
+    check(len(dropped) == num_dropping, f"disconnects: {len(dropped)} clients dropped mid-stream")
+    short = [r for r in completed if not (r[1] == 48 and r[2])]
+    check(len(completed) == num_clients - num_dropping and not short,
+          f"disconnects: every other client ({len(completed)}) got all 48 tokens and [DONE] (short: {short[:3]})")
+    deadline = time.time() + 10
+    metrics = server.metrics()
+    while time.time() < deadline and metrics['pagedllm:num_requests_running{model_name="tiny"}'] > 0:
+        time.sleep(0.1)
+        metrics = server.metrics()
+    check(metrics['pagedllm:kv_cache_usage_perc{model_name="tiny"}'] == 0.0 and
+          metrics['pagedllm:num_requests_running{model_name="tiny"}'] == 0,
+          "disconnects: KV usage back to 0 and nothing running (no leaked block)")
+    check(metrics['pagedllm:request_success_total{model_name="tiny",finished_reason="abort"}'] >= num_dropping,
+          "disconnects: the dropped requests were aborted")
+
+
+def api_key():
+    server = Server("--api-key", "sesame")
+    try:
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2})
+        check(status == 401 and body["error"]["type"] == "authentication_error", "no API key: 401")
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2},
+                                   headers={"Authorization": "Bearer wrong", "Content-Type": "application/json"})
+        check(status == 401, "a wrong API key: 401")
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2},
+                                   headers={"Authorization": "Bearer sesame", "Content-Type": "application/json"})
+        check(status == 200, "the right API key: 200")
+        status, _ = server.request("GET", "/health")
+        check(status == 200, "/health needs no key")
+    finally:
+        server.stop()
+
+
+def main():
+    server = Server()
+    try:
+        features(server)
+        bad_input(server)
+        disconnects(server)
+    finally:
+        server.stop()
+    api_key()
+    if FAILURES:
+        print(f"e2e server: {len(FAILURES)} check(s) failed")
+        sys.exit(1)
+    print("e2e server: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/tokenizer/tiny_tokenizers.h"
+#include "tools/server/text_stream.h"
+
+namespace pagedllm::server {
+namespace {
+
+// Byte tokens only: token id = byte value, so a test spells its tokens as text.
+tokenizer::Tokenizer byte_tokenizer() { return tokenizer::Tokenizer(tokenizer::testing::byte_level_spec({})); }
+
+std::vector<TokenId> tokens_of(const std::string& text) {
+  std::vector<TokenId> ids;
+  for (const char c : text) ids.push_back(static_cast<unsigned char>(c));
+  return ids;
+}
+
+// What each push() returned, then finish().
+std::vector<std::string> run(TextStream& stream, const std::string& text) {
+  std::vector<std::string> sent;
+  for (const TokenId id : tokens_of(text)) sent.push_back(stream.push(id));
+  sent.push_back(stream.finish());
+  return sent;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string all;
+  for (const std::string& part : parts) all += part;
+  return all;
+}
+
+BOOST_AUTO_TEST_CASE(without_stop_strings_the_text_is_the_decoded_tokens_as_they_come) {
+  TextStream stream(byte_tokenizer(), {});
+  const std::vector<std::string> sent = run(stream, "hello, world");
+  BOOST_TEST(joined(sent) == "hello, world");
+  BOOST_TEST(sent.front() == "h");  // nothing held back
+  BOOST_TEST(!stream.stopped());
+}
+
+BOOST_AUTO_TEST_CASE(a_character_split_over_tokens_is_sent_whole) {
+  TextStream stream(byte_tokenizer(), {});
+  BOOST_TEST(stream.push(0xC3) == "");
+  BOOST_TEST(stream.push(0xA9) == "\xC3\xA9");  // é
+  BOOST_TEST(stream.push(0xE2) == "");
+  BOOST_TEST(stream.finish() == "\xEF\xBF\xBD");  // an unfinished character ends as U+FFFD
+}
+
+BOOST_AUTO_TEST_CASE(the_text_ends_before_the_stop_string_and_its_start_is_never_sent) {
+  TextStream stream(byte_tokenizer(), {"END"});
+  const std::vector<std::string> sent = run(stream, "abcENDxyz");
+  BOOST_TEST(joined(sent) == "abc");
+  BOOST_TEST(sent[3] == "");  // "E": could start "END"
+  BOOST_TEST(sent[4] == "");  // "EN"
+  BOOST_TEST(stream.stopped());
+  BOOST_TEST(stream.matched_stop() == "END");
+  BOOST_TEST(stream.push('q') == "");  // nothing after a stop
+}
+
+BOOST_AUTO_TEST_CASE(held_back_text_is_released_once_it_cannot_become_a_stop_string) {
+  TextStream stream(byte_tokenizer(), {"END"});
+  const std::vector<std::string> sent = run(stream, "aENx");
+  BOOST_TEST(sent[0] == "a");
+  BOOST_TEST(sent[1] == "");
+  BOOST_TEST(sent[2] == "");
+  BOOST_TEST(sent[3] == "ENx");
+  BOOST_TEST(!stream.stopped());
+  TextStream at_end(byte_tokenizer(), {"END"});
+  BOOST_TEST(joined(run(at_end, "abEN")) == "abEN");  // finish() releases what was held
+}
+
+BOOST_AUTO_TEST_CASE(the_earliest_of_several_stop_strings_wins) {
+  TextStream stream(byte_tokenizer(), {"xyz", "b"});
+  BOOST_TEST(joined(run(stream, "abxyz")) == "a");
+  BOOST_TEST(stream.matched_stop() == "b");
+  TextStream overlapping(byte_tokenizer(), {"cd", "abcde"});
+  BOOST_TEST(joined(run(overlapping, "xxabcdef")) == "xxab");
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_stop_string_is_refused) {
+  BOOST_CHECK_THROW(TextStream(byte_tokenizer(), {"ok", ""}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pagedllm::server
