@@ -45,6 +45,7 @@ run_check tests/pypi/check_chat_template.py --pagedllm "$pagedllm" --gguf "$mode
 run_check tests/pypi/check_tiny_model.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_logits.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_replay_plots.py --pagedllm "$pagedllm"
+run_check tests/pypi/check_openai_client.py --pagedllm "$pagedllm" --model "$model"
 if [ "$failures" -ne 0 ]; then
   echo "pypi tier: $failures check(s) failed" >&2
   exit 1
