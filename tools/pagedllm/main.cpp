@@ -16,6 +16,8 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
+    {"bench", pagedllm::cli::run_bench,
+     "load an OpenAI-compatible server over HTTP streaming: vLLM's benchmark_serving metrics"},
     {"chat-template", pagedllm::cli::run_chat_template,
      "render a conversation with a model's chat template (Jinja recognised, or a named format)"},
     {"check", pagedllm::cli::run_check,

@@ -28,9 +28,7 @@ void add_run_report_options(po::options_description& description, RunReportOptio
   description.add(report);
 }
 
-namespace {
-
-double parse_number(const std::string& text, const std::string& option) {
+double parse_number(const std::string& text, const std::string& option, bool allow_infinite) {
   size_t used = 0;
   double value = 0.0;
   try {
@@ -38,7 +36,9 @@ double parse_number(const std::string& text, const std::string& option) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || !std::isfinite(value)) throw po::error(option + ": '" + text + "' is not a number");
+  if (used != text.size() || std::isnan(value) || (!allow_infinite && std::isinf(value))) {
+    throw po::error(option + ": '" + text + "' is not a " + (allow_infinite ? "number" : "finite number"));
+  }
   return value;
 }
 
@@ -83,6 +83,8 @@ nlohmann::json request_json(const metrics::RequestRecord& record) {
                                               : nlohmann::json(nullptr);
   return entry;
 }
+
+namespace {
 
 nlohmann::json trace_json(const RunReportInput& input) {
   const trace::ReadReport& read = *input.read_report;

@@ -12,6 +12,8 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/replay.h"
+#include "core/metrics/request_record.h"
+#include "core/metrics/serving_metrics.h"
 #include "core/trace/materialize.h"
 #include "core/trace/trace.h"
 
@@ -25,6 +27,13 @@ struct RunReportOptions {
 };
 
 void add_run_report_options(boost::program_options::options_description& description, RunReportOptions& options);
+
+// A number given to `option`; throws boost::program_options::error naming the option and the text.
+double parse_number(const std::string& text, const std::string& option, bool allow_infinite = false);
+// --percentiles and --goodput as metrics options; throws boost::program_options::error.
+metrics::MetricsOptions metrics_options(const RunReportOptions& options);
+// One request of the JSON report's "requests" list (ms; TPOT null below two output tokens).
+nlohmann::json request_json(const metrics::RequestRecord& record);
 
 struct RunReportInput {
   std::string executor;                    // cpu | sim

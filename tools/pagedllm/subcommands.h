@@ -6,6 +6,7 @@
 
 namespace pagedllm::cli {
 
+int run_bench(const std::vector<std::string>& args);
 int run_chat_template(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
 int run_dequantize(const std::vector<std::string>& args);

@@ -1,6 +1,7 @@
 #include "tools/server/bench_requests.h"
 
 #include <charconv>
+#include <limits>
 #include <cmath>
 #include <stdexcept>
 
@@ -52,7 +53,8 @@ nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const
   if (sampling.repetition_penalty != 1.0f) body["repetition_penalty"] = decimal(sampling.repetition_penalty);
   if (sampling.presence_penalty != 0.0f) body["presence_penalty"] = decimal(sampling.presence_penalty);
   if (sampling.frequency_penalty != 0.0f) body["frequency_penalty"] = decimal(sampling.frequency_penalty);
-  if (sampling.seed) body["seed"] = *sampling.seed;
+  // The API's seed is a signed 64-bit integer; trace seeds use all 64 bits.
+  if (sampling.seed) body["seed"] = static_cast<int64_t>(*sampling.seed & static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
   if (sampling.min_tokens > 0) body["min_tokens"] = sampling.min_tokens;
   if (!sampling.stop.empty()) body["stop"] = sampling.stop;
   if (!sampling.stop_token_ids.empty()) body["stop_token_ids"] = sampling.stop_token_ids;

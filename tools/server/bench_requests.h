@@ -26,10 +26,11 @@ namespace pagedllm::server {
 inline constexpr std::string_view kCompletionsPath = "/v1/completions";
 inline constexpr std::string_view kChatCompletionsPath = "/v1/chat/completions";
 
-// Safe for any vocabulary of 1000 tokens or more whose special tokens lie outside it (Llama,
-// Qwen, GPT-2, SmolLM2 and the tiny test model keep theirs below 256 or far above 1000).
+// Safe for any vocabulary of 900 tokens or more whose special tokens lie outside [256, 900):
+// Llama, Qwen, GPT-2 and SmolLM2 keep theirs below 256 or far above; the tiny test model has 943
+// tokens, its special ones at 0..2.
 inline constexpr TokenId kDefaultSyntheticTokenBegin = 256;
-inline constexpr TokenId kDefaultSyntheticTokenEnd = 1000;
+inline constexpr TokenId kDefaultSyntheticTokenEnd = 900;
 
 struct BenchBodyConfig {
   std::string endpoint = std::string(kCompletionsPath);  // or kChatCompletionsPath
@@ -44,7 +45,7 @@ using BenchPrompt = std::variant<std::string, std::vector<TokenId>>;
 
 // The JSON body of one streamed request. Sampling fields are sent only where they differ from
 // the API's defaults; max_tokens is `output_len`; temperature is always sent (0 = greedy, the
-// trace's default). Throws std::invalid_argument for a token-id prompt to the chat endpoint, and
+// trace's default); a seed goes out as its low 63 bits (the API's seed is a signed int64). Throws std::invalid_argument for a token-id prompt to the chat endpoint, and
 // for beam search (no OpenAI field for it).
 nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const sched::SamplingParams& sampling,
                             const BenchBodyConfig& config);

@@ -204,6 +204,11 @@ uint64_t raise_file_limit(uint64_t needed) {
 
 namespace {
 
+std::string host_field(const BaseUrl& url) {
+  const bool ipv6 = url.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + url.host + "]" : url.host) + ":" + url.port;
+}
+
 class LoadRun;
 
 // One request on its own connection: connect, write, read the header, then the body through the
@@ -248,8 +253,7 @@ class LoadRun {
       : requests_(requests),
         config_(config),
         endpoints_(std::move(endpoints)),
-        host_header_(url.host.find(':') != std::string::npos ? "[" + url.host + "]:" + url.port
-                                                             : url.host + ":" + url.port),
+        host_header_(host_field(url)),
         timer_(io_),
         records_(requests.size()) {
     order_.resize(requests.size());
@@ -384,7 +388,7 @@ void Session::on_connect(beast::error_code ec) {
   if (ec) return fail(describe("connect", ec));
   arm_expiry(run_.config().idle_timeout);
   http::async_write(stream_, *request_,
-                    [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write(ec); });
+                    [self = shared_from_this()](beast::error_code error, size_t) { self->on_write(error); });
 }
 
 void Session::on_write(beast::error_code ec) {
@@ -392,7 +396,7 @@ void Session::on_write(beast::error_code ec) {
   if (ec) return fail(describe("write", ec));
   arm_expiry(run_.config().idle_timeout);
   http::async_read_header(stream_, buffer_, parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+                          [self = shared_from_this()](beast::error_code error, size_t) { self->on_header(error); });
 }
 
 void Session::on_header(beast::error_code ec) {
@@ -493,7 +497,7 @@ std::string http_get(const std::string& base_url, const std::string& path, const
   beast::tcp_stream stream(io);
   beast::flat_buffer buffer;
   http::request<http::empty_body> request(http::verb::get, path, 11);
-  request.set(http::field::host, url.host + ":" + url.port);
+  request.set(http::field::host, host_field(url));
   request.set(http::field::user_agent, "pagedllm-bench");
   if (!api_key.empty()) request.set(http::field::authorization, "Bearer " + api_key);
   request.keep_alive(false);
@@ -502,16 +506,16 @@ std::string http_get(const std::string& base_url, const std::string& path, const
   const char* stage = "resolve";
   // Async so that the stream's expiry bounds every step; run() returns when the chain ends.
   stream.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout)));
-  resolver.async_resolve(url.host, url.port, [&](beast::error_code ec, tcp::resolver::results_type endpoints) {
-    if ((error = ec)) return;
+  resolver.async_resolve(url.host, url.port, [&](beast::error_code resolved, tcp::resolver::results_type endpoints) {
+    if ((error = resolved)) return;
     stage = "connect";
-    stream.async_connect(endpoints, [&](beast::error_code ec, const tcp::endpoint&) {
-      if ((error = ec)) return;
+    stream.async_connect(endpoints, [&](beast::error_code connected, const tcp::endpoint&) {
+      if ((error = connected)) return;
       stage = "write";
-      http::async_write(stream, request, [&](beast::error_code ec, size_t) {
-        if ((error = ec)) return;
+      http::async_write(stream, request, [&](beast::error_code written, size_t) {
+        if ((error = written)) return;
         stage = "read";
-        http::async_read(stream, buffer, response, [&](beast::error_code ec, size_t) { error = ec; });
+        http::async_read(stream, buffer, response, [&](beast::error_code read, size_t) { error = read; });
       });
     });
   });
