@@ -2,7 +2,8 @@
 """End to end through `pagedllm serve` over raw HTTP (standard library only): every endpoint, the
 OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
-mid-stream (their blocks freed, everyone else answered in full), and the API key.
+mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it, and
+the API key.
 
     tests/e2e/server_e2e.py PAGEDLLM_BINARY
 """
@@ -306,6 +307,23 @@ def disconnects(server, num_clients=200, num_dropping=20):
           "disconnects: the dropped requests were aborted")
 
 
+def bench(server):
+    """`pagedllm bench` against the server: every request answered, the report as replay's."""
+    out = os.path.join(server.cache, "bench.json")
+    result = subprocess.run([BINARY, "bench", "--base-url", f"http://127.0.0.1:{server.port}", "--dataset", "random",
+                             "--num-prompts", "60", "--input-len", "16", "--output-len", "8", "--request-rate", "200",
+                             "--max-concurrency", "16", "--goodput", "ttft:60000", "-q", "-o", out],
+                            capture_output=True, text=True, timeout=300)
+    ran = result.returncode == 0 and "Serving Benchmark Result" in result.stdout
+    check(ran, "bench ran and printed the report" + ("" if ran else f" (exit {result.returncode}: {result.stderr[-300:]})"))
+    with open(out) as file:
+        report = json.load(file)
+    metrics = report["metrics"]
+    check(metrics["completed"] == 60 and metrics["failed"] == 0, "bench: 60 of 60 completed")
+    check(metrics["total_output_tokens"] == 480, "bench: 8 output tokens each (ignore_eos)")
+    check(all(r["success"] and r["ttft_ms"] <= r["e2el_ms"] for r in report["requests"]), "bench: TTFT <= E2EL each")
+
+
 def api_key():
     server = Server("--api-key", "sesame")
     try:
@@ -329,6 +347,7 @@ def main():
         features(server)
         bad_input(server)
         disconnects(server)
+        bench(server)
     finally:
         server.stop()
     api_key()
