@@ -297,4 +297,10 @@ const TokenizerSpec& Tokenizer::spec() const noexcept { return impl_->spec; }
 
 nlohmann::json Tokenizer::to_tokenizer_json() const { return write_tokenizer_json(impl_->spec); }
 
+TokenId first_ordinary_token(const Tokenizer& tokenizer) {
+  TokenId token = 0;
+  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
+  return token;
+}
+
 }  // namespace pagedllm::tokenizer

@@ -77,4 +77,8 @@ class Tokenizer {
   std::shared_ptr<const Impl> impl_;
 };
 
+// The lowest id that is not a special token: where synthetic prompt tokens start, so that a
+// made-up prompt never holds a BOS, EOS or chat marker. num_tokens() when every token is special.
+TokenId first_ordinary_token(const Tokenizer& tokenizer);
+
 }  // namespace pagedllm::tokenizer

@@ -56,12 +56,6 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
-TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
-  TokenId token = 0;
-  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
-  return token;
-}
-
 }  // namespace
 
 int run_check(const std::vector<std::string>& args) {
@@ -110,7 +104,7 @@ int run_check(const std::vector<std::string>& args) {
   trace::MaterializeConfig materialize;
   materialize.max_model_len = config.scheduler.max_model_len;
   materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
-  materialize.synthetic_token_begin = first_ordinary_token(tokenizer);
+  materialize.synthetic_token_begin = pagedllm::tokenizer::first_ordinary_token(tokenizer);
   materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
   materialize.seed = options.seed;
   materialize.rate_scale = options.rate_scale;

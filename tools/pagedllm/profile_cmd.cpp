@@ -56,13 +56,6 @@ std::string cpu_description() {
   return name + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
 }
 
-// The first token that is not special: synthetic prompts avoid BOS, EOS and the chat markers.
-TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
-  TokenId token = 0;
-  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
-  return token;
-}
-
 // "12.3 us" below a millisecond, "4.56 ms" above.
 std::string duration(double seconds) {
   std::ostringstream text;
@@ -158,7 +151,7 @@ int run_profile(const std::vector<std::string>& args) {
   config.num_warmup_steps = options.num_warmup_steps;
   config.num_repeats = options.num_repeats;
   config.num_passes = options.num_passes;
-  config.token_begin = first_ordinary_token(bundle.tokenizer);
+  config.token_begin = tokenizer::first_ordinary_token(bundle.tokenizer);
   config.token_end = std::min<TokenId>(bundle.tokenizer.num_tokens(), static_cast<TokenId>(bundle.config.vocab_size));
   const int32_t num_threads = options.num_threads;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {

@@ -56,13 +56,6 @@ trace::OverLength parse_over_length(const std::string& text) {
   throw po::error("--over-length: expected clip or reject, got '" + text + "'");
 }
 
-// Synthetic prompt tokens avoid the special tokens at the start of the vocabulary.
-TokenId first_ordinary_token(const tokenizer::Tokenizer& tokenizer) {
-  TokenId token = 0;
-  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
-  return token;
-}
-
 // The table of --check-profile, and its JSON section.
 nlohmann::json report_step_prediction(const sim::StepPredictionReport& report, const std::string& description,
                                       std::ostream& out) {
@@ -164,7 +157,7 @@ int run_replay(const std::vector<std::string>& args) {
   materialize.max_model_len = config.scheduler.max_model_len;
   materialize.over_length = parse_over_length(options.over_length);
   materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
-  materialize.synthetic_token_begin = first_ordinary_token(tokenizer);
+  materialize.synthetic_token_begin = pagedllm::tokenizer::first_ordinary_token(tokenizer);
   materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
   materialize.seed = options.seed;
   materialize.rate_scale = options.rate_scale;

@@ -44,14 +44,6 @@ struct SimulateOptions {
   ExecutorOptions executor;
 };
 
-TokenId first_ordinary_token(const SimModel& model) {
-  if (!model.bundle) return 0;
-  const tokenizer::Tokenizer& tokenizer = model.bundle->tokenizer;
-  TokenId token = 0;
-  while (token < tokenizer.num_tokens() && tokenizer.is_special(token)) ++token;
-  return token;
-}
-
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args) {
@@ -124,7 +116,7 @@ int run_simulate(const std::vector<std::string>& args) {
   materialize.max_model_len = config.scheduler.max_model_len;
   materialize.over_length = options.over_length == "reject" ? trace::OverLength::reject : trace::OverLength::clip;
   materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
-  materialize.synthetic_token_begin = first_ordinary_token(model);
+  materialize.synthetic_token_begin = model.bundle ? tokenizer::first_ordinary_token(model.bundle->tokenizer) : 0;
   materialize.synthetic_token_end = materialize.vocab_size;
   materialize.seed = options.seed;
   materialize.rate_scale = options.rate_scale;
