@@ -18,7 +18,8 @@ LockstepExecutor::LockstepExecutor(engine::Executor& inner, const LockstepExecut
 }
 
 sched::StepResult LockstepExecutor::execute(const sched::StepPlan& plan) {
-  inner_.execute(plan);  // block operations and the real forward pass; its tokens are not used
+  // Block operations and the real forward pass; its tokens are not used, its buffers reused.
+  inner_.recycle(inner_.execute(plan));
   num_tokens_computed_ += plan.num_batched_tokens;
   sched::StepResult result = script_.execute(plan);
   result.elapsed_seconds = cost_model_->step_cost(plan).seconds;

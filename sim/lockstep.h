@@ -37,6 +37,8 @@ class LockstepExecutor final : public engine::Executor {
   LockstepExecutor(engine::Executor& inner, const LockstepExecutorConfig& config, const kv::KvCacheConfig& cache);
 
   sched::StepResult execute(const sched::StepPlan& plan) override;
+  // The results are the script's: its buffers go back to it.
+  void recycle(sched::StepResult&& result) override { script_.recycle(std::move(result)); }
   std::string name() const override { return inner_.name(); }
 
   int64_t num_tokens_computed() const { return num_tokens_computed_; }
