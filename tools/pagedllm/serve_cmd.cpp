@@ -54,7 +54,7 @@ int run_serve(const std::vector<std::string>& args) {
       ("api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")
       ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
        "requests queued or running at most; beyond it 503")
-      ("io-threads", po::value(&options.http.num_io_threads)->default_value(1), "HTTP threads")
+      ("io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads), "HTTP threads")
       ("max-body-bytes", po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
        "larger request bodies get 413");
   add_engine_options(description, options.engine);
@@ -72,21 +72,15 @@ int run_serve(const std::vector<std::string>& args) {
       frontend::open_model(resolve_model_argument(options.model), {.chat_template = options.chat_template});
   const uint64_t open_files = server::raise_open_file_limit();
   server::ServerMetrics metrics(served_name);
-  server::HttpServer* http_server = nullptr;
-  server::ApiServer* api_server = nullptr;
   // The server listens while the weights load: /health answers 503 until they are in.
-  std::unique_ptr<server::ApiServer> api;
-  server::HttpServer http(options.http, [&api_server](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
-    api_server->handle(std::move(request), std::move(exchange));
+  server::ApiServer api(server::ApiServerConfig{.served_model_name = served_name, .api_key = options.api_key, .limits = {}},
+                        bundle, metrics);
+  server::HttpServer http(options.http, [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
+    api.handle(std::move(request), std::move(exchange));
   });
-  http_server = &http;
-  api = std::make_unique<server::ApiServer>(
-      server::ApiServerConfig{.served_model_name = served_name, .api_key = options.api_key, .limits = {}}, bundle, metrics,
-      http.io_context());
-  api_server = api.get();
   boost::asio::signal_set signals(http.io_context(), SIGINT, SIGTERM);
-  signals.async_wait([http_server](const boost::system::error_code& error, int) {
-    if (!error) http_server->io_context().stop();
+  signals.async_wait([&http](const boost::system::error_code& error, int) {
+    if (!error) http.io_context().stop();
   });
   http.start();
   std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
@@ -100,13 +94,22 @@ int run_serve(const std::vector<std::string>& args) {
   config.max_pending_requests = options.max_pending_requests;
   config.decode.skip_special_tokens = true;
   ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
+  // As vLLM: a context the KV cache cannot hold once is refused at start, not per request.
+  const int64_t num_cache_tokens = int64_t{config.engine.cache.num_device_blocks} * config.engine.cache.block_size;
+  if (config.engine.scheduler.max_model_len > num_cache_tokens) {
+    throw po::error("the model's max model len (" + std::to_string(config.engine.scheduler.max_model_len) +
+                    ") is larger than the KV cache holds (" + std::to_string(num_cache_tokens) +
+                    " tokens): give more --kv-cache-mib or a smaller --max-model-len");
+  }
   server::ServingEngine engine(config, *setup.executor, bundle.tokenizer, &metrics);
-  api->attach(engine);
+  api.attach(engine);
   std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
             << config.engine.scheduler.max_model_len << '\n'
             << std::flush;
   http.wait();
   http.stop();
+  // The engine goes first (its last updates are posted to the stopped I/O context and dropped
+  // with it), then the routes, then the HTTP server and its connections.
   std::cerr << "pagedllm serve: stopped\n";
   return 0;
 }

@@ -1,9 +1,7 @@
 #include "tools/server/api_server.h"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <chrono>
-#include <mutex>
+#include <cstdio>
 #include <random>
 
 #include "core/sched/sampling_params.h"
@@ -11,7 +9,7 @@
 namespace pagedllm::server {
 namespace {
 
-namespace asio = boost::asio;
+constexpr size_t kMaxStopStringBytes = 1024;
 
 ApiError not_found(const std::string& message, std::string code = "") {
   return ApiError(404, "not_found_error", "", std::move(code), message);
@@ -31,7 +29,8 @@ int64_t unix_seconds() {
 }
 
 // One HTTP generation request: its engine requests (one per prompt), what has been said to the
-// client, and the text gathered for a whole response. Touched on its strand only.
+// client, and the text gathered for a whole response. Runs on its connection's strand only: the
+// handler calls submit() there, the engine's updates and the disconnect callback are posted there.
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
   struct Setup {
@@ -46,12 +45,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   };
 
   GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, ServingEngine& engine,
-                const tokenizer::Tokenizer& tokenizer, asio::io_context& io_context)
-      : setup_(std::move(setup)),
-        exchange_(std::move(exchange)),
-        engine_(engine),
-        tokenizer_(tokenizer),
-        strand_(asio::make_strand(io_context)) {
+                const tokenizer::Tokenizer& tokenizer)
+      : setup_(std::move(setup)), exchange_(std::move(exchange)), engine_(engine), tokenizer_(tokenizer) {
     const size_t num_choices = setup_.num_prompt_tokens.size() * static_cast<size_t>(setup_.num_samples);
     choices_.resize(num_choices);
     started_.assign(num_choices, false);
@@ -64,11 +59,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     auto self = shared_from_this();
     for (size_t prompt = 0; prompt < requests.size(); ++prompt) {
       std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](RequestUpdate&& update) {
-        asio::post(self->strand_, [self, prompt, update = std::move(update)]() mutable {
+        self->exchange_->post([self, prompt, update = std::move(update)]() mutable {
           self->on_update(prompt, std::move(update));
         });
       });
       if (!id) {
+        finished_ = true;  // the caller answers; updates of prompts already submitted are dropped
         for (const sched::RequestId submitted : ids_) engine_.abort(submitted);
         return false;
       }
@@ -107,7 +103,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
       if (!started_[index] && !setup_.echo_text[prompt].empty()) delta.text = setup_.echo_text[prompt];
       delta.text += news.text;
       if (setup_.with_logprobs) delta.logprobs = logprobs_of(news);
-      if (!news.finish_reason.empty()) delta.finish_reason = news.finish_reason == "abort" ? "abort" : news.finish_reason;
+      if (!news.finish_reason.empty()) delta.finish_reason = news.finish_reason;
       delta.text_offset = static_cast<int32_t>(choices_[index].text.size());
       const bool first = !started_[index];
       started_[index] = true;
@@ -174,9 +170,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   void fail(const std::string& message) {
     finished_ = true;
     for (const sched::RequestId id : ids_) engine_.abort(id);
-    const ApiError error(message.find("shutting down") != std::string::npos ? 503 : 400,
-                         message.find("engine failed") != std::string::npos ? "internal_server_error"
-                                                                             : "invalid_request_error",
+    // The engine refuses a request it can never fit (400), stops (503) or fails (500, our bug).
+    const bool shutting_down = message.find("shutting down") != std::string::npos;
+    const bool engine_failed = message.find("engine failed") != std::string::npos;
+    const ApiError error(shutting_down ? 503 : engine_failed ? 500 : 400,
+                         shutting_down ? "service_unavailable"
+                                       : engine_failed ? "internal_server_error" : "invalid_request_error",
                          "", "", message);
     if (setup_.stream) {
       send(to_json(error));
@@ -193,7 +192,6 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::shared_ptr<Exchange> exchange_;
   ServingEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
-  asio::strand<asio::io_context::executor_type> strand_;
   std::vector<sched::RequestId> ids_;
   std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
   std::vector<bool> started_;         // per choice: something was sent
@@ -225,13 +223,8 @@ void respond_json(Exchange& exchange, int status, const nlohmann::json& body) {
 
 void respond_error(Exchange& exchange, const ApiError& error) { respond_json(exchange, error.status(), to_json(error)); }
 
-ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics,
-                     asio::io_context& io_context)
-    : config_(std::move(config)),
-      bundle_(bundle),
-      metrics_(metrics),
-      io_context_(io_context),
-      created_(unix_seconds()) {}
+ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics)
+    : config_(std::move(config)), bundle_(bundle), metrics_(metrics), created_(unix_seconds()) {}
 
 void ApiServer::attach(ServingEngine& engine) { engine_ = &engine; }
 
@@ -339,10 +332,11 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     const auto num_prompt_tokens = static_cast<int32_t>(prompt.size());
     if (num_prompt_tokens == 0) throw invalid_request(chat ? "messages" : "prompt", "the prompt is empty");
     const int32_t max_tokens = generation.max_tokens.value_or(chat ? max_model_len - num_prompt_tokens : 16);
-    if (num_prompt_tokens >= max_model_len || num_prompt_tokens + max_tokens > max_model_len) {
+    const int64_t num_requested_tokens = int64_t{num_prompt_tokens} + max_tokens;
+    if (num_prompt_tokens >= max_model_len || num_requested_tokens > max_model_len) {
       throw invalid_request(chat ? "messages" : "prompt",
                             "This model's maximum context length is " + std::to_string(max_model_len) +
-                                " tokens. However, you requested " + std::to_string(num_prompt_tokens + max_tokens) +
+                                " tokens. However, you requested " + std::to_string(num_requested_tokens) +
                                 " tokens (" + std::to_string(num_prompt_tokens) + " in the " +
                                 (chat ? "messages" : "prompt") + ", " + std::to_string(max_tokens) +
                                 " in the completion). Please reduce the length of the " +
@@ -371,10 +365,20 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
   setup.with_logprobs = generation.logprobs;
   setup.num_samples = generation.sampling.n;
   setup.echo_text = std::move(echo_text);
-  auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, *engine_.load(), bundle_.tokenizer, io_context_);
+  for (const std::string& stop : generation.sampling.stop) {
+    // Text is held back while it could still become a stop string: bound how much.
+    if (stop.size() > kMaxStopStringBytes) {
+      throw invalid_request("stop", "stop strings may have at most " + std::to_string(kMaxStopStringBytes) + " bytes");
+    }
+  }
+  ServingEngine& engine = *engine_.load();
+  auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, engine, bundle_.tokenizer);
   if (!job->submit(std::move(requests))) {
+    if (!engine.alive()) {
+      throw ApiError(503, "service_unavailable", "", "", "the engine loop died: " + engine.failure());
+    }
     throw ApiError(503, "service_unavailable", "", "", "the server's queue is full (" +
-                                                           std::to_string(engine_.load()->num_pending()) +
+                                                           std::to_string(engine.num_pending()) +
                                                            " requests pending): retry later");
   }
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 
@@ -24,11 +23,9 @@ struct ApiServerConfig {
 
 class ApiServer {
  public:
-  // Everything passed must outlive the server; `io_context` runs the HTTP side, where the
-  // engine's updates are formatted and written. Until attach(), every route but /health and
+  // Everything passed must outlive the server. Until attach(), every route but /health and
   // /metrics answers 503 (the model is loading).
-  ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics,
-            boost::asio::io_context& io_context);
+  ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics);
 
   void handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange);
   // The engine, once the weights are loaded: the server is ready. It must outlive the server.
@@ -45,7 +42,6 @@ class ApiServer {
   const frontend::ModelBundle& bundle_;
   std::atomic<ServingEngine*> engine_{nullptr};
   const ServerMetrics& metrics_;
-  boost::asio::io_context& io_context_;
   int64_t created_ = 0;  // unix seconds when the server started
 };
 

@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace pagedllm::server {
 namespace {
@@ -48,6 +51,9 @@ std::string protocol_error(int status, const std::string& message) {
                         false);
 }
 
+// Bytes a connection may have queued for a slow client before it is treated as gone.
+constexpr size_t kMaxOutboxBytes = 8u << 20;
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, const HttpServerConfig& config, const RequestHandler& handler, HttpServerStats& stats)
@@ -61,13 +67,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // --- called on the strand by the exchange of `id` ---
-  bool current(uint64_t id) const { return id == exchange_id_ && exchange_open_ && !peer_gone_; }
+  // Whether the exchange `id` may still write: it is this connection's open exchange, its last
+  // write is not queued yet, and the client is still there.
+  bool is_current(uint64_t id) const { return id == exchange_id_ && exchange_open_ && !ending_ && !peer_gone_; }
   void respond(uint64_t id, int status, const std::string& content_type, const std::string& body) {
-    if (!current(id) || streaming_) return;
+    if (!is_current(id) || streaming_) return;
     write(whole_response(status, content_type, body, keep_alive_), true);
   }
   void start_stream(uint64_t id) {
-    if (!current(id) || streaming_) return;
+    if (!is_current(id) || streaming_) return;
     streaming_ = true;
     write(status_line(200) +
               "Server: pagedllm\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -76,15 +84,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
           false);
   }
   void send_chunk(uint64_t id, const std::string& data) {
-    if (!current(id) || !streaming_ || data.empty()) return;
+    if (!is_current(id) || !streaming_ || data.empty()) return;
     std::ostringstream size;
     size << std::hex << data.size();
     write(size.str() + "\r\n" + data + "\r\n", false);
   }
   void end_stream(uint64_t id) {
-    if (!current(id) || !streaming_) return;
+    if (!is_current(id) || !streaming_) return;
     write("0\r\n\r\n", true);
   }
+  void post(std::function<void()> work) { asio::post(stream_.get_executor(), std::move(work)); }
   void set_on_disconnect(uint64_t id, std::function<void()> callback) {
     if (id != exchange_id_) return;
     if (peer_gone_ && exchange_open_) {
@@ -178,8 +187,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void write(std::string data, bool ends_exchange) {
+    num_outbox_bytes_ += data.size();
     outbox_.push_back(std::move(data));
     ending_ = ending_ || ends_exchange;
+    if (num_outbox_bytes_ > kMaxOutboxBytes) {
+      // A client that reads slower than tokens come: hang up (its request is aborted) rather
+      // than hold its whole output in memory.
+      outbox_.clear();
+      num_outbox_bytes_ = 0;
+      peer_lost();
+      return;
+    }
     if (!writing_) write_next();
   }
 
@@ -194,9 +212,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     writing_ = false;
     if (error) {
       outbox_.clear();
+      num_outbox_bytes_ = 0;
       peer_lost();
       return;
     }
+    num_outbox_bytes_ -= outbox_.front().size();
     outbox_.pop_front();
     if (!outbox_.empty()) {
       write_next();
@@ -228,7 +248,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServerStats& stats_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // Per exchange: open (a request read, its answer not finished), streaming (chunked), ending
+  // (its last write queued: nothing more may be written), and per connection: peer_gone (the
+  // client left or a write failed: no more reads or writes).
   std::deque<std::string> outbox_;  // bytes to write, in order
+  size_t num_outbox_bytes_ = 0;
   bool writing_ = false;
   bool ending_ = false;             // the last write of the exchange is queued
   bool keep_alive_ = true;
@@ -256,6 +280,7 @@ class ConnectionExchange final : public Exchange {
   void end_stream() override {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_] { c->end_stream(id); });
   }
+  void post(std::function<void()> work) override { connection_->post(std::move(work)); }
   void on_disconnect(std::function<void()> callback) override {
     asio::dispatch(connection_->executor(),
                    [c = connection_, id = id_, callback = std::move(callback)]() mutable { c->set_on_disconnect(id, std::move(callback)); });
@@ -273,7 +298,7 @@ std::shared_ptr<Exchange> Connection::make_exchange() {
 }  // namespace
 
 HttpServer::HttpServer(HttpServerConfig config, RequestHandler handler)
-    : config_(std::move(config)), handler_(std::move(handler)), acceptor_(io_context_) {
+    : config_(std::move(config)), handler_(std::move(handler)), acceptor_(io_context_), retry_timer_(io_context_) {
   beast::error_code error;
   const asio::ip::address address = asio::ip::make_address(config_.host, error);
   if (error) throw std::runtime_error("--host " + config_.host + ": not an IP address (" + error.message() + ")");
@@ -319,15 +344,23 @@ void HttpServer::wait() {
 void HttpServer::accept() {
   acceptor_.async_accept(asio::make_strand(io_context_), [this](beast::error_code error, tcp::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!error) {
-      if (stats_.num_connections.load() >= config_.max_connections) {
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<Connection>(std::move(socket), config_, handler_, stats_)->start();
-      }
+    if (error) {
+      // Out of file descriptors, say: the listening socket stays readable, so retrying at once
+      // would spin. Try again shortly.
+      retry_timer_.expires_after(std::chrono::milliseconds(50));
+      retry_timer_.async_wait([this](beast::error_code waited) {
+        if (!waited) accept();
+      });
+      return;
     }
-    accept();  // errors such as too many open files: keep accepting
+    beast::error_code ignored;
+    if (stats_.num_connections.load() >= config_.max_connections) {
+      socket.close(ignored);
+    } else {
+      socket.set_option(tcp::no_delay(true), ignored);  // a token per chunk: no Nagle delay
+      std::make_shared<Connection>(std::move(socket), config_, handler_, stats_)->start();
+    }
+    accept();
   });
 }
 

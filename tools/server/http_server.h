@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,6 +35,9 @@ class Exchange {
   virtual void start_stream() = 0;
   virtual void send_chunk(std::string data) = 0;
   virtual void end_stream() = 0;  // ends the exchange
+  // Runs `work` on the connection's strand, where the handler ran and on_disconnect runs: state
+  // a handler shares with its callbacks needs no lock when every access goes through here.
+  virtual void post(std::function<void()> work) = 0;
   // Called once, on the strand, when the client goes away before the exchange ended (set it
   // before anything can fail; a disconnect seen earlier calls it at once).
   virtual void on_disconnect(std::function<void()> callback) = 0;
@@ -66,7 +70,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   void start();  // the I/O threads
-  void stop();   // closes the listener and every connection, joins the threads
+  void stop();   // closes the listener, stops the I/O threads and joins them; connections close
+                 // when the server is destroyed
   void wait();   // until stop() (from a signal handler's thread, say)
   uint16_t port() const { return port_; }
   const HttpServerStats& stats() const { return stats_; }
@@ -75,12 +80,15 @@ class HttpServer {
  private:
   void accept();
 
+  // Declared before the io_context: destroying it destroys pending handlers, and with them the
+  // connections, which use these.
   HttpServerConfig config_;
   RequestHandler handler_;
+  HttpServerStats stats_;
   boost::asio::io_context io_context_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_timer_;  // accept() after an error
   uint16_t port_ = 0;
-  HttpServerStats stats_;
   std::vector<std::thread> threads_;
 };
 

@@ -35,19 +35,18 @@ ServingEngine::~ServingEngine() {
 }
 
 std::optional<sched::RequestId> ServingEngine::submit(ServingRequest request, UpdateSink sink) {
-  {
-    const std::lock_guard lock(mutex_);
-    if (!alive_ || stopping_ || num_pending_ >= config_.max_pending_requests) return std::nullopt;
-    const sched::RequestId id = next_id_++;
-    submissions_.push_back({id, std::move(request), std::move(sink)});
-    ++num_pending_;
-    wake_.notify_one();
-    return id;
-  }
+  const std::lock_guard lock(mutex_);
+  if (!alive_ || stopping_ || num_pending_ >= config_.max_pending_requests) return std::nullopt;
+  const sched::RequestId id = next_id_++;
+  submissions_.push_back({id, std::move(request), std::move(sink)});
+  ++num_pending_;
+  wake_.notify_one();
+  return id;
 }
 
 void ServingEngine::abort(sched::RequestId id) {
   const std::lock_guard lock(mutex_);
+  if (!alive_ || stopping_) return;  // nothing runs any more: everything ended already
   aborts_.push_back(id);
   wake_.notify_one();
 }
@@ -77,7 +76,7 @@ void ServingEngine::run_loop() {
         const auto has_work = [&] {
           return stopping_ || !submissions_.empty() || !aborts_.empty() || engine_->has_unfinished();
         };
-        if (engine_->num_idle_steps() > 0) {
+        if (engine_->has_unfinished() && engine_->num_idle_steps() > 0) {
           // Unfinished requests that nothing could schedule (they wait on each other's blocks):
           // do not spin; anything submitted or aborted wakes the loop at once.
           wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !submissions_.empty() || !aborts_.empty(); });
