@@ -48,6 +48,23 @@ bool Engine::abort_request(sched::RequestId id) {
   return true;
 }
 
+bool Engine::stop_sample(sched::RequestId id, int32_t sample_index) {
+  SequenceGroup* group = scheduler_.find(id);
+  if (group == nullptr || group->state != GroupState::running || group->is_beam_search()) return false;
+  if (sample_index < 0 || static_cast<size_t>(sample_index) >= group->seqs.size()) return false;
+  Sequence& seq = group->seqs[static_cast<size_t>(sample_index)];
+  if (seq.finished()) return false;
+  seq.finish_reason = FinishReason::stop;
+  scheduler_.release(seq);
+  maybe_finish(*group);
+  if (group->state == GroupState::finished) {
+    group->times.finished = clock_.now();
+    ++counters_.requests_finished;
+    pending_outputs_.push_back(id);
+  }
+  return true;
+}
+
 std::vector<RequestOutput> Engine::step() {
   const double start = clock_.now();
   if (event_log_ != nullptr) event_log_->set_step(step_);

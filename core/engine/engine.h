@@ -35,6 +35,12 @@ class Engine {
   // Frees the request's blocks in any state; its final output comes back from the next step().
   bool abort_request(sched::RequestId id);
 
+  // Finishes one sample of a running request as `stop` (a stop string the frontend matched on
+  // its text) and frees its blocks; the request finishes with its last sample, its output coming
+  // back from the next step(). False, changing nothing, for an unknown or finished request, beam
+  // search, a sample that is not running, or a request that is not running (waiting, swapped).
+  bool stop_sample(sched::RequestId id, int32_t sample_index);
+
   // One engine step. Returns the output of every request that progressed or ended, as
   // config().output_kind says (cumulative, delta, or finished requests only).
   std::vector<RequestOutput> step();

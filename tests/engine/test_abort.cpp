@@ -80,6 +80,42 @@ BOOST_AUTO_TEST_CASE(an_aborted_running_request_comes_back_finished_and_frees_it
   BOOST_TEST(fixture.llm.kv().stats().device_blocks_free == setup.num_device_blocks);
 }
 
+// A frontend's stop string ends one sample; the request goes on with the others and finishes
+// with its last one.
+BOOST_AUTO_TEST_CASE(stopping_one_sample_frees_it_and_the_request_finishes_with_the_last) {
+  EngineSetup setup;
+  setup.eos_period = 0;
+  AbortFixture fixture(setup);
+  sched::Request request = make_request(5, 10, 40);
+  request.params.n = 2;
+  fixture.llm.add_request(request);
+  for (int32_t i = 0; i < 4; ++i) fixture.step();
+  BOOST_REQUIRE_EQUAL(fixture.llm.kv().stats().num_sequences, 2);
+  BOOST_TEST(!fixture.llm.stop_sample(5, 2));   // no such sample
+  BOOST_TEST(!fixture.llm.stop_sample(77, 0));  // no such request
+  BOOST_TEST(fixture.llm.stop_sample(5, 0));
+  BOOST_TEST(!fixture.llm.stop_sample(5, 0));   // already stopped
+  BOOST_TEST(fixture.llm.kv().stats().num_sequences == 1);
+  fixture.llm.scheduler().check_invariants();
+  std::map<sched::RequestId, engine::RequestOutput> outputs = fixture.step();
+  BOOST_REQUIRE(outputs.contains(5));
+  BOOST_TEST(!outputs.at(5).finished);
+  BOOST_TEST(fixture.llm.stop_sample(5, 1));
+  BOOST_TEST(fixture.llm.kv().stats().num_sequences == 0);
+  outputs = fixture.step();
+  BOOST_REQUIRE(outputs.contains(5));
+  const engine::RequestOutput& finished = outputs.at(5);
+  BOOST_TEST(finished.finished);
+  BOOST_TEST(finished.finish_reason == FinishReason::stop);
+  BOOST_REQUIRE_EQUAL(finished.completions.size(), 2u);
+  BOOST_TEST(finished.completions[0].finish_reason == FinishReason::stop);
+  BOOST_TEST(finished.completions[1].finish_reason == FinishReason::stop);
+  BOOST_TEST(finished.completions[0].tokens.size() < finished.completions[1].tokens.size());  // stopped a step earlier
+  BOOST_TEST(!fixture.llm.has_unfinished());
+  BOOST_TEST(fixture.llm.counters().requests_finished == 1);
+  BOOST_TEST(fixture.llm.kv().stats().device_blocks_free == setup.num_device_blocks);
+}
+
 BOOST_AUTO_TEST_CASE(aborting_everything_frees_both_tiers_and_reports_each_request_once) {
   EngineSetup setup = small_pool(PreemptionMode::swap, true);
   setup.eos_period = 0;

@@ -164,6 +164,41 @@ BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_bloc
   BOOST_TEST(harness.engine->num_pending() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(with_parallel_samples_a_stop_string_ends_only_the_sample_that_wrote_it) {
+  std::vector<Collector::Sample> free_run;
+  {
+    Harness harness;
+    Collector collector;
+    BOOST_REQUIRE(harness.engine->submit(request_of(60, 2), collector.sink()));
+    BOOST_REQUIRE(collector.wait());
+    free_run = collector.samples();
+  }
+  BOOST_REQUIRE_EQUAL(free_run.size(), 2u);
+  // Two bytes of sample 0's text, from its middle, that sample 1 never writes.
+  std::string stop;
+  for (size_t at = 10; at + 2 < free_run[0].text.size() && stop.empty(); ++at) {
+    const std::string candidate = free_run[0].text.substr(at, 2);
+    const bool ascii = static_cast<unsigned char>(candidate[0]) < 0x80 && static_cast<unsigned char>(candidate[1]) < 0x80;
+    if (ascii && free_run[0].text.find(candidate) == at && free_run[1].text.find(candidate) == std::string::npos) {
+      stop = candidate;
+    }
+  }
+  BOOST_REQUIRE(!stop.empty());
+  Harness harness;
+  Collector collector;
+  ServingRequest request = request_of(60, 2);
+  request.sampling.stop = {stop};
+  BOOST_REQUIRE(harness.engine->submit(std::move(request), collector.sink()));
+  BOOST_REQUIRE(collector.wait());
+  const auto samples = collector.samples();
+  BOOST_REQUIRE_EQUAL(samples.size(), 2u);
+  BOOST_TEST(samples[0].text == free_run[0].text.substr(0, free_run[0].text.find(stop)));
+  BOOST_TEST(samples[0].finish_reason == "stop");
+  BOOST_TEST(samples[1].text == free_run[1].text);
+  BOOST_TEST(samples[1].finish_reason == "length");
+  BOOST_TEST(harness.engine->num_pending() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(an_abort_ends_a_request_within_a_step) {
   Harness harness;
   Collector collector;

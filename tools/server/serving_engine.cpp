@@ -204,6 +204,9 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
     }
     if (text.stopped()) {
       news.finish_reason = "stop";
+      // Free this sample now; the others go on (a waiting or swapped request keeps it until its
+      // own end, its text already cut).
+      engine_->stop_sample(output.id, completion.index);
     } else if (completion.finish_reason != sched::FinishReason::none || output.finished) {
       news.text += text.finish();
       news.finish_reason = finish_reason_text(completion.finish_reason != sched::FinishReason::none
