@@ -161,6 +161,16 @@ BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_bloc
   BOOST_TEST(samples[0].text == full.substr(0, full.find(stop)));
   BOOST_TEST(samples[0].finish_reason == "stop");
   BOOST_TEST(samples[0].tokens.size() < 60u);
+  // Tokens travel with their text: while the start of the stop string is held back, so are its
+  // tokens (until the update that cuts the text).
+  for (const RequestUpdate& update : collector.updates) {
+    for (const CompletionUpdate& news : update.completions) {
+      // (Replacement characters aside: a byte that can start no character becomes U+FFFD as
+      // soon as the next one shows it, while decoding a token alone may draw the line elsewhere.)
+      if (news.finish_reason == "stop" || news.text.find("\xEF\xBF\xBD") != std::string::npos) continue;
+      BOOST_TEST(harness.tokenizer.decode(news.tokens) == news.text);
+    }
+  }
   BOOST_TEST(harness.engine->num_pending() == 0);
 }
 

@@ -10,6 +10,7 @@ namespace pagedllm::server {
 namespace {
 
 constexpr size_t kMaxStopStringBytes = 1024;
+const std::string kNoText;
 
 ApiError not_found(const std::string& message, std::string code = "") {
   return ApiError(404, "not_found_error", "", std::move(code), message);
@@ -100,12 +101,14 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
       if (index >= choices_.size()) continue;
       ChoiceDelta delta;
       delta.index = static_cast<int32_t>(index);
-      if (!started_[index] && !setup_.echo_text[prompt].empty()) delta.text = setup_.echo_text[prompt];
-      delta.text += news.text;
+      const bool first = !started_[index];
+      const std::string& echo = first ? setup_.echo_text[prompt] : kNoText;
+      delta.text = echo + news.text;
       if (setup_.with_logprobs) delta.logprobs = logprobs_of(news);
       if (!news.finish_reason.empty()) delta.finish_reason = news.finish_reason;
-      delta.text_offset = static_cast<int32_t>(choices_[index].text.size());
-      const bool first = !started_[index];
+      // The logprobs are the generated tokens': their text starts after any echoed prompt.
+      delta.text_offset = static_cast<int32_t>(choices_[index].text.size() + echo.size());
+      if (first) choices_[index].text_offset = static_cast<int32_t>(echo.size());
       started_[index] = true;
       if (setup_.stream) {
         if (!delta.text.empty() || !delta.logprobs.empty() || delta.finish_reason) {

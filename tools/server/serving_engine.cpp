@@ -147,7 +147,7 @@ void ServingEngine::admit(Submission& submission) {
   request.arrival_time = clock_.now();
   Stream stream;
   stream.sink = std::move(submission.sink);
-  stream.stop = request.params.stop;
+  stream.stop_strings = request.params.stop;
   stream.num_samples = request.params.n;
   stream.arrival = request.arrival_time;
   try {
@@ -189,18 +189,28 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
   for (const engine::Completion& completion : output.completions) {
     const auto index = static_cast<size_t>(completion.index);
     while (stream.texts.size() <= index) {
-      stream.texts.emplace_back(tokenizer_, stream.stop, config_.decode);
-      stream.finished.push_back(false);
+      stream.texts.emplace_back(tokenizer_, stream.stop_strings, config_.decode);
+      stream.held.emplace_back();
+      stream.sample_finished.push_back(false);
     }
-    if (stream.finished[index]) continue;
+    if (stream.sample_finished[index]) continue;
     TextStream& text = stream.texts[index];
+    CompletionUpdate& held = stream.held[index];
     CompletionUpdate news;
     news.index = completion.index;
+    // Tokens go out with their text: while the text is held back, so are they (and their logprobs).
+    const auto release_held = [&] {
+      news.tokens.insert(news.tokens.end(), held.tokens.begin(), held.tokens.end());
+      news.token_logprobs.insert(news.token_logprobs.end(), held.token_logprobs.begin(), held.token_logprobs.end());
+      news.top_logprobs.insert(news.top_logprobs.end(), held.top_logprobs.begin(), held.top_logprobs.end());
+      held = CompletionUpdate{};
+    };
     for (size_t i = 0; i < completion.tokens.size() && !text.stopped(); ++i) {
       news.text += text.push(completion.tokens[i]);
-      news.tokens.push_back(completion.tokens[i]);
-      if (i < completion.token_logprobs.size()) news.token_logprobs.push_back(completion.token_logprobs[i]);
-      if (i < completion.top_logprobs.size()) news.top_logprobs.push_back(completion.top_logprobs[i]);
+      held.tokens.push_back(completion.tokens[i]);
+      if (i < completion.token_logprobs.size()) held.token_logprobs.push_back(completion.token_logprobs[i]);
+      if (i < completion.top_logprobs.size()) held.top_logprobs.push_back(completion.top_logprobs[i]);
+      if (text.stopped() || !text.holding()) release_held();
     }
     if (text.stopped()) {
       news.finish_reason = "stop";
@@ -209,12 +219,13 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
       engine_->stop_sample(output.id, completion.index);
     } else if (completion.finish_reason != sched::FinishReason::none || output.finished) {
       news.text += text.finish();
+      release_held();
       news.finish_reason = finish_reason_text(completion.finish_reason != sched::FinishReason::none
                                                   ? completion.finish_reason
                                                   : output.finish_reason);
       if (news.finish_reason.empty()) news.finish_reason = "abort";
     }
-    stream.finished[index] = !news.finish_reason.empty();
+    stream.sample_finished[index] = !news.finish_reason.empty();
     num_new_tokens += static_cast<int64_t>(news.tokens.size());
     if (!news.text.empty() || !news.tokens.empty() || !news.finish_reason.empty()) {
       update.completions.push_back(std::move(news));
@@ -232,8 +243,8 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
   }
   if (num_new_tokens > 0) stream.last_output = now;
 
-  bool every_sample_done = stream.finished.size() == static_cast<size_t>(stream.num_samples);
-  for (const bool done : stream.finished) every_sample_done = every_sample_done && done;
+  bool every_sample_done = stream.sample_finished.size() == static_cast<size_t>(stream.num_samples);
+  for (const bool done : stream.sample_finished) every_sample_done = every_sample_done && done;
   if (output.finished || every_sample_done) {
     if (!output.finished) engine_->abort_request(output.id);  // stop strings ended every sample: free its blocks
     update.finished = true;

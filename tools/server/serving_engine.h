@@ -103,9 +103,10 @@ class ServingEngine {
   };
   struct Stream {  // a request the loop is running
     UpdateSink sink;
-    std::vector<TextStream> texts;  // one per sample, created as samples appear
-    std::vector<bool> finished;     // per sample: its final update was sent
-    std::vector<std::string> stop;
+    std::vector<TextStream> texts;          // one per sample, created as samples appear
+    std::vector<CompletionUpdate> held;     // per sample: tokens whose text is still held back
+    std::vector<bool> sample_finished;      // per sample: its final update was sent
+    std::vector<std::string> stop_strings;
     int32_t num_samples = 1;        // n
     double arrival = 0.0;
     double last_output = -1.0;

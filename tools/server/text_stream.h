@@ -25,6 +25,9 @@ class TextStream {
   std::string finish();
 
   bool stopped() const { return stopped_; }
+  // Text of the tokens so far is held back (a possible stop string, half a character): a caller
+  // that pairs tokens with their text keeps those tokens back too.
+  bool holding() const { return !pending_.empty() || detokenizer_.num_pending_bytes() > 0; }
   const std::string& matched_stop() const { return matched_stop_; }
 
  private:
