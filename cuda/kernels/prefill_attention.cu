@@ -1,0 +1,214 @@
+#include "cuda/kernels/prefill_attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/device_types.cuh"
+
+namespace pagedllm::cuda {
+namespace {
+
+using detail::DeviceKvLayout;
+using detail::kVecElems;
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kQueryTile = 16;
+constexpr int kKeyTile = 32;  // one key per lane when scoring
+static_assert(kQueryTile % kWarps == 0 && kThreads % kQueryTile == 0);
+
+struct PrefillKernelArgs {
+  DeviceKvLayout layout;
+  int32_t layer;
+  int32_t num_heads;
+  int32_t group_size;
+  const int32_t* query_starts;
+  const int32_t* context_starts;
+  const int32_t* block_tables;
+  int32_t max_blocks_per_seq;
+  float scale;
+};
+
+// Grid (query tiles, num_heads, num_seqs), kThreads threads.
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kThreads)
+prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
+                         T* __restrict__ out, PrefillKernelArgs args) {
+  constexpr int kPad = kHeadDim + 1;  // rows one float apart in banks: column-wise reads are conflict free
+  constexpr int kThreadsPerRow = kThreads / kQueryTile;
+  constexpr int kAccPerThread = kHeadDim / kThreadsPerRow;
+  __shared__ float q_s[kQueryTile][kPad];
+  __shared__ float kv_s[kKeyTile][kPad];
+  __shared__ float p_s[kQueryTile][kKeyTile + 1];
+  __shared__ float row_max[kQueryTile];
+  __shared__ float row_sum[kQueryTile];
+  __shared__ float row_corr[kQueryTile];
+
+  const int seq = blockIdx.z;
+  const int head = blockIdx.y;
+  const int q0 = blockIdx.x * kQueryTile;
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int query_begin = args.query_starts[seq];
+  const int query_len = args.query_starts[seq + 1] - query_begin;
+  if (q0 >= query_len) return;
+  const int rows = min(kQueryTile, query_len - q0);
+  const int context_start = args.context_starts[seq];
+  const int kv_head = head / args.group_size;
+  const int block_size = args.layout.block_size;
+  const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
+  const int num_keys = min(context_start + q0 + rows, args.max_blocks_per_seq * block_size);
+
+  for (int idx = tid; idx < kQueryTile * kHeadDim; idx += kThreads) {
+    const int r = idx / kHeadDim;
+    const int d = idx % kHeadDim;
+    q_s[r][d] = r < rows ? detail::to_float(q[(static_cast<int64_t>(query_begin + q0 + r) * args.num_heads + head) * kHeadDim + d])
+                         : 0.0f;
+  }
+  if (tid < kQueryTile) {
+    row_max[tid] = -INFINITY;
+    row_sum[tid] = 0.0f;
+  }
+
+  // Stages one key or value tile as fp32, zeros past num_keys.
+  auto load_tile = [&](int kind, int k0) {
+    constexpr int kVecsPerRow = kHeadDim / kVecElems;
+    for (int idx = tid; idx < kKeyTile * kVecsPerRow; idx += kThreads) {
+      const int c = idx / kVecsPerRow;
+      const int v = idx % kVecsPerRow;
+      const int key = k0 + c;
+      float vals[kVecElems];
+      if (key < num_keys) {
+        const int32_t block = table[key / block_size];
+        detail::load_vec8(kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, key % block_size) +
+                              v * kVecElems,
+                          vals);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVecElems; ++e) vals[e] = 0.0f;
+      }
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) kv_s[c][v * kVecElems + e] = vals[e];
+    }
+  };
+
+  const int acc_row = tid / kThreadsPerRow;
+  const int acc_col = tid % kThreadsPerRow;
+  float acc[kAccPerThread];
+#pragma unroll
+  for (int j = 0; j < kAccPerThread; ++j) acc[j] = 0.0f;
+
+  for (int k0 = 0; k0 < num_keys; k0 += kKeyTile) {
+    load_tile(0, k0);
+    __syncthreads();
+    // Scores and online softmax: warp w owns rows w, w + kWarps, ...; lane = key column.
+    for (int r = warp; r < kQueryTile; r += kWarps) {
+      const int key = k0 + lane;
+      const int query_pos = context_start + q0 + r;
+      float s = -INFINITY;
+      if (r < rows && key <= query_pos && key < num_keys) {
+        float dot = 0.0f;
+#pragma unroll 8
+        for (int d = 0; d < kHeadDim; ++d) dot += q_s[r][d] * kv_s[lane][d];
+        s = dot * args.scale;
+      }
+      const float m_old = row_max[r];
+      const float m_new = fmaxf(m_old, detail::warp_max(s));
+      // A row with no visible key yet keeps max -inf: no exp(-inf - -inf) = NaN.
+      const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
+      const float corr = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+      const float p_total = detail::warp_sum(p);
+      p_s[r][lane] = p;
+      __syncwarp();
+      if (lane == 0) {
+        row_max[r] = m_new;
+        row_sum[r] = row_sum[r] * corr + p_total;
+        row_corr[r] = corr;
+      }
+    }
+    __syncthreads();  // keys consumed; probabilities and corrections visible
+    load_tile(1, k0);
+    __syncthreads();
+    const float corr = row_corr[acc_row];
+#pragma unroll
+    for (int j = 0; j < kAccPerThread; ++j) {
+      const int d = acc_col + j * kThreadsPerRow;
+      float a = acc[j] * corr;
+#pragma unroll 8
+      for (int c = 0; c < kKeyTile; ++c) a += p_s[acc_row][c] * kv_s[c][d];
+      acc[j] = a;
+    }
+    __syncthreads();  // before the next tile overwrites kv_s and p_s
+  }
+
+  if (acc_row < rows) {
+    const float inv_sum = 1.0f / row_sum[acc_row];
+    T* dst = out + (static_cast<int64_t>(query_begin + q0 + acc_row) * args.num_heads + head) * kHeadDim;
+#pragma unroll
+    for (int j = 0; j < kAccPerThread; ++j)
+      dst[acc_col + j * kThreadsPerRow] = detail::from_float<T>(acc[j] * inv_sum);
+  }
+}
+
+template <typename T, int kHeadDim>
+void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
+  PrefillKernelArgs args{};
+  args.layout = DeviceKvLayout{p.layout.num_kv_heads, p.layout.head_dim, p.layout.block_size,
+                               p.layout.num_blocks};
+  args.layer = p.layer;
+  args.num_heads = p.num_heads;
+  args.group_size = p.num_heads / p.layout.num_kv_heads;
+  args.query_starts = p.query_starts;
+  args.context_starts = p.context_starts;
+  args.block_tables = p.block_tables;
+  args.max_blocks_per_seq = p.max_blocks_per_seq;
+  args.scale = p.scale;
+  const dim3 grid(static_cast<unsigned>((p.max_query_len + kQueryTile - 1) / kQueryTile),
+                  static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
+  // Moves: per (query tile, head) the K and V rows of positions [0, last query]: about
+  //   sum over tiles of 2 * keys * head_dim * 2 bytes (KV re-read per query head and tile),
+  // plus q and out once. Compute-bound for long chunks; this kernel favours simplicity.
+  prefill_attention_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(
+      static_cast<const T*>(p.kv_cache), static_cast<const T*>(p.q), static_cast<T*>(p.out), args);
+  PAGEDLLM_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void validate(const PrefillAttentionParams& p) {
+  using detail::require;
+  const kv::KvLayout& l = p.layout;
+  require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "prefill_attention: unknown dtype");
+  require(l.head_dim == 64 || l.head_dim == 128,
+          "prefill_attention: head_dim must be 64 or 128, got " + std::to_string(l.head_dim));
+  require(l.block_size > 0 && l.num_kv_heads > 0 && l.num_blocks > 0 && l.num_layers > 0,
+          "prefill_attention: the layout needs a block size, KV heads, blocks and layers");
+  require(p.layer >= 0 && p.layer < l.num_layers, "prefill_attention: layer out of range");
+  require(p.num_heads > 0 && p.num_heads % l.num_kv_heads == 0,
+          "prefill_attention: num_heads must be a positive multiple of num_kv_heads");
+  require(p.num_seqs >= 0 && p.num_seqs <= 65535, "prefill_attention: num_seqs must be in [0, 65535]");
+  require(std::isfinite(p.scale) && p.scale > 0.0f, "prefill_attention: scale must be positive");
+  if (p.num_seqs == 0) return;
+  require(p.kv_cache != nullptr && p.q != nullptr && p.out != nullptr && p.query_starts != nullptr &&
+              p.context_starts != nullptr && p.block_tables != nullptr,
+          "prefill_attention: null pointer");
+  require(reinterpret_cast<std::uintptr_t>(p.kv_cache) % 16 == 0,
+          "prefill_attention: kv_cache must be 16-byte aligned");
+  require(p.max_query_len >= 0 && p.max_blocks_per_seq > 0,
+          "prefill_attention: max_query_len and max_blocks_per_seq must be set");
+}
+
+void prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
+  validate(params);
+  if (params.num_seqs == 0 || params.max_query_len == 0) return;
+  const bool bf16 = params.dtype == DType::bf16;
+  if (params.layout.head_dim == 64) {
+    bf16 ? launch<__nv_bfloat16, 64>(params, stream) : launch<__half, 64>(params, stream);
+  } else {
+    bf16 ? launch<__nv_bfloat16, 128>(params, stream) : launch<__half, 128>(params, stream);
+  }
+}
+
+}  // namespace pagedllm::cuda

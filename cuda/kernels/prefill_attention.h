@@ -1,0 +1,46 @@
+// Paged prefill attention: causal attention of prompt chunks, variable length per sequence.
+// Sequence s computes the queries of positions [context_start, context_start + query_len) and
+// attends, for the query at position p, the keys and values of positions [0, p], all read
+// through its block table: prefix-cached blocks and earlier chunks are included. The KV of the
+// chunk itself must already be written (write_kv_cache first).
+//
+// A straightforward tiled kernel (correctness first): one thread block per (16-query tile, query
+// head, sequence); 32-key tiles staged in shared memory as fp32; online softmax in fp32. Each
+// query head reads its KV head itself (no GQA sharing yet; see docs/CUDA_KERNELS.md).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/kv/kv_layout.h"
+#include "cuda/kernels/dtype.h"
+
+namespace pagedllm::cuda {
+
+// Views only. Pointers are device pointers.
+struct PrefillAttentionParams {
+  DType dtype = DType::bf16;
+  kv::KvLayout layout;
+  const void* kv_cache = nullptr;
+  int32_t layer = 0;
+  int32_t num_seqs = 0;
+  int32_t num_heads = 0;                  // a multiple of layout.num_kv_heads
+  const void* q = nullptr;                // [num_tokens][num_heads][head_dim], the chunks packed in order
+  void* out = nullptr;                    // [num_tokens][num_heads][head_dim], written
+  const int32_t* query_starts = nullptr;  // [num_seqs + 1]: rows [query_starts[s], query_starts[s + 1]) are s's
+  const int32_t* context_starts = nullptr;  // [num_seqs]: position of s's first query (the chunk start)
+  const int32_t* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq]
+  int32_t max_blocks_per_seq = 0;
+  int32_t max_query_len = 0;              // host-side bound on the chunk lengths: sizes the grid
+  float scale = 0.0f;
+};
+
+// Throws KernelArgumentError (no CUDA call). Supported: bf16, fp16; head_dim 64, 128; any block size.
+void validate(const PrefillAttentionParams& params);
+
+// Preconditions on device data: chunk lengths in [0, max_query_len]; context_start + query_len
+// <= max_blocks_per_seq * block_size; block ids in range.
+void prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream);
+
+}  // namespace pagedllm::cuda

@@ -1,0 +1,50 @@
+// Token selection on the device from fp32 logits [num_rows][vocab_size]:
+//   - argmax: greedy, ties to the lowest id (as cpu_ref's sampler);
+//   - sample_top_k_top_p: temperature, then top-k, then top-p (nucleus), then one draw, per row
+//     with its own parameters and random stream. Rows with temperature < kGreedyTemperatureCuda
+//     take the argmax.
+// Randomness: Philox4x32-10 (curand) keyed by the row's seed, subsequence (stream << 32 | position):
+// a pure function of (seed, stream, position), independent of the batch. Not bit-identical to
+// cpu_ref's mix64 draws (different generators); greedy is identical.
+// Penalties and min_p are not applied here (see docs/CUDA_KERNELS.md).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/kernels/dtype.h"
+
+namespace pagedllm::cuda {
+
+// cpu_ref::kGreedyTemperature (vLLM's _SAMPLING_EPS).
+inline constexpr float kGreedyTemperatureCuda = 1e-5f;
+
+// Views only; device pointers.
+struct ArgmaxParams {
+  const float* logits = nullptr;  // [num_rows][vocab_size]
+  int32_t num_rows = 0;
+  int32_t vocab_size = 0;
+  int32_t* out_tokens = nullptr;  // [num_rows]
+};
+
+void validate(const ArgmaxParams& params);
+void argmax(const ArgmaxParams& params, cudaStream_t stream);
+
+struct TopKTopPParams {
+  const float* logits = nullptr;        // [num_rows][vocab_size]: finite or -inf, no NaN
+  int32_t num_rows = 0;
+  int32_t vocab_size = 0;
+  const float* temperatures = nullptr;  // [num_rows]
+  const int32_t* top_k = nullptr;       // [num_rows]; <= 0 or >= vocab_size: off
+  const float* top_p = nullptr;         // [num_rows]; in (0, 1], 1: off
+  const uint64_t* seeds = nullptr;      // [num_rows]
+  const int32_t* streams = nullptr;     // [num_rows]: the sample's stream (parallel sampling)
+  const int32_t* positions = nullptr;   // [num_rows]: the output index being sampled
+  int32_t* out_tokens = nullptr;        // [num_rows]
+};
+
+void validate(const TopKTopPParams& params);
+void sample_top_k_top_p(const TopKTopPParams& params, cudaStream_t stream);
+
+}  // namespace pagedllm::cuda

@@ -1,0 +1,215 @@
+// CPU emulation of the CUDA execution model, to run the kernels' logic and the GPU tests on a
+// machine without a GPU (a development aid, not wired into CMake; see run.sh).
+//
+// Each CUDA thread is a ucontext fiber; thread blocks run one after another. __syncthreads and
+// warp shuffles are cooperative barriers (a thread that waits at one while others of its warp or
+// block wait at another, or have exited, aborts with "EMU DEADLOCK"); __shared__ becomes a static
+// local; device memory is host memory (cudaMalloc/cudaMemcpy/... become malloc/memcpy). Fibers run
+// in a fixed order, so data races are NOT detected (use compute-sanitizer racecheck on a GPU),
+// curand is replaced by a splitmix stub (sampling logic only), and float math is the host's.
+#pragma once
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <ucontext.h>
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#undef __global__
+#define __global__
+#undef __device__
+#define __device__
+#undef __host__
+#define __host__
+#undef __shared__
+#define __shared__ static
+#undef __launch_bounds__
+#define __launch_bounds__(...)
+
+using std::max;
+using std::min;
+
+namespace emu {
+enum class State { runnable, warp_wait, block_wait, done };
+struct Fiber {
+  ucontext_t ctx;
+  std::vector<char> stack;
+  State state = State::runnable;
+};
+inline ucontext_t scheduler;
+inline std::vector<Fiber> fibers;
+inline int current = 0;
+inline dim3 cur_thread, cur_block, cur_grid, cur_dim;
+inline unsigned long long shfl_buf[64][2][32];
+inline int shfl_parity[64][32];
+inline std::function<void()> body;
+
+inline void yield(State s) {
+  fibers[current].state = s;
+  asm volatile("" ::: "memory");
+  swapcontext(&fibers[current].ctx, &scheduler);
+  asm volatile("" ::: "memory");
+  cur_thread = dim3(static_cast<unsigned>(current), 0, 0);
+}
+inline void entry() {
+  body();
+  fibers[current].state = State::done;
+  swapcontext(&fibers[current].ctx, &scheduler);
+}
+inline void run_block(int nthreads) {
+  fibers.assign(static_cast<size_t>(nthreads), Fiber{});
+  std::memset(shfl_parity, 0, sizeof shfl_parity);
+  for (int t = 0; t < nthreads; ++t) {
+    Fiber& f = fibers[static_cast<size_t>(t)];
+    f.stack.resize(128 * 1024);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.data();
+    f.ctx.uc_stack.ss_size = f.stack.size();
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, entry, 0);
+  }
+  const int num_warps = (nthreads + 31) / 32;
+  for (;;) {
+    bool ran = false;
+    for (int t = 0; t < nthreads; ++t) {
+      if (fibers[static_cast<size_t>(t)].state != State::runnable) continue;
+      current = t;
+      cur_thread = dim3(static_cast<unsigned>(t), 0, 0);
+      swapcontext(&scheduler, &fibers[static_cast<size_t>(t)].ctx);
+      ran = true;
+    }
+    int live = 0, block_waiting = 0;
+    for (auto& f : fibers) {
+      if (f.state != State::done) ++live;
+      if (f.state == State::block_wait) ++block_waiting;
+    }
+    if (live == 0) return;
+    bool released = false;
+    for (int w = 0; w < num_warps; ++w) {
+      int lanes_live = 0, lanes_waiting = 0;
+      for (int l = 0; l < 32 && w * 32 + l < nthreads; ++l) {
+        const State s = fibers[static_cast<size_t>(w * 32 + l)].state;
+        if (s != State::done) ++lanes_live;
+        if (s == State::warp_wait) ++lanes_waiting;
+      }
+      if (lanes_waiting > 0 && lanes_waiting == lanes_live) {
+        for (int l = 0; l < 32 && w * 32 + l < nthreads; ++l)
+          fibers[static_cast<size_t>(w * 32 + l)].state = State::runnable;
+        released = true;
+      }
+    }
+    if (block_waiting > 0 && block_waiting == live) {
+      for (auto& f : fibers)
+        if (f.state == State::block_wait) f.state = State::runnable;
+      released = true;
+    }
+    if (!ran && !released) {
+      std::fprintf(stderr, "EMU DEADLOCK: block (%u,%u,%u): %d live, %d at __syncthreads\n", cur_block.x, cur_block.y,
+                   cur_block.z, live, block_waiting);
+      for (int t = 0; t < nthreads; ++t) std::fprintf(stderr, "  t%d state %d\n", t, static_cast<int>(fibers[static_cast<size_t>(t)].state));
+      std::abort();
+    }
+  }
+}
+
+struct Config {
+  dim3 grid;
+  dim3 block;
+  size_t smem = 0;
+  cudaStream_t stream = nullptr;
+};
+
+template <typename Kernel>
+auto launch(Kernel kernel, Config c) {
+  return [=](auto... args) {
+    cur_grid = c.grid;
+    cur_dim = c.block;
+    const int nthreads = static_cast<int>(c.block.x * c.block.y * c.block.z);
+    for (unsigned z = 0; z < c.grid.z; ++z)
+      for (unsigned y = 0; y < c.grid.y; ++y)
+        for (unsigned x = 0; x < c.grid.x; ++x) {
+          cur_block = dim3(x, y, z);
+          body = [&] { kernel(args...); };
+          run_block(nthreads);
+        }
+  };
+}
+
+template <typename T>
+T shfl(T v, int src_of_lane(int lane, int arg, int width), int arg, int width) {
+  const int t = static_cast<int>(cur_thread.x);
+  const int lane = t % 32, warp = t / 32;
+  int& parity = shfl_parity[warp][lane];
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  shfl_buf[warp][parity][lane] = bits;
+  yield(State::warp_wait);
+  const int src = src_of_lane(lane, arg, width);
+  const unsigned long long got = shfl_buf[warp][parity][src];
+  parity ^= 1;
+  T r;
+  std::memcpy(&r, &got, sizeof(T));
+  return r;
+}
+inline int xor_src(int lane, int offset, int width) {
+  (void)width;
+  return lane ^ offset;
+}
+inline int up_src(int lane, int offset, int width) {
+  const int seg = lane / width * width;
+  return lane - offset >= seg ? lane - offset : lane;
+}
+}  // namespace emu
+
+#define threadIdx emu::cur_thread
+#define blockIdx emu::cur_block
+#define gridDim emu::cur_grid
+#define blockDim emu::cur_dim
+
+inline void __syncthreads() { emu::yield(emu::State::block_wait); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::yield(emu::State::warp_wait); }
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int offset, int width = 32) { return emu::shfl(v, emu::xor_src, offset, width); }
+template <typename T>
+T __shfl_up_sync(unsigned, T v, int offset, int width = 32) { return emu::shfl(v, emu::up_src, offset, width); }
+inline float rsqrtf_emu(float x) { return 1.0f / std::sqrt(x); }
+#define rsqrtf rsqrtf_emu
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+// Cooperative fibers on one OS thread: plain read-modify-write is atomic.
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  const auto old = *p;
+  *p += v;
+  return old;
+}
+struct curandStatePhilox4_32_10_t {
+  unsigned long long s;
+};
+inline void curand_init(unsigned long long seed, unsigned long long subsequence, unsigned long long, curandStatePhilox4_32_10_t* st) {
+  unsigned long long z = seed * 0x9e3779b97f4a7c15ULL ^ (subsequence + 0x632be59bd9b4e019ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  st->s = z ^ (z >> 31);
+}
+inline double curand_uniform_double(curandStatePhilox4_32_10_t* st) {
+  return (static_cast<double>(st->s >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+}
+
+// Host "device" memory.
+#define cudaGetLastError() cudaSuccess
+#define cudaMalloc(pp, n) (*(pp) = std::malloc((n) + 16), cudaSuccess)
+#define cudaFree(p) (std::free(p), cudaSuccess)
+#define cudaHostAlloc(pp, n, f) (*(pp) = std::malloc((n) + 16), cudaSuccess)
+#define cudaFreeHost(p) (std::free(p), cudaSuccess)
+#define cudaMemcpy(d, s, n, k) (std::memcpy((d), (s), (n)), cudaSuccess)
+#define cudaMemcpyAsync(d, s, n, k, st) (std::memcpy((d), (s), (n)), cudaSuccess)
+#define cudaMemset(p, v, n) (std::memset((p), (v), (n)), cudaSuccess)
+#define cudaDeviceSynchronize() cudaSuccess

@@ -1,0 +1,144 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "cpu_ref/paged_attention.h"
+#include "cuda/kernels/decode_attention.h"
+#include "tests/cuda/gpu_test_util.h"
+#include "tests/cuda/paged_kv_fixture.h"
+
+namespace cuda = pagedllm::cuda;
+namespace kv = pagedllm::kv;
+using namespace pagedllm::cuda::testing;
+
+namespace {
+
+struct DecodeCase {
+  cuda::DType dtype;
+  int32_t head_dim;
+  int32_t block_size;
+  int32_t num_kv_heads;
+  int32_t group_size;
+  std::vector<int32_t> seq_lens;
+  int32_t partition_tokens = cuda::kDecodePartitionTokens;
+};
+
+std::string describe(const DecodeCase& c) {
+  std::ostringstream name;
+  name << "decode " << cuda::dtype_name(c.dtype) << " head_dim " << c.head_dim << " block " << c.block_size
+       << " kv_heads " << c.num_kv_heads << " group " << c.group_size << " lens";
+  for (const int32_t len : c.seq_lens) name << " " << len;
+  if (c.partition_tokens != cuda::kDecodePartitionTokens) name << " partition " << c.partition_tokens;
+  return name.str();
+}
+
+void run_case(const DecodeCase& c, std::mt19937_64& rng) {
+  const int32_t num_seqs = static_cast<int32_t>(c.seq_lens.size());
+  const int32_t num_heads = c.num_kv_heads * c.group_size;
+  const int32_t layer = 1;  // of 2: the layer offset is exercised
+  PagedKv tier = make_paged_kv(c.dtype, 2, c.num_kv_heads, c.head_dim, c.block_size, c.seq_lens, rng);
+  const std::size_t q_elems = static_cast<std::size_t>(num_seqs) * num_heads * c.head_dim;
+  const HalfData q = random_halves(c.dtype, q_elems, rng);
+  const int32_t max_seq_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
+
+  DeviceBuffer cache(tier.data.bits);
+  DeviceBuffer q_dev(q.bits);
+  DeviceBuffer out_dev(q_elems * cuda::kDTypeBytes);
+  DeviceBuffer tables_dev(tier.flat_tables);
+  DeviceBuffer lens_dev(c.seq_lens);
+
+  cuda::DecodeAttentionParams params;
+  params.dtype = c.dtype;
+  params.layout = tier.layout;
+  params.kv_cache = cache.get();
+  params.layer = layer;
+  params.num_seqs = num_seqs;
+  params.num_heads = num_heads;
+  params.q = q_dev.get();
+  params.out = out_dev.get();
+  params.block_tables = tables_dev.as<int32_t>();
+  params.max_blocks_per_seq = tier.max_blocks_per_seq;
+  params.seq_lens = lens_dev.as<int32_t>();
+  params.max_seq_len = max_seq_len;
+  params.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  params.partition_tokens = c.partition_tokens;
+  DeviceBuffer workspace(cuda::decode_attention_workspace_bytes(params));
+  workspace.poison();
+  params.workspace = workspace.get();
+  params.workspace_bytes = workspace.bytes();
+  out_dev.poison();
+  cuda::decode_attention(params, nullptr);
+  const std::vector<float> out = to_floats(c.dtype, out_dev.download<uint16_t>());
+
+  std::vector<float> ref(q_elems);
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    pagedllm::cpu_ref::PagedAttentionArgs args;
+    args.layout = tier.layout;
+    args.kv_cache = tier.data.values.data();
+    args.layer = layer;
+    args.num_heads = num_heads;
+    args.block_table = tier.tables[static_cast<std::size_t>(s)];
+    args.position = c.seq_lens[static_cast<std::size_t>(s)] - 1;
+    args.q = q.values.data() + static_cast<std::size_t>(s) * num_heads * c.head_dim;
+    args.out = ref.data() + static_cast<std::size_t>(s) * num_heads * c.head_dim;
+    pagedllm::cpu_ref::paged_attention(args);
+  }
+  check_close(describe(c) + (cuda::decode_attention_num_partitions(params) > 1 ? " (split-KV)" : ""), out, ref,
+              tolerance_for(c.dtype));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(decode_attention)
+
+// Every supported (dtype, head_dim, block_size) with GQA ratios 1, 4 and 8, once with contexts
+// that fit one partition and once across partitions (split-KV and the log-sum-exp merge).
+BOOST_AUTO_TEST_CASE(matches_cpu_ref_across_dtypes_head_dims_block_sizes_and_gqa_ratios) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(20261122);
+  for (const cuda::DType dtype : {cuda::DType::bf16, cuda::DType::fp16}) {
+    for (const int32_t head_dim : {64, 128}) {
+      for (const int32_t block_size : {16, 32}) {
+        for (const int32_t group : {1, 4, 8}) {
+          run_case({dtype, head_dim, block_size, 2, group, {1, 5, 100, 333, 512}}, rng);
+          run_case({dtype, head_dim, block_size, 2, group, {7, 1, 513, 1500, 2049}}, rng);
+        }
+      }
+    }
+  }
+}
+
+// Group sizes that do not fill a thread block's group exactly (2 -> 4 slots, 7 -> 8) and one
+// larger than a thread block takes (16: two blocks share a KV head).
+BOOST_AUTO_TEST_CASE(uneven_and_oversized_query_groups) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(7);
+  for (const int32_t group : {2, 7, 16}) {
+    run_case({cuda::DType::bf16, 128, 16, 2, group, {3, 777, 1025}}, rng);
+    run_case({cuda::DType::fp16, 64, 32, 1, group, {513, 9}}, rng);
+  }
+}
+
+// Long contexts: many partitions and block sizes 8 and 64.
+BOOST_AUTO_TEST_CASE(long_contexts_and_other_block_sizes) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(11);
+  run_case({cuda::DType::bf16, 128, 16, 8, 4, {8191, 4097}}, rng);
+  run_case({cuda::DType::bf16, 128, 8, 2, 8, {1031, 17}}, rng);
+  run_case({cuda::DType::fp16, 128, 64, 2, 1, {2111, 64}}, rng);
+}
+
+// Smaller split-KV partitions (what choose_decode_partition_tokens picks for small batches):
+// more partials per head for the merge, including partitions of exactly one 64-token block.
+BOOST_AUTO_TEST_CASE(smaller_partitions_merge_to_the_same_result) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(17);
+  run_case({cuda::DType::bf16, 128, 16, 2, 4, {1, 64, 65, 1000}, 64}, rng);
+  run_case({cuda::DType::fp16, 64, 32, 2, 8, {129, 300, 7}, 128}, rng);
+  run_case({cuda::DType::bf16, 128, 64, 1, 1, {2000}, 64}, rng);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,120 @@
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "cpu_ref/paged_attention.h"
+#include "cuda/kernels/prefill_attention.h"
+#include "tests/cuda/gpu_test_util.h"
+#include "tests/cuda/paged_kv_fixture.h"
+
+namespace cuda = pagedllm::cuda;
+using namespace pagedllm::cuda::testing;
+
+namespace {
+
+struct Chunk {
+  int32_t start;  // tokens already in the cache (prefix-cached or earlier chunks)
+  int32_t length; // queries computed now
+};
+
+struct PrefillCase {
+  cuda::DType dtype;
+  int32_t head_dim;
+  int32_t block_size;
+  int32_t num_kv_heads;
+  int32_t group_size;
+  std::vector<Chunk> chunks;
+};
+
+void run_case(const PrefillCase& c, std::mt19937_64& rng) {
+  const int32_t num_seqs = static_cast<int32_t>(c.chunks.size());
+  const int32_t num_heads = c.num_kv_heads * c.group_size;
+  const int32_t layer = 0;
+  std::vector<int32_t> ends;
+  std::vector<int32_t> query_starts{0};
+  std::vector<int32_t> context_starts;
+  int32_t max_query_len = 0;
+  for (const Chunk& chunk : c.chunks) {
+    ends.push_back(chunk.start + chunk.length);
+    query_starts.push_back(query_starts.back() + chunk.length);
+    context_starts.push_back(chunk.start);
+    max_query_len = std::max(max_query_len, chunk.length);
+  }
+  const int32_t num_tokens = query_starts.back();
+  PagedKv tier = make_paged_kv(c.dtype, 1, c.num_kv_heads, c.head_dim, c.block_size, ends, rng);
+  const std::size_t q_elems = static_cast<std::size_t>(num_tokens) * num_heads * c.head_dim;
+  const HalfData q = random_halves(c.dtype, q_elems, rng);
+
+  DeviceBuffer cache(tier.data.bits);
+  DeviceBuffer q_dev(q.bits);
+  DeviceBuffer out_dev(q_elems * cuda::kDTypeBytes);
+  DeviceBuffer tables_dev(tier.flat_tables);
+  DeviceBuffer query_starts_dev(query_starts);
+  DeviceBuffer context_starts_dev(context_starts);
+  out_dev.poison();
+
+  cuda::PrefillAttentionParams params;
+  params.dtype = c.dtype;
+  params.layout = tier.layout;
+  params.kv_cache = cache.get();
+  params.layer = layer;
+  params.num_seqs = num_seqs;
+  params.num_heads = num_heads;
+  params.q = q_dev.get();
+  params.out = out_dev.get();
+  params.query_starts = query_starts_dev.as<int32_t>();
+  params.context_starts = context_starts_dev.as<int32_t>();
+  params.block_tables = tables_dev.as<int32_t>();
+  params.max_blocks_per_seq = tier.max_blocks_per_seq;
+  params.max_query_len = max_query_len;
+  params.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  cuda::prefill_attention(params, nullptr);
+  const std::vector<float> out = to_floats(c.dtype, out_dev.download<uint16_t>());
+
+  // Causal prefill is, token by token, decode attention at that token's position.
+  std::vector<float> ref(q_elems);
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const Chunk& chunk = c.chunks[static_cast<std::size_t>(s)];
+    for (int32_t i = 0; i < chunk.length; ++i) {
+      const std::size_t row = static_cast<std::size_t>(query_starts[static_cast<std::size_t>(s)] + i);
+      pagedllm::cpu_ref::PagedAttentionArgs args;
+      args.layout = tier.layout;
+      args.kv_cache = tier.data.values.data();
+      args.layer = layer;
+      args.num_heads = num_heads;
+      args.block_table = tier.tables[static_cast<std::size_t>(s)];
+      args.position = chunk.start + i;
+      args.q = q.values.data() + row * num_heads * c.head_dim;
+      args.out = ref.data() + row * num_heads * c.head_dim;
+      pagedllm::cpu_ref::paged_attention(args);
+    }
+  }
+  std::ostringstream name;
+  name << "prefill " << cuda::dtype_name(c.dtype) << " head_dim " << c.head_dim << " block " << c.block_size
+       << " group " << c.group_size;
+  check_close(name.str(), out, ref, tolerance_for(c.dtype));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(prefill_attention)
+
+// Chunks with and without a cached prefix, odd lengths, a one-token chunk, a chunk longer than a
+// query tile and a prefix that ends mid-block.
+BOOST_AUTO_TEST_CASE(matches_cpu_ref_with_prefixes_and_odd_chunks) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(99);
+  const std::vector<Chunk> chunks{{0, 1}, {0, 37}, {5, 16}, {17, 33}, {100, 71}, {0, 129}, {48, 3}};
+  for (const cuda::DType dtype : {cuda::DType::bf16, cuda::DType::fp16}) {
+    for (const int32_t head_dim : {64, 128}) {
+      for (const int32_t block_size : {16, 32}) {
+        for (const int32_t group : {1, 4, 8}) run_case({dtype, head_dim, block_size, 2, group, chunks}, rng);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
