@@ -2,8 +2,8 @@
 """End to end through `pagedllm serve` over raw HTTP (standard library only): every endpoint, the
 OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
-mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it, and
-the API key.
+mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it,
+the API key, and a graceful shutdown.
 
     tests/e2e/server_e2e.py PAGEDLLM_BINARY
 """
@@ -341,6 +341,29 @@ def api_key():
         server.stop()
 
 
+def graceful_shutdown():
+    """SIGTERM with a stream in flight: it ends with an error event and [DONE]; the server exits 0."""
+    server = Server()
+    body = json.dumps({"model": "tiny", "prompt": "Tell me", "max_tokens": 1500, "ignore_eos": True,
+                       "stream": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    data = b""
+    while b'"text"' not in data:
+        data += sock.recv(65536)
+    server.process.terminate()
+    while b"data: [DONE]" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    check(b"shutting down" in data and b"data: [DONE]" in data,
+          "SIGTERM: the open stream gets the shutdown error and [DONE]")
+    check(server.process.wait(timeout=20) == 0, "SIGTERM: the server exits with status 0")
+
+
 def main():
     server = Server()
     try:
@@ -351,6 +374,7 @@ def main():
     finally:
         server.stop()
     api_key()
+    graceful_shutdown()
     if FAILURES:
         print(f"e2e server: {len(FAILURES)} check(s) failed")
         sys.exit(1)

@@ -1,9 +1,13 @@
 // `pagedllm serve`: the OpenAI-compatible HTTP server over the engine (tools/server/).
 #include <boost/asio/signal_set.hpp>
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/frontend/model_bundle.h"
@@ -78,9 +82,17 @@ int run_serve(const std::vector<std::string>& args) {
   server::HttpServer http(options.http, [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
     api.handle(std::move(request), std::move(exchange));
   });
+  // SIGINT / SIGTERM: stop accepting, end every request with a 503 (streams get an error event
+  // and [DONE]), let the answers drain, then stop.
+  std::mutex stop_mutex;
+  std::condition_variable stop_signal;
+  bool stop_requested = false;
   boost::asio::signal_set signals(http.io_context(), SIGINT, SIGTERM);
-  signals.async_wait([&http](const boost::system::error_code& error, int) {
-    if (!error) http.io_context().stop();
+  signals.async_wait([&](const boost::system::error_code& error, int) {
+    if (error) return;
+    const std::lock_guard lock(stop_mutex);
+    stop_requested = true;
+    stop_signal.notify_all();
   });
   http.start();
   std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
@@ -106,10 +118,18 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
             << config.engine.scheduler.max_model_len << '\n'
             << std::flush;
-  http.wait();
+  {
+    std::unique_lock lock(stop_mutex);
+    stop_signal.wait(lock, [&] { return stop_requested; });
+  }
+  std::cerr << "pagedllm serve: stopping\n";
+  http.stop_accepting();
+  engine.stop();  // every pending request's last update is posted to its connection
+  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (http.stats().num_open_exchanges.load() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   http.stop();
-  // The engine goes first (its last updates are posted to the stopped I/O context and dropped
-  // with it), then the routes, then the HTTP server and its connections.
   std::cerr << "pagedllm serve: stopped\n";
   return 0;
 }

@@ -96,7 +96,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void post(std::function<void()> work) { asio::post(stream_.get_executor(), std::move(work)); }
   void set_on_disconnect(uint64_t id, std::function<void()> callback) {
     if (id != exchange_id_) return;
-    if (peer_gone_ && exchange_open_) {
+    if (peer_gone_) {  // the client left before the handler asked to hear of it
       callback();
       return;
     }
@@ -145,7 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     request.body = std::move(message.body());
     keep_alive_ = message.keep_alive();
-    exchange_open_ = true;
+    open_exchange();
     streaming_ = false;
     ++exchange_id_;
     ++stats_.num_requests;
@@ -173,14 +173,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     peer_gone_ = true;
     if (exchange_open_) {
       ++stats_.num_disconnects;
+      close_exchange();
       if (on_disconnect_) std::exchange(on_disconnect_, nullptr)();
     }
     close();
   }
 
+  void open_exchange() {
+    exchange_open_ = true;
+    ++stats_.num_open_exchanges;
+  }
+  void close_exchange() {
+    exchange_open_ = false;
+    --stats_.num_open_exchanges;
+  }
+
   void fail_request(int status, const std::string& message) {
     keep_alive_ = false;
-    exchange_open_ = true;
+    open_exchange();
     streaming_ = false;
     ++exchange_id_;
     write(protocol_error(status, message), true);
@@ -225,7 +235,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_never();
     if (!ending_) return;
     ending_ = false;
-    exchange_open_ = false;
+    close_exchange();
     on_disconnect_ = nullptr;
     if (!keep_alive_ || peer_gone_) {
       close();
@@ -323,11 +333,15 @@ void HttpServer::start() {
   }
 }
 
-void HttpServer::stop() {
+void HttpServer::stop_accepting() {
   asio::dispatch(io_context_, [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
+}
+
+void HttpServer::stop() {
+  stop_accepting();
   io_context_.stop();
   for (std::thread& thread : threads_) {
     if (thread.joinable()) thread.join();

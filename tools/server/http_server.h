@@ -59,6 +59,7 @@ struct HttpServerStats {
   std::atomic<int64_t> num_connections{0};  // open now
   std::atomic<int64_t> num_requests{0};     // served so far
   std::atomic<int64_t> num_disconnects{0};  // exchanges whose client left before the end
+  std::atomic<int64_t> num_open_exchanges{0};  // requests read and not yet fully answered
 };
 
 class HttpServer {
@@ -70,6 +71,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   void start();  // the I/O threads
+  void stop_accepting();  // closes the listener; open connections go on
   void stop();   // closes the listener, stops the I/O threads and joins them; connections close
                  // when the server is destroyed
   void wait();   // until stop() (from a signal handler's thread, say)

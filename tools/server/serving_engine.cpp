@@ -25,13 +25,15 @@ ServingEngine::ServingEngine(ServingEngineConfig config, engine::Executor& execu
   loop_ = std::thread([this] { run_loop(); });
 }
 
-ServingEngine::~ServingEngine() {
+ServingEngine::~ServingEngine() { stop(); }
+
+void ServingEngine::stop() {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  loop_.join();
+  if (loop_.joinable()) loop_.join();
 }
 
 std::optional<sched::RequestId> ServingEngine::submit(ServingRequest request, UpdateSink sink) {

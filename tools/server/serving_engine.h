@@ -80,7 +80,10 @@ class ServingEngine {
   // Starts the loop thread. The executor and the observer (optional) must outlive the engine.
   ServingEngine(ServingEngineConfig config, engine::Executor& executor, tokenizer::Tokenizer tokenizer,
                 ServingObserver* observer = nullptr);
-  ~ServingEngine();  // stops the loop; unfinished requests get an "abort" update
+  ~ServingEngine();  // stop()
+  // Stops the loop (idempotent): every request still pending gets a final update with the error
+  // "the server is shutting down", and submit() refuses from then on.
+  void stop();
   ServingEngine(const ServingEngine&) = delete;
   ServingEngine& operator=(const ServingEngine&) = delete;
 
