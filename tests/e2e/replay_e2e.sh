@@ -118,10 +118,11 @@ echo "--- a measured profile drives replay, simulate and plan alike"
   --rate-scale 10 -q -o "$work/profile_simulate.json" > /dev/null
 expect "simulate on the profile: one replica gives replay's metrics" \
   "$(python3 -c "import json; a=json.load(open('$work/profile_replay.json')); b=json.load(open('$work/profile_simulate.json')); print(a['metrics'] == b['metrics'] and a['metrics']['completed'] == 100)")" True
+# SLOs loose enough for any machine (the profile is of this one, an ASan build included).
 "$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" \
-  --slo ttft_p99=500,tpot_p99=20 --sweep max-num-seqs=8,64 -o "$work/profile_plan.json" > /dev/null
+  --slo ttft_p99=60000,tpot_p99=5000 --sweep max-num-seqs=8,64 -o "$work/profile_plan.json" > /dev/null
 expect "plan on the profile: both configurations found a rate" \
-  "$(json "$work/profile_plan.json" "d['cost_model'].startswith('profile') and len(d['configurations']) == 2 and all(c['max_request_rate_per_replica'] > 3 for c in d['configurations'])")" True
+  "$(json "$work/profile_plan.json" "d['cost_model'].startswith('profile') and len(d['configurations']) == 2 and all(c.get('max_request_rate_per_replica', 0) > 0 for c in d['configurations'])")" True
 if "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --profile "$work/profile.json" -q \
   > /dev/null 2> "$work/profile_err.txt"; then fail "a profile of another model was accepted"; fi
 grep -q "give --model tiny" "$work/profile_err.txt" || fail "the shape mismatch is not explained: $(cat "$work/profile_err.txt")"
