@@ -15,7 +15,7 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
   po::options_description executor("executor");
   executor.add_options()
       ("executor", po::value(&options.executor)->default_value(options.executor),
-       "cpu (the CPU reference engine, real weights) or sim (the simulator's cost model)")
+       "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)")
       ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
       ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory")
       ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(options.swap_space_mib),
@@ -26,8 +26,9 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
        ("sim: a model shape preset instead of --model's config: " + sim::model_shape_names()).c_str())
       ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1), "sim: GPUs per replica")
       ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
-       "sim: fraction of GPU memory for weights, activations and KV")
-      ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib), "sim: GiB of host swap per GPU")
+       "sim, cuda: fraction of GPU memory for weights, activations and KV")
+      ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib),
+       "sim, cuda: GiB of host swap per GPU")
       ("profile", po::value(&options.profile),
        "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
        "executor sizes them (cpu: --kv-cache-mib, --swap-space-mib) unless --num-gpu-blocks-override")
@@ -82,14 +83,29 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   return setup;
 }
 
+// The GPU engine: bf16 weights on the host (fp32 when the device runs fp16, rounded once there).
+ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
+                                engine::EngineConfig& config) {
+  CudaOptions cuda = options.cuda;
+  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda.swap_space_gib = options.swap_space_gib;
+  if (!cuda_executor_available()) make_cuda_executor(cuda, {}, config);  // throws: says why
+  const model::WeightDType host_dtype = cuda.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
+  CudaExecutorSetup cuda_setup = make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+  ExecutorSetup setup;
+  setup.executor = std::move(cuda_setup.executor);
+  setup.description = cuda_setup.description + ", " + bundle.source.path;
+  return setup;
+}
+
 }  // namespace
 
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             engine::EngineConfig& config) {
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);
-  throw po::error("--executor: expected cpu or sim, got '" + options.executor + "'" +
-                  (options.executor == "cuda" ? " (this build has no CUDA executor yet)" : ""));
+  if (options.executor == "cuda") return make_gpu_executor(options, bundle, config);
+  throw po::error("--executor: expected cpu, cuda or sim, got '" + options.executor + "'");
 }
 
 }  // namespace pagedllm::cli

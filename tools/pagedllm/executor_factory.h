@@ -1,4 +1,4 @@
-// Building the executor a subcommand runs on (`--executor cpu|sim`), and sizing its KV cache:
+// Building the executor a subcommand runs on (`--executor cpu|sim|cuda`), and sizing its KV cache:
 // the CPU engine from a memory budget for fp32 KV, the simulator as vLLM sizes a GPU's
 // (memory x utilization - weights, over the bytes of a block), or, with a measured profile
 // (`--profile`), as the profiled executor sizes its own (the CPU engine's: --kv-cache-mib).
@@ -12,11 +12,12 @@
 #include "core/engine/engine_config.h"
 #include "core/engine/executor.h"
 #include "core/frontend/model_bundle.h"
+#include "tools/pagedllm/cuda_setup.h"
 
 namespace pagedllm::cli {
 
 struct ExecutorOptions {
-  std::string executor = "cpu";          // cpu | sim
+  std::string executor = "cpu";          // cpu | sim | cuda
   // cpu
   int32_t num_threads = 0;               // OpenMP threads; 0 = all cores
   int64_t kv_cache_mib = 512;            // fp32 KV store
@@ -25,14 +26,18 @@ struct ExecutorOptions {
   std::string hardware = "h100-sxm";
   std::string sim_model;                 // a shape preset; empty: the --model's config
   int32_t tensor_parallel = 1;
-  double gpu_memory_utilization = 0.9;
-  double swap_space_gib = 4.0;           // per GPU, vLLM's default
+  double gpu_memory_utilization = 0.9;   // sim and cuda
+  double swap_space_gib = 4.0;           // per GPU, vLLM's default; sim and cuda
+  // cuda (its memory fields are the two above)
+  CudaOptions cuda;
   // sim with a measured profile (`pagedllm profile`) instead of the roofline
   std::string profile;
   bool profile_engine_overhead = false;  // add the engine's own time per step (wall-clock replays)
   bool profile_quiet = false;            // the tables as measured, without the profile's load factor
 };
 
+// The executor group (cpu, sim and the memory options cuda shares with sim); subcommands that run
+// the GPU engine add add_cuda_options(description, options.cuda, false) too.
 void add_executor_options(boost::program_options::options_description& description, ExecutorOptions& options);
 
 struct ExecutorSetup {
@@ -41,7 +46,7 @@ struct ExecutorSetup {
 };
 
 // Builds the executor for `bundle` and fills config.cache's block counts (unless
-// --num-gpu-blocks-override set num_device_blocks already). Loads weights for cpu.
+// --num-gpu-blocks-override set num_device_blocks already). Loads weights for cpu and cuda.
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             engine::EngineConfig& config);
 

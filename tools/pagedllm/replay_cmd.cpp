@@ -90,7 +90,7 @@ int run_replay(const std::vector<std::string>& args) {
   ReplayOptions options;
   po::options_description description(
       "pagedllm replay: a request trace through the engine, with vLLM's serving metrics\n"
-      "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|sim] [--time virtual|real|fast]");
+      "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|cuda|sim] [--time virtual|real|fast]");
   description.add_options()
       ("help,h", "show this help")
       ("model,m", po::value(&options.model)->default_value(options.model),
@@ -113,6 +113,7 @@ int run_replay(const std::vector<std::string>& args) {
   add_run_report_options(description, options.report);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
+  add_cuda_options(description, options.executor.cuda, /*with_memory=*/false);  // memory: the executor group's
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);

@@ -63,6 +63,7 @@ int run_serve(const std::vector<std::string>& args) {
        "larger request bodies get 413");
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
+  add_cuda_options(description, options.executor.cuda, /*with_memory=*/false);  // memory: the executor group's
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (port < 0 || port > 65535) throw po::error("--port: expected 0..65535, got " + std::to_string(port));

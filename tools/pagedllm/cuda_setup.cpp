@@ -1,0 +1,64 @@
+#include "tools/pagedllm/cuda_setup.h"
+
+#ifdef PAGEDLLM_HAVE_CUDA
+#include "cuda/cuda_executor.h"
+#endif
+
+namespace pagedllm::cli {
+
+namespace po = boost::program_options;
+
+void add_cuda_options(po::options_description& description, CudaOptions& options, bool with_memory) {
+  po::options_description cuda("cuda executor");
+  cuda.add_options()
+      ("dtype", po::value(&options.dtype)->default_value(options.dtype), "cuda: bf16 or fp16 (weights, activations, KV)")
+      ("cuda-device", po::value(&options.device)->default_value(options.device), "cuda: the device index")
+      ("enforce-eager", po::bool_switch(&options.enforce_eager), "cuda: no CUDA graphs for decode steps");
+  if (with_memory) {
+    cuda.add_options()
+        ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
+         "cuda: fraction of GPU memory for weights, activations and KV")
+        ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib),
+         "cuda: GiB of pinned host memory for swapped-out KV");
+  }
+  description.add(cuda);
+}
+
+#ifdef PAGEDLLM_HAVE_CUDA
+
+bool cuda_executor_available() noexcept { return true; }
+
+CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
+                                     engine::EngineConfig& config) {
+  if (options.dtype != "bf16" && options.dtype != "fp16") {
+    throw po::error("--dtype: expected bf16 or fp16, got '" + options.dtype + "'");
+  }
+  cuda::CudaExecutorConfig cuda_config;
+  cuda_config.cache = config.cache;
+  cuda_config.dtype = options.dtype == "bf16" ? cuda::DType::bf16 : cuda::DType::fp16;
+  cuda_config.device = options.device;
+  cuda_config.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda_config.swap_space_bytes = static_cast<std::uint64_t>(options.swap_space_gib * static_cast<double>(1ull << 30));
+  cuda_config.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
+  cuda_config.max_num_seqs = config.scheduler.max_num_seqs;
+  cuda_config.max_model_len = config.scheduler.max_model_len;
+  cuda_config.enforce_eager = options.enforce_eager;
+  auto executor = std::make_unique<cuda::CudaExecutor>(weights, cuda_config);
+  config.cache = executor->cache_config();
+  CudaExecutorSetup setup;
+  setup.description = "cuda, " + executor->sizing_description();
+  setup.executor = std::move(executor);
+  return setup;
+}
+
+#else
+
+bool cuda_executor_available() noexcept { return false; }
+
+CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, engine::EngineConfig&) {
+  throw po::error("--executor cuda: this build has no CUDA executor (nvcc was not found when it was configured)");
+}
+
+#endif
+
+}  // namespace pagedllm::cli

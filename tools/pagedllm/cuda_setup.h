@@ -1,0 +1,43 @@
+// The CUDA executor for every subcommand that takes `--executor cuda` (replay, serve, generate,
+// profile, check, score): its options and its construction. In a build without nvcc the options
+// still parse and building the executor fails with a message that says why.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/engine/engine_config.h"
+#include "core/engine/executor.h"
+#include "core/model/model_weights.h"
+
+namespace pagedllm::cli {
+
+struct CudaOptions {
+  std::string dtype = "bf16";            // bf16 | fp16: weights, activations and KV on the device
+  int32_t device = 0;                    // CUDA device index
+  bool enforce_eager = false;            // no CUDA graphs for decode steps
+  double gpu_memory_utilization = 0.9;   // vLLM's default
+  double swap_space_gib = 4.0;           // pinned host memory for swapped-out KV, vLLM's default
+};
+
+// --dtype, --cuda-device, --enforce-eager; with_memory adds --gpu-memory-utilization and
+// --swap-space (subcommands whose simulator options already declare them pass false).
+void add_cuda_options(boost::program_options::options_description& description, CudaOptions& options,
+                      bool with_memory);
+
+bool cuda_executor_available() noexcept;
+
+struct CudaExecutorSetup {
+  std::unique_ptr<engine::Executor> executor;
+  std::string description;  // the device, dtype and the KV sizing line
+};
+
+// Uploads `weights`, profiles and sizes the KV cache: fills config.cache's block counts (a
+// num_device_blocks or num_host_blocks already set is kept). Throws boost::program_options::error
+// in a build without CUDA; std::runtime_error when no GPU is usable or the KV cache does not fit.
+CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
+                                     engine::EngineConfig& config);
+
+}  // namespace pagedllm::cli
