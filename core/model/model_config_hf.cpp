@@ -125,14 +125,16 @@ std::string read_architecture(const FieldReader& fields) {
                                             std::string(kSupportedArchitectures) + ")");
 }
 
-RopeScaling read_rope_scaling(const json& config, const std::string& file) {
-  const auto found = config.find("rope_scaling");
+// `key`: "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5, which also holds
+// rope_theta and says rope_type "default" when there is no scaling).
+RopeScaling read_rope_scaling(const json& config, const std::string& file, const std::string& key) {
+  const auto found = config.find(key);
   if (found == config.end() || found->is_null()) return {};
   if (!found->is_object()) {
-    throw ModelFormatError(file, "field 'rope_scaling'", "expected an object, found " + found->dump());
+    throw ModelFormatError(file, "field '" + key + "'", "expected an object, found " + found->dump());
   }
   FieldReader fields(*found, file);
-  fields.set_prefix("rope_scaling.");
+  fields.set_prefix(key + ".");
   // transformers accepts the legacy key "type" as well as "rope_type".
   std::optional<std::string> type = fields.find_string("rope_type");
   if (!type) type = fields.find_string("type");
@@ -190,8 +192,18 @@ ModelConfig parse_hf_config(const json& config_json, const std::string& file) {
     }
     config.head_dim = config.hidden_size / config.num_heads;
   }
+  // transformers 5 writes rope_theta and the scaling inside "rope_parameters" only; older files
+  // have top-level "rope_theta" and "rope_scaling". The nested form wins where both exist.
   config.rope_theta = fields.find_number("rope_theta").value_or(10000.0);
-  config.rope_scaling = read_rope_scaling(config_json, file);
+  if (const json* parameters = fields.find("rope_parameters"); parameters != nullptr && !parameters->is_null()) {
+    if (!parameters->is_object()) throw fields.wrong_type("rope_parameters", "an object", *parameters);
+    FieldReader nested(*parameters, file);
+    nested.set_prefix("rope_parameters.");
+    if (const auto theta = nested.find_number("rope_theta")) config.rope_theta = *theta;
+    config.rope_scaling = read_rope_scaling(config_json, file, "rope_parameters");
+  } else {
+    config.rope_scaling = read_rope_scaling(config_json, file, "rope_scaling");
+  }
   config.rms_norm_eps = fields.find_number("rms_norm_eps").value_or(1e-6);
   config.tie_word_embeddings = fields.find_bool("tie_word_embeddings").value_or(false);
   if (const auto act = fields.find_string("hidden_act"); act && *act != "silu") {

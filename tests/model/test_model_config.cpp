@@ -200,6 +200,36 @@ BOOST_AUTO_TEST_CASE(llama31_config_with_llama3_rope_scaling_and_an_eos_list) {
   BOOST_TEST(!config.sliding_window.has_value());
 }
 
+// transformers 5 writes rope_theta and the scaling only inside "rope_parameters".
+BOOST_AUTO_TEST_CASE(transformers5_rope_parameters_give_theta_and_scaling) {
+  json llama31 = llama31_json();
+  llama31.erase("rope_scaling");
+  llama31.erase("rope_theta");
+  llama31["rope_parameters"] = json::parse(R"({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+      "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})");
+  const ModelConfig config = parse_hf_config(llama31, "config.json");
+  BOOST_TEST(config.rope_theta == 500000.0);
+  BOOST_TEST((config.rope_scaling.kind == RopeScaling::Kind::llama3));
+  BOOST_TEST(config.rope_scaling.factor == 8.0);
+  BOOST_TEST(config.rope_scaling.original_max_position_embeddings == 8192);
+
+  json plain = llama31_json();
+  plain.erase("rope_scaling");
+  plain.erase("rope_theta");
+  plain["rope_parameters"] = json::parse(R"({"rope_type": "default", "rope_theta": 1000000.0})");
+  const ModelConfig unscaled = parse_hf_config(plain, "config.json");
+  BOOST_TEST(unscaled.rope_theta == 1000000.0);
+  BOOST_TEST((unscaled.rope_scaling.kind == RopeScaling::Kind::none));
+
+  plain["rope_parameters"] = json::parse(R"({"rope_type": "llama3", "rope_theta": 1000000.0})");
+  try {
+    parse_hf_config(plain, "config.json");
+    BOOST_FAIL("expected a missing-field error");
+  } catch (const ModelFormatError& error) {
+    BOOST_TEST(std::string(error.what()).find("rope_parameters.factor") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(mistral_config_records_its_sliding_window) {
   const ModelConfig config = parse_hf_config(mistral_json(), "config.json");
   BOOST_TEST(config.architecture == "mistral");

@@ -17,6 +17,7 @@
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/cuda_setup.h"
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/subcommands.h"
@@ -40,16 +41,17 @@ struct CheckOptions {
   std::string sim_model;
   std::string kv_events_dir;
   EngineOptions engine;
+  CudaOptions cuda;
 };
 
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> names;
   std::stringstream stream(text);
   for (std::string name; std::getline(stream, name, ',');) {
-    if (name != "sim" && name != "cpu") {
-      throw po::error("--executors: unknown executor '" + name + "' (sim, cpu" +
-                      (name == "cuda" ? "; this build has no CUDA executor yet)" : ")"));
+    if (name != "sim" && name != "cpu" && name != "cuda") {
+      throw po::error("--executors: unknown executor '" + name + "' (sim, cpu, cuda)");
     }
+    if (name == "cuda") require_cuda_executor();
     names.push_back(name);
   }
   if (names.size() < 2) throw po::error("--executors: name at least two executors to compare, e.g. sim,cpu");
@@ -66,7 +68,7 @@ int run_check(const std::vector<std::string>& args) {
       "  pagedllm check --trace traces/mooncake_like.jsonl --executors sim,cpu --num-gpu-blocks-override 256");
   description.add_options()
       ("help,h", "show this help")
-      ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu")
+      ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")
       ("model,m", po::value(&options.model)->default_value(options.model), "the model cpu runs ('tiny' = embedded)")
       ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
       ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content")
@@ -79,6 +81,7 @@ int run_check(const std::vector<std::string>& args) {
       ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
   add_trace_input_options(description, options.trace);
   add_engine_options(description, options.engine);
+  add_cuda_options(description, options.cuda, /*with_memory=*/false);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const std::vector<std::string> executors = split_names(options.executors);
@@ -131,6 +134,13 @@ int run_check(const std::vector<std::string>& args) {
     sim::LockstepRun run;
     if (name == "sim") {
       sim::SimExecutor executor({.cost_model = cost_model, .tokens = script}, cache);
+      run = sim::run_lockstep(requests.requests, config, executor);
+    } else if (name == "cuda") {
+      // The same block counts as the others (a set num_device_blocks / num_host_blocks is kept).
+      engine::EngineConfig cuda_config = config;
+      CudaExecutorSetup cuda = make_cuda_executor(
+          options.cuda, frontend::load_weights(bundle, {.dtype = model::WeightDType::bf16}), cuda_config);
+      sim::LockstepExecutor executor(*cuda.executor, {.cost_model = cost_model, .tokens = script}, cache);
       run = sim::run_lockstep(requests.requests, config, executor);
     } else {
       if (!weights) weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));

@@ -24,6 +24,12 @@ void add_cuda_options(po::options_description& description, CudaOptions& options
   description.add(cuda);
 }
 
+void require_cuda_executor() {
+  if (!cuda_executor_available()) {
+    throw po::error("--executor cuda: this build has no CUDA executor (nvcc was not found when it was configured)");
+  }
+}
+
 #ifdef PAGEDLLM_HAVE_CUDA
 
 bool cuda_executor_available() noexcept { return true; }
@@ -56,7 +62,8 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::Mo
 bool cuda_executor_available() noexcept { return false; }
 
 CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, engine::EngineConfig&) {
-  throw po::error("--executor cuda: this build has no CUDA executor (nvcc was not found when it was configured)");
+  require_cuda_executor();
+  return {};
 }
 
 #endif

@@ -28,6 +28,9 @@ void add_cuda_options(boost::program_options::options_description& description, 
                       bool with_memory);
 
 bool cuda_executor_available() noexcept;
+// Throws boost::program_options::error saying why when this build has no CUDA executor (call it
+// before loading weights for one).
+void require_cuda_executor();
 
 struct CudaExecutorSetup {
   std::unique_ptr<engine::Executor> executor;

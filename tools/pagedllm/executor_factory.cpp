@@ -89,7 +89,7 @@ ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::
   CudaOptions cuda = options.cuda;
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;
   cuda.swap_space_gib = options.swap_space_gib;
-  if (!cuda_executor_available()) make_cuda_executor(cuda, {}, config);  // throws: says why
+  require_cuda_executor();
   const model::WeightDType host_dtype = cuda.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
   CudaExecutorSetup cuda_setup = make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
   ExecutorSetup setup;

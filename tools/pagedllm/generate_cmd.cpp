@@ -16,6 +16,7 @@
 #include "core/tokenizer/incremental_detokenizer.h"
 #include "cpu_ref/cpu_executor.h"
 #include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/cuda_setup.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -31,6 +32,8 @@ struct GenerateOptions {
   std::string messages_json;           // one whole conversation from a file
   std::string chat_template;
   sched::SamplingParams sampling;
+  std::string executor = "cpu";        // cpu | cuda
+  CudaOptions cuda;
   int32_t num_threads = 0;
   int64_t kv_cache_mib = 512;
   int64_t swap_space_mib = 256;
@@ -87,7 +90,7 @@ int run_generate(const std::vector<std::string>& args) {
   options.sampling.max_tokens = 128;
   uint64_t seed = 0;
   po::options_description description(
-      "pagedllm generate: text out of prompts or chat messages, on the CPU reference engine");
+      "pagedllm generate: text out of prompts or chat messages, on the CPU reference engine or the GPU");
   description.add_options()
       ("help,h", "show this help")
       ("model,m", po::value(&options.model)->required(), "a .gguf file, a Hugging Face model directory, or a fetched model's name")
@@ -104,20 +107,24 @@ int run_generate(const std::vector<std::string>& args) {
       ("repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")
       ("seed", po::value(&seed), "random stream seed (default: from the request id)")
       ("samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")
-      ("threads", po::value(&options.num_threads)->default_value(0), "OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(512), "KV cache memory (fp32)")
-      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(256), "swap tier for preempted requests")
+      ("executor", po::value(&options.executor)->default_value(options.executor), "cpu or cuda")
+      ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
+      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(512), "cpu: KV cache memory (fp32)")
+      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(256), "cpu: swap tier for preempted requests")
       ("max-num-seqs", po::value(&options.scheduler.max_num_seqs)->default_value(256), "")
       ("max-num-batched-tokens", po::value(&options.scheduler.max_num_batched_tokens)->default_value(2048), "")
       ("no-stream", "print whole outputs when done, even for one request");
+  add_cuda_options(description, options.cuda, /*with_memory=*/true);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
+  if (options.executor != "cpu" && options.executor != "cuda") {
+    throw po::error("--executor: expected cpu or cuda, got '" + options.executor + "'");
+  }
   if (values.count("seed") != 0) options.sampling.seed = seed;
   options.stream = values.count("no-stream") == 0;
 
   const frontend::ModelBundle bundle = frontend::open_model(options.model, {options.chat_template});
   const std::vector<std::vector<TokenId>> prompts = build_prompts(options, bundle);
-  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
 
   engine::EngineConfig config;
   config.scheduler = options.scheduler;
@@ -131,9 +138,22 @@ int run_generate(const std::vector<std::string>& args) {
   const bool streaming = options.stream && prompts.size() == 1 && options.sampling.n == 1;
   config.output_kind = streaming ? engine::OutputKind::delta : engine::OutputKind::final_only;
 
-  cpu_ref::CpuExecutor executor(model, {.cache = config.cache, .num_threads = options.num_threads});
+  std::unique_ptr<engine::Executor> executor;
+  if (options.executor == "cuda") {
+    require_cuda_executor();
+    config.cache.num_device_blocks = 0;  // sized from GPU memory
+    config.cache.num_host_blocks = 0;
+    const model::WeightDType host_dtype = options.cuda.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
+    CudaExecutorSetup setup = make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+    std::cerr << setup.description << '\n';
+    executor = std::move(setup.executor);
+  } else {
+    auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+    executor = std::make_unique<cpu_ref::CpuExecutor>(
+        model, cpu_ref::CpuExecutorConfig{.cache = config.cache, .num_threads = options.num_threads});
+  }
   engine::WallClock clock;
-  engine::Engine engine(config, executor, clock);
+  engine::Engine engine(config, *executor, clock);
   for (size_t i = 0; i < prompts.size(); ++i) {
     engine.add_request(sched::Request{.id = static_cast<sched::RequestId>(i),
                                       .prompt_tokens = prompts[i],

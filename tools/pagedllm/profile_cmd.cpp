@@ -20,6 +20,7 @@
 #include "sim/step_profile.h"
 #include "sim/step_profiler.h"
 #include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/cuda_setup.h"
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/subcommands.h"
 
@@ -40,6 +41,7 @@ struct ProfileOptions {
   bool quick = false;
   bool quiet = false;
   std::string output;
+  CudaOptions cuda;
 };
 
 // "<CPU model>, N hardware threads" from /proc/cpuinfo where there is one.
@@ -113,7 +115,7 @@ int run_profile(const std::vector<std::string>& args) {
   description.add_options()
       ("help,h", "show this help")
       ("executor", po::value(&options.executor)->default_value(options.executor),
-       "the executor to time: cpu (the CPU reference engine); cuda once this build has a CUDA executor")
+       "the executor to time: cpu (the CPU reference engine) or cuda (the GPU engine)")
       ("model,m", po::value(&options.model)->default_value(options.model),
        "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("threads", po::value(&options.num_threads)->default_value(0),
@@ -130,17 +132,22 @@ int run_profile(const std::vector<std::string>& args) {
       ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
       ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  add_cuda_options(description, options.cuda, /*with_memory=*/false);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  if (options.executor != "cpu") {
-    throw po::error("--executor: expected cpu, got '" + options.executor + "'" +
-                    (options.executor == "cuda" ? " (this build has no CUDA executor yet)" : ""));
+  if (options.executor != "cpu" && options.executor != "cuda") {
+    throw po::error("--executor: expected cpu or cuda, got '" + options.executor + "'");
   }
+  if (options.executor == "cuda") require_cuda_executor();
   if (options.quick && values["repeats"].defaulted()) options.num_repeats = 3;
   if (options.quick && values["passes"].defaulted()) options.num_passes = 1;
 
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
-  const auto weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+  const bool on_gpu = options.executor == "cuda";
+  const auto weights = on_gpu ? nullptr : std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+  const auto gpu_weights =
+      on_gpu ? std::make_shared<const model::ModelWeights>(frontend::load_weights(bundle, {.dtype = model::WeightDType::bf16}))
+             : nullptr;
   const auto max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
 
   sim::StepProfilerConfig config;
@@ -154,9 +161,22 @@ int run_profile(const std::vector<std::string>& args) {
   config.token_begin = tokenizer::first_ordinary_token(bundle.tokenizer);
   config.token_end = std::min<TokenId>(bundle.tokenizer.num_tokens(), static_cast<TokenId>(bundle.config.vocab_size));
   const int32_t num_threads = options.num_threads;
+  std::string gpu_description;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
-    return std::make_unique<cpu_ref::CpuExecutor>(
-        weights, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = num_threads});
+    if (!on_gpu) {
+      return std::make_unique<cpu_ref::CpuExecutor>(
+          weights, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = num_threads});
+    }
+    // The profiler fixes the tiers; activations cover its largest step (decode batches of up to
+    // max-num-seqs + 1 sequences, prompt chunks of up to 2 blocks per sequence of them).
+    engine::EngineConfig engine_config;
+    engine_config.cache = cache;
+    engine_config.scheduler.max_num_seqs = options.max_num_seqs + 1;
+    engine_config.scheduler.max_num_batched_tokens = std::max(8192, (options.max_num_seqs + 1) * 2 * options.block_size);
+    engine_config.scheduler.max_model_len = max_model_len;
+    CudaExecutorSetup setup = make_cuda_executor(options.cuda, *gpu_weights, engine_config);
+    gpu_description = setup.description;
+    return std::move(setup.executor);
   };
   const auto start = std::chrono::steady_clock::now();
   config.on_progress = [&](const std::string& line) {
@@ -166,8 +186,8 @@ int run_profile(const std::vector<std::string>& args) {
   };
 
   sim::StepProfile profile = sim::measure_step_profile(config);
-  profile.executor = "cpu_ref";
-  profile.device = cpu_description();
+  profile.executor = on_gpu ? "cuda" : "cpu_ref";
+  profile.device = on_gpu ? gpu_description : cpu_description();
   profile.num_threads = options.num_threads;
   const model::ModelConfig& shape = bundle.config;
   profile.model = {.name = options.model,

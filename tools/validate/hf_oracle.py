@@ -13,9 +13,9 @@ What it does
     2. Saves it with save_pretrained(dir, safe_serialization=True) in --dtype float32 or bfloat16,
        next to the tokenizer.json / tokenizer_config.json that `pagedllm make-model` writes for the
        same vocabulary (pagedllm's --model needs a tokenizer; the ids are scored directly, so the
-       tokenizer only has to load). config.json gets the legacy keys rope_theta / rope_scaling as
-       well, whatever the transformers version writes (transformers 5 writes only rope_parameters,
-       which pagedllm does not read; --config-as-saved leaves config.json untouched to show that).
+       tokenizer only has to load). config.json keeps the rope keys the transformers version wrote
+       (transformers 5: only "rope_parameters"); --legacy-rope-keys writes the older top-level
+       rope_theta / rope_scaling instead, to check that reading path too.
     3. Runs random token-id prompts (--lengths, default 1 7 33 100 300) through the HF model in
        fp32 (model.float(), eval, no_grad, eager attention): logits for every position. For the
        bf16 checkpoint the HF model is the saved bf16 weights upcast to fp32, i.e. exactly the
@@ -47,7 +47,7 @@ Usage
     python tools/validate/hf_oracle.py --dtype all --rope llama3 --tie no
     python tools/validate/hf_oracle.py --extra-score-args "--executor cuda" --max-rel-error 2e-2
 Options: --pagedllm BIN (default build/release/pagedllm), --lengths, --seed, --keep DIR (keep the
-checkpoints and scores), --json PATH (results as JSON), --config-as-saved (see 2.).
+checkpoints and scores), --json PATH (results as JSON), --legacy-rope-keys (see 2.).
 Exit status: 0 all within tolerance, 1 some prompt beyond it (or an argmax flip with
 --strict-argmax), 2 a tool failed (pagedllm exited non-zero, bad output).
 
@@ -145,12 +145,15 @@ def new_model(config: LlamaConfig, seed: int, init_std: float) -> LlamaForCausal
     return model.eval()
 
 
-def patch_config_json(directory: Path, rope: str, theta: float) -> None:
-    """Write the legacy rope keys (what pagedllm and transformers < 5 read) next to any new ones."""
+def patch_config_json(directory: Path, rope: str, theta: float, legacy_rope: bool) -> None:
+    """Name the class and head_dim explicitly; with legacy_rope, replace rope_parameters by the
+    top-level rope_theta / rope_scaling that transformers < 5 writes."""
     path = directory / "config.json"
     config = json.loads(path.read_text())
-    config["rope_theta"] = theta
-    config["rope_scaling"] = dict(LLAMA3_SCALING) if rope == "llama3" else None
+    if legacy_rope:
+        config.pop("rope_parameters", None)
+        config["rope_theta"] = theta
+        config["rope_scaling"] = dict(LLAMA3_SCALING) if rope == "llama3" else None
     config.setdefault("head_dim", config["hidden_size"] // config["num_attention_heads"])
     config["architectures"] = ["LlamaForCausalLM"]
     path.write_text(json.dumps(config, indent=2) + "\n")
@@ -203,8 +206,7 @@ def run_variant(args, scratch: Path, tokenizer_dir: Path, vocab: int, token_conf
     model = new_model(config, args.seed, args.init_std)
     check_rope_config(model, rope, args.rope_theta)
     model.to(TORCH_DTYPES[dtype]).save_pretrained(str(model_dir), safe_serialization=True)
-    if not args.config_as_saved:
-        patch_config_json(model_dir, rope, args.rope_theta)
+    patch_config_json(model_dir, rope, args.rope_theta, args.legacy_rope_keys)
     for file in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tokenizer_dir / file, model_dir / file)
     # The reference: a fresh fp32 model holding the saved weights (bf16 ones upcast exactly). Not
@@ -272,8 +274,8 @@ def main() -> int:
     parser.add_argument("--max-rel-error", type=float, default=1e-4)
     parser.add_argument("--strict-argmax", action="store_true", help="an argmax flip fails the run")
     parser.add_argument("--extra-score-args", default="", help="appended to `pagedllm score` (shell-split)")
-    parser.add_argument("--config-as-saved", action="store_true",
-                        help="leave config.json as transformers wrote it (no legacy rope_theta / rope_scaling)")
+    parser.add_argument("--legacy-rope-keys", action="store_true",
+                        help="write the top-level rope_theta / rope_scaling of transformers < 5 instead of rope_parameters")
     parser.add_argument("--keep", type=Path, help="keep checkpoints and scores in this directory")
     parser.add_argument("--json", type=Path, help="write the rows as JSON here")
     args = parser.parse_args()
