@@ -71,7 +71,7 @@ struct CudaExecutor::State {
   CudaExecutorConfig config;
   std::string device_name;
   cudaStream_t stream = nullptr;
-  std::unique_ptr<DeviceModel> model;
+  std::shared_ptr<const DeviceModel> model;
   std::unique_ptr<GemmRunner> gemm;
   std::unique_ptr<ForwardPass> forward;
   std::unique_ptr<StepInputs> inputs;
@@ -162,29 +162,47 @@ void check_supported(const model::ModelConfig& config, const CudaExecutorConfig&
   }
 }
 
-}  // namespace
-
-CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecutorConfig& config)
-    : state_(std::make_unique<State>()) {
-  State& s = *state_;
-  s.config = config;
-  check_supported(weights.config, config);
+DeviceInfo select_device(const CudaExecutorConfig& config) {
   const DeviceQuery query = query_devices();
   if (query.devices.empty()) throw std::runtime_error("--executor cuda: no usable GPU: " + query.error);
   if (config.device < 0 || config.device >= static_cast<int32_t>(query.devices.size())) {
     throw std::runtime_error("--executor cuda: no GPU " + std::to_string(config.device) + " (" +
                              std::to_string(query.devices.size()) + " visible)");
   }
-  const DeviceInfo& device = query.devices[static_cast<std::size_t>(config.device)];
-  s.device_name = device.name;
   PAGEDLLM_CUDA_CHECK(cudaSetDevice(config.device));
+  return query.devices[static_cast<std::size_t>(config.device)];
+}
+
+}  // namespace
+
+std::shared_ptr<const DeviceModel> upload_model(const model::ModelWeights& weights, const CudaExecutorConfig& config) {
+  check_supported(weights.config, config);
+  select_device(config);
+  return std::make_shared<const DeviceModel>(weights, config.dtype);
+}
+
+CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecutorConfig& config)
+    : CudaExecutor(upload_model(weights, config), config) {}
+
+CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, const CudaExecutorConfig& config)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.config = config;
+  const model::ModelConfig& model_config = device_model->config();
+  check_supported(model_config, config);
+  if (device_model->dtype() != config.dtype) {
+    throw std::invalid_argument(std::string("CudaExecutor: the weights are ") + dtype_name(device_model->dtype()) +
+                                ", the executor is configured for " + dtype_name(config.dtype));
+  }
+  const DeviceInfo device = select_device(config);
+  s.device_name = device.name;
   PAGEDLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
 
-  s.model = std::make_unique<DeviceModel>(weights, config.dtype);
+  s.model = std::move(device_model);
   s.gemm = std::make_unique<GemmRunner>();
   const int32_t max_tokens = max_tokens_of(config);
   const int32_t max_seqs = config.max_num_seqs;
-  s.vocab = weights.config.vocab_size;
+  s.vocab = model_config.vocab_size;
   s.forward = std::make_unique<ForwardPass>(*s.model, *s.gemm,
                                             ForwardLimits{.max_tokens = max_tokens,
                                                           .max_seqs = max_seqs,
@@ -203,9 +221,9 @@ CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecuto
   {
     int32_t scratch_blocks = 0;
     const StepBatch batch = profiling_batch(config, scratch_blocks);
-    kv::KvLayout scratch_layout{.num_layers = static_cast<int32_t>(weights.config.num_layers),
-                                .num_kv_heads = static_cast<int32_t>(weights.config.num_kv_heads),
-                                .head_dim = static_cast<int32_t>(weights.config.head_dim),
+    kv::KvLayout scratch_layout{.num_layers = static_cast<int32_t>(model_config.num_layers),
+                                .num_kv_heads = static_cast<int32_t>(model_config.num_kv_heads),
+                                .head_dim = static_cast<int32_t>(model_config.head_dim),
                                 .block_size = config.cache.block_size,
                                 .num_blocks = std::max(scratch_blocks, 1)};
     DeviceBuffer scratch_kv(scratch_layout.total_elements() * kDTypeBytes);
@@ -215,9 +233,9 @@ CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecuto
   }
 
   s.cache = config.cache;
-  s.device_layout = kv::KvLayout{.num_layers = static_cast<int32_t>(weights.config.num_layers),
-                                 .num_kv_heads = static_cast<int32_t>(weights.config.num_kv_heads),
-                                 .head_dim = static_cast<int32_t>(weights.config.head_dim),
+  s.device_layout = kv::KvLayout{.num_layers = static_cast<int32_t>(model_config.num_layers),
+                                 .num_kv_heads = static_cast<int32_t>(model_config.num_kv_heads),
+                                 .head_dim = static_cast<int32_t>(model_config.head_dim),
                                  .block_size = config.cache.block_size,
                                  .num_blocks = 0};
   std::size_t free_bytes = 0;
@@ -227,7 +245,7 @@ CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecuto
                                    .used_memory_bytes = total_bytes - free_bytes,
                                    .gpu_memory_utilization = config.gpu_memory_utilization,
                                    .swap_space_bytes = config.swap_space_bytes,
-                                   .block_bytes = kv_block_bytes(weights.config, config.cache.block_size),
+                                   .block_bytes = kv_block_bytes(model_config, config.cache.block_size),
                                    .block_size = config.cache.block_size,
                                    .max_model_len = config.max_model_len};
   KvSizing sizing;
@@ -244,8 +262,14 @@ CudaExecutor::CudaExecutor(const model::ModelWeights& weights, const CudaExecuto
   s.device_layout.num_blocks = s.cache.num_device_blocks;
   s.host_layout = s.device_layout;
   s.host_layout.num_blocks = s.cache.num_host_blocks;
+  // Both tiers start zeroed (as cpu_ref's): a block never written reads as zeros, not as whatever
+  // the allocator left.
   s.device_kv = DeviceBuffer(s.device_layout.total_elements() * kDTypeBytes);
-  if (s.cache.num_host_blocks > 0) s.host_kv = PinnedHostBuffer(s.host_layout.total_elements() * kDTypeBytes);
+  PAGEDLLM_CUDA_CHECK(cudaMemset(s.device_kv.get(), 0, s.device_kv.bytes()));
+  if (s.cache.num_host_blocks > 0) {
+    s.host_kv = PinnedHostBuffer(s.host_layout.total_elements() * kDTypeBytes);
+    std::memset(s.host_kv.get(), 0, s.host_kv.bytes());
+  }
   s.sizing_description = describe_kv_sizing(sizing, sizing_input) + " on " + s.device_name + " (" +
                          dtype_name(config.dtype) + ")";
   if (!config.enforce_eager) s.graph_sizes = decode_graph_batch_sizes(max_seqs);

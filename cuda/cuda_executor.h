@@ -38,6 +38,10 @@
 #include "cuda/kv_sizing.h"
 
 namespace pagedllm::cuda {
+class DeviceModel;
+}
+
+namespace pagedllm::cuda {
 
 struct CudaExecutorConfig {
   // Block size always; num_device_blocks 0 = sized from memory (gpu_memory_utilization), else
@@ -61,6 +65,9 @@ class CudaExecutor final : public engine::Executor {
   // tiers. Throws std::runtime_error when no GPU is usable or the KV cache does not fit, and
   // std::invalid_argument for a model the kernels do not support (head_dim other than 64 / 128).
   CudaExecutor(const model::ModelWeights& weights, const CudaExecutorConfig& config);
+  // Runs on weights already on config.device (several executors may share one upload: the
+  // profiler builds one per measured shape; benchmarks draw random weights on the device).
+  CudaExecutor(std::shared_ptr<const DeviceModel> model, const CudaExecutorConfig& config);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
@@ -83,6 +90,10 @@ class CudaExecutor final : public engine::Executor {
  private:
   std::unique_ptr<State> state_;
 };
+
+// Makes config.device current (throws std::runtime_error naming the reason when there is no
+// usable GPU) and uploads `weights` there as `config.dtype`.
+std::shared_ptr<const DeviceModel> upload_model(const model::ModelWeights& weights, const CudaExecutorConfig& config);
 
 // Decode batch sizes that get a CUDA graph: 1, 2, 4, 8, then every multiple of 8 up to
 // max_num_seqs (capped at 256, as vLLM). A step of n sequences replays the smallest >= n.

@@ -6,6 +6,7 @@
 #include "core/model/tensor_names.h"
 #include "cpu_ref/rotary.h"
 #include "cuda/cuda_check.h"
+#include "cuda/kernels/fill_random.h"
 
 namespace pagedllm::cuda {
 
@@ -97,6 +98,31 @@ DeviceModel::DeviceModel(const model::ModelWeights& weights, DType dtype) : conf
     PAGEDLLM_CUDA_CHECK(cudaMemcpy(base + placement.offset, bits.data(), bits.size() * sizeof(std::uint16_t),
                                    cudaMemcpyHostToDevice));
   }
+  bind(layout);
+}
+
+DeviceModel::DeviceModel(const model::ModelConfig& config, DType dtype, const RandomWeights& random)
+    : config_(config), dtype_(dtype) {
+  const DeviceWeightLayout layout = plan_device_weights(config_);
+  storage_ = DeviceBuffer(layout.total_bytes);
+  auto* base = static_cast<char*>(storage_.get());
+  std::uint64_t stream = 0;
+  for (const WeightPlacement& placement : layout.tensors) {
+    const bool norm = placement.name.find("norm") != std::string::npos;
+    fill_random(FillRandomParams{.dtype = dtype,
+                                 .num_elements = static_cast<int64_t>(placement.elements),
+                                 .out = base + placement.offset,
+                                 .seed = random.seed * 1000003u + stream++,
+                                 .offset = norm ? 1.0f : 0.0f,
+                                 .scale = norm ? 0.1f : random.scale},
+                nullptr);
+  }
+  PAGEDLLM_CUDA_CHECK(cudaDeviceSynchronize());
+  bind(layout);
+}
+
+void DeviceModel::bind(const DeviceWeightLayout& layout) {
+  auto* base = static_cast<char*>(storage_.get());
   for (const LayerOffsets& offsets : layout.layers) {
     layers_.push_back(DeviceLayer{
         .input_norm = base + offsets.input_norm,

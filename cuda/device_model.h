@@ -69,11 +69,21 @@ struct DeviceLayer {
   const void* down = nullptr;        // [hidden][intermediate]
 };
 
+// Weights drawn on the device (benchmarks): norm gains near 1, everything else uniform in
+// [-scale, scale], so activations and logits stay finite.
+struct RandomWeights {
+  std::uint64_t seed = 0;
+  float scale = 0.02f;
+};
+
 class DeviceModel {
  public:
   // Uploads every tensor of `weights` (fp32 or bf16 on the host) as `dtype`, and the rotary
   // inverse frequencies (fp32, computed by cpu_ref's RotaryEmbedding so they match bit for bit).
+  // Uses the current CUDA device.
   DeviceModel(const model::ModelWeights& weights, DType dtype);
+  // A model of `config`'s shape with random weights written on the device (nothing on the host).
+  DeviceModel(const model::ModelConfig& config, DType dtype, const RandomWeights& random);
 
   const model::ModelConfig& config() const noexcept { return config_; }
   DType dtype() const noexcept { return dtype_; }
@@ -85,6 +95,9 @@ class DeviceModel {
   std::size_t weight_bytes() const noexcept { return storage_.bytes(); }
 
  private:
+  // Points layers_ and the globals into storage_ and uploads inv_freq.
+  void bind(const DeviceWeightLayout& layout);
+
   model::ModelConfig config_;
   DType dtype_;
   DeviceBuffer storage_;   // every weight (DeviceWeightLayout::total_bytes)

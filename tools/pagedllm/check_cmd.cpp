@@ -139,7 +139,7 @@ int run_check(const std::vector<std::string>& args) {
       // The same block counts as the others (a set num_device_blocks / num_host_blocks is kept).
       engine::EngineConfig cuda_config = config;
       CudaExecutorSetup cuda = make_cuda_executor(
-          options.cuda, frontend::load_weights(bundle, {.dtype = model::WeightDType::bf16}), cuda_config);
+          options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), cuda_config);
       sim::LockstepExecutor executor(*cuda.executor, {.cost_model = cost_model, .tokens = script}, cache);
       run = sim::run_lockstep(requests.requests, config, executor);
     } else {

@@ -32,10 +32,15 @@ void require_cuda_executor() {
 
 #ifdef PAGEDLLM_HAVE_CUDA
 
+struct CudaModel {
+  std::shared_ptr<const cuda::DeviceModel> device_model;
+};
+
 bool cuda_executor_available() noexcept { return true; }
 
-CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
-                                     engine::EngineConfig& config) {
+namespace {
+
+cuda::CudaExecutorConfig executor_config(const CudaOptions& options, const engine::EngineConfig& config) {
   if (options.dtype != "bf16" && options.dtype != "fp16") {
     throw po::error("--dtype: expected bf16 or fp16, got '" + options.dtype + "'");
   }
@@ -49,7 +54,19 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::Mo
   cuda_config.max_num_seqs = config.scheduler.max_num_seqs;
   cuda_config.max_model_len = config.scheduler.max_model_len;
   cuda_config.enforce_eager = options.enforce_eager;
-  auto executor = std::make_unique<cuda::CudaExecutor>(weights, cuda_config);
+  return cuda_config;
+}
+
+}  // namespace
+
+std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions& options, const model::ModelWeights& weights,
+                                                   const engine::EngineConfig& config) {
+  return std::make_shared<const CudaModel>(CudaModel{cuda::upload_model(weights, executor_config(options, config))});
+}
+
+CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const std::shared_ptr<const CudaModel>& model,
+                                     engine::EngineConfig& config) {
+  auto executor = std::make_unique<cuda::CudaExecutor>(model->device_model, executor_config(options, config));
   config.cache = executor->cache_config();
   CudaExecutorSetup setup;
   setup.description = "cuda, " + executor->sizing_description();
@@ -57,9 +74,27 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::Mo
   return setup;
 }
 
+CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
+                                     engine::EngineConfig& config) {
+  return make_cuda_executor(options, upload_cuda_model(options, weights, config), config);
+}
+
 #else
 
+struct CudaModel {};
+
 bool cuda_executor_available() noexcept { return false; }
+
+std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions&, const model::ModelWeights&,
+                                                   const engine::EngineConfig&) {
+  require_cuda_executor();
+  return nullptr;
+}
+
+CudaExecutorSetup make_cuda_executor(const CudaOptions&, const std::shared_ptr<const CudaModel>&, engine::EngineConfig&) {
+  require_cuda_executor();
+  return {};
+}
 
 CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, engine::EngineConfig&) {
   require_cuda_executor();

@@ -28,6 +28,12 @@ void add_cuda_options(boost::program_options::options_description& description, 
                       bool with_memory);
 
 bool cuda_executor_available() noexcept;
+
+// The dtype to load weights in on the host for the device's: bf16 as is (half the host memory),
+// fp32 when the device runs fp16 (rounded once, on upload).
+inline model::WeightDType host_weight_dtype(const CudaOptions& options) {
+  return options.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
+}
 // Throws boost::program_options::error saying why when this build has no CUDA executor (call it
 // before loading weights for one).
 void require_cuda_executor();
@@ -37,10 +43,18 @@ struct CudaExecutorSetup {
   std::string description;  // the device, dtype and the KV sizing line
 };
 
+// Weights on the GPU, shared by several executors (the profiler builds one per measured shape).
+struct CudaModel;  // opaque: the device copy of the weights
+std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions& options, const model::ModelWeights& weights,
+                                                   const engine::EngineConfig& config);
+
 // Uploads `weights`, profiles and sizes the KV cache: fills config.cache's block counts (a
 // num_device_blocks or num_host_blocks already set is kept). Throws boost::program_options::error
 // in a build without CUDA; std::runtime_error when no GPU is usable or the KV cache does not fit.
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
+                                     engine::EngineConfig& config);
+// The same on weights already uploaded.
+CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const std::shared_ptr<const CudaModel>& model,
                                      engine::EngineConfig& config);
 
 }  // namespace pagedllm::cli

@@ -90,8 +90,8 @@ ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::
   cuda.gpu_memory_utilization = options.gpu_memory_utilization;
   cuda.swap_space_gib = options.swap_space_gib;
   require_cuda_executor();
-  const model::WeightDType host_dtype = cuda.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
-  CudaExecutorSetup cuda_setup = make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+  CudaExecutorSetup cuda_setup =
+      make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda)}), config);
   ExecutorSetup setup;
   setup.executor = std::move(cuda_setup.executor);
   setup.description = cuda_setup.description + ", " + bundle.source.path;

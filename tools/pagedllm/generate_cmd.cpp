@@ -143,8 +143,8 @@ int run_generate(const std::vector<std::string>& args) {
     require_cuda_executor();
     config.cache.num_device_blocks = 0;  // sized from GPU memory
     config.cache.num_host_blocks = 0;
-    const model::WeightDType host_dtype = options.cuda.dtype == "fp16" ? model::WeightDType::f32 : model::WeightDType::bf16;
-    CudaExecutorSetup setup = make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+    CudaExecutorSetup setup =
+        make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), config);
     std::cerr << setup.description << '\n';
     executor = std::move(setup.executor);
   } else {

@@ -145,9 +145,6 @@ int run_profile(const std::vector<std::string>& args) {
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
   const bool on_gpu = options.executor == "cuda";
   const auto weights = on_gpu ? nullptr : std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
-  const auto gpu_weights =
-      on_gpu ? std::make_shared<const model::ModelWeights>(frontend::load_weights(bundle, {.dtype = model::WeightDType::bf16}))
-             : nullptr;
   const auto max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
 
   sim::StepProfilerConfig config;
@@ -161,6 +158,15 @@ int run_profile(const std::vector<std::string>& args) {
   config.token_begin = tokenizer::first_ordinary_token(bundle.tokenizer);
   config.token_end = std::min<TokenId>(bundle.tokenizer.num_tokens(), static_cast<TokenId>(bundle.config.vocab_size));
   const int32_t num_threads = options.num_threads;
+  // The GPU profile's executors share one upload of the weights.
+  engine::EngineConfig gpu_config;
+  gpu_config.scheduler.max_num_seqs = options.max_num_seqs + 1;
+  gpu_config.scheduler.max_num_batched_tokens = std::max(8192, (options.max_num_seqs + 1) * 2 * options.block_size);
+  gpu_config.scheduler.max_model_len = max_model_len;
+  gpu_config.cache.block_size = options.block_size;
+  const auto gpu_model =
+      on_gpu ? upload_cuda_model(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), gpu_config)
+             : nullptr;
   std::string gpu_description;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
     if (!on_gpu) {
@@ -169,12 +175,9 @@ int run_profile(const std::vector<std::string>& args) {
     }
     // The profiler fixes the tiers; activations cover its largest step (decode batches of up to
     // max-num-seqs + 1 sequences, prompt chunks of up to 2 blocks per sequence of them).
-    engine::EngineConfig engine_config;
+    engine::EngineConfig engine_config = gpu_config;
     engine_config.cache = cache;
-    engine_config.scheduler.max_num_seqs = options.max_num_seqs + 1;
-    engine_config.scheduler.max_num_batched_tokens = std::max(8192, (options.max_num_seqs + 1) * 2 * options.block_size);
-    engine_config.scheduler.max_model_len = max_model_len;
-    CudaExecutorSetup setup = make_cuda_executor(options.cuda, *gpu_weights, engine_config);
+    CudaExecutorSetup setup = make_cuda_executor(options.cuda, gpu_model, engine_config);
     gpu_description = setup.description;
     return std::move(setup.executor);
   };
