@@ -77,6 +77,9 @@ except ImportError as error:  # pragma: no cover
     sys.exit(f"hf_oracle.py needs torch and transformers ({error}); "
              "pip install torch transformers safetensors numpy")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hf_checkpoint import make_tokenizer, save_checkpoint, special_ids  # noqa: E402  (shared with tools/bench)
+
 REPO = Path(__file__).resolve().parents[2]
 LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                   "original_max_position_embeddings": 64}
@@ -97,25 +100,14 @@ class Row:
     ok: bool
 
 
-def make_tokenizer(pagedllm: str, vocab_request: int, scratch: Path) -> tuple[Path, int, dict]:
-    """A tokenizer directory from `pagedllm make-model`; returns it, its vocab size and its config."""
-    directory = scratch / "make_model_tokenizer"
-    subprocess.run([pagedllm, "make-model", "--out", str(directory), "--vocab-size", str(vocab_request)],
-                   check=True, capture_output=True, text=True)
-    config = json.loads((directory / "config.json").read_text())
-    return directory, int(config["vocab_size"]), config
-
-
 def build_config(args, vocab: int, rope: str, tied: bool, token_config: dict) -> LlamaConfig:
-    eos = token_config.get("eos_token_id")
     config = LlamaConfig(
         vocab_size=vocab, hidden_size=args.hidden, intermediate_size=args.intermediate,
         num_hidden_layers=args.layers, num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
         head_dim=args.hidden // args.heads, max_position_embeddings=args.max_positions, rms_norm_eps=1e-5,
         rope_theta=args.rope_theta, rope_scaling=dict(LLAMA3_SCALING) if rope == "llama3" else None,
         tie_word_embeddings=tied, hidden_act="silu", attention_bias=False, mlp_bias=False,
-        initializer_range=args.init_std, bos_token_id=token_config.get("bos_token_id"),
-        eos_token_id=eos[0] if isinstance(eos, list) and eos else eos)
+        initializer_range=args.init_std, **special_ids(token_config))
     config._attn_implementation = "eager"
     return config
 
@@ -145,18 +137,9 @@ def new_model(config: LlamaConfig, seed: int, init_std: float) -> LlamaForCausal
     return model.eval()
 
 
-def patch_config_json(directory: Path, rope: str, theta: float, legacy_rope: bool) -> None:
-    """Name the class and head_dim explicitly; with legacy_rope, replace rope_parameters by the
-    top-level rope_theta / rope_scaling that transformers < 5 writes."""
-    path = directory / "config.json"
-    config = json.loads(path.read_text())
-    if legacy_rope:
-        config.pop("rope_parameters", None)
-        config["rope_theta"] = theta
-        config["rope_scaling"] = dict(LLAMA3_SCALING) if rope == "llama3" else None
-    config.setdefault("head_dim", config["hidden_size"] // config["num_attention_heads"])
-    config["architectures"] = ["LlamaForCausalLM"]
-    path.write_text(json.dumps(config, indent=2) + "\n")
+def legacy_rope_keys(rope: str, theta: float) -> dict:
+    """The top-level rope_theta / rope_scaling that transformers < 5 writes (--legacy-rope-keys)."""
+    return {"rope_theta": theta, "rope_scaling": dict(LLAMA3_SCALING) if rope == "llama3" else None}
 
 
 def hf_logits(model: LlamaForCausalLM, prompts: list[list[int]]) -> list[np.ndarray]:
@@ -205,10 +188,9 @@ def run_variant(args, scratch: Path, tokenizer_dir: Path, vocab: int, token_conf
     config = build_config(args, vocab, rope, tied, token_config)
     model = new_model(config, args.seed, args.init_std)
     check_rope_config(model, rope, args.rope_theta)
-    model.to(TORCH_DTYPES[dtype]).save_pretrained(str(model_dir), safe_serialization=True)
-    patch_config_json(model_dir, rope, args.rope_theta, args.legacy_rope_keys)
-    for file in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(tokenizer_dir / file, model_dir / file)
+    # config.json names the class and head_dim; the tokenizer files come from make-model.
+    save_checkpoint(model.to(TORCH_DTYPES[dtype]), model_dir, tokenizer_dir,
+                    legacy_rope_keys(rope, args.rope_theta) if args.legacy_rope_keys else None)
     # The reference: a fresh fp32 model holding the saved weights (bf16 ones upcast exactly). Not
     # model.float(): .to(bfloat16) also rounded the rotary inv_freq buffer, which .float() keeps.
     weights = {key: value.float() for key, value in model.state_dict().items()}
