@@ -54,6 +54,7 @@ cuda::CudaExecutorConfig executor_config(const CudaOptions& options, const engin
   cuda_config.max_num_seqs = config.scheduler.max_num_seqs;
   cuda_config.max_model_len = config.scheduler.max_model_len;
   cuda_config.enforce_eager = options.enforce_eager;
+  cuda_config.logits_observer = options.logits_observer;
   return cuda_config;
 }
 

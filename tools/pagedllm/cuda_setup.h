@@ -5,12 +5,15 @@
 
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/engine/engine_config.h"
 #include "core/engine/executor.h"
 #include "core/model/model_weights.h"
+#include "core/sched/step_plan.h"
 
 namespace pagedllm::cli {
 
@@ -20,6 +23,8 @@ struct CudaOptions {
   bool enforce_eager = false;            // no CUDA graphs for decode steps
   double gpu_memory_utilization = 0.9;   // vLLM's default
   double swap_space_gib = 4.0;           // pinned host memory for swapped-out KV, vLLM's default
+  // Set by code, not by an option: sees every logits row the executor samples from (score).
+  std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };
 
 // --dtype, --cuda-device, --enforce-eager; with_memory adds --gpu-memory-utilization and
