@@ -15,23 +15,25 @@
 
 namespace pagedllm::cuda {
 
-// cudaMalloc'd memory (256-byte aligned), uninitialized.
-class DeviceBuffer {
+// One owned allocation of `Memory` (DeviceMemory or PinnedMemory below: how to allocate and
+// free), move-only.
+template <class Memory>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) {
+  CudaBuffer() = default;
+  explicit CudaBuffer(std::size_t bytes) {
     if (bytes > 0) {
-      PAGEDLLM_CUDA_CHECK(cudaMalloc(&pointer_, bytes));
+      pointer_ = Memory::allocate(bytes);
       bytes_ = bytes;
     }
   }
-  ~DeviceBuffer() { reset(); }
+  ~CudaBuffer() { reset(); }
 
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  CudaBuffer(CudaBuffer&& other) noexcept
       : pointer_(std::exchange(other.pointer_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  CudaBuffer& operator=(CudaBuffer&& other) noexcept {
     if (this != &other) {
       reset();
       pointer_ = std::exchange(other.pointer_, nullptr);
@@ -45,10 +47,11 @@ class DeviceBuffer {
   T* as() const { return static_cast<T*>(pointer_); }
   std::size_t bytes() const { return bytes_; }
 
-  // Frees the allocation now (the caller must know no enqueued work still uses it: cudaFree
-  // synchronizes with the device, but not with work enqueued later by others).
+  // Frees the allocation now. The caller must know that no enqueued work still uses it (cudaFree
+  // synchronizes with the device, but not with work enqueued later by others; for pinned memory,
+  // no copy into or out of it may still be in flight).
   void reset() noexcept {
-    if (pointer_ != nullptr) static_cast<void>(cudaFree(pointer_));
+    if (pointer_ != nullptr) Memory::free(pointer_);
     pointer_ = nullptr;
     bytes_ = 0;
   }
@@ -56,49 +59,30 @@ class DeviceBuffer {
  private:
   void* pointer_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+// cudaMalloc'd memory (256-byte aligned), uninitialized.
+struct DeviceMemory {
+  static void* allocate(std::size_t bytes) {
+    void* pointer = nullptr;
+    PAGEDLLM_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+    return pointer;
+  }
+  static void free(void* pointer) noexcept { static_cast<void>(cudaFree(pointer)); }
 };
 
 // Page-locked host memory (cudaHostAlloc, default flags): the staging side of asynchronous
-// cudaMemcpyAsync transfers (KV swap, logits download). Uninitialized.
-class PinnedHostBuffer {
- public:
-  PinnedHostBuffer() = default;
-  explicit PinnedHostBuffer(std::size_t bytes) {
-    if (bytes > 0) {
-      PAGEDLLM_CUDA_CHECK(cudaHostAlloc(&pointer_, bytes, cudaHostAllocDefault));
-      bytes_ = bytes;
-    }
+// cudaMemcpyAsync transfers (KV swap, step inputs, logits download). Uninitialized.
+struct PinnedMemory {
+  static void* allocate(std::size_t bytes) {
+    void* pointer = nullptr;
+    PAGEDLLM_CUDA_CHECK(cudaHostAlloc(&pointer, bytes, cudaHostAllocDefault));
+    return pointer;
   }
-  ~PinnedHostBuffer() { reset(); }
-
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
-      : pointer_(std::exchange(other.pointer_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      pointer_ = std::exchange(other.pointer_, nullptr);
-      bytes_ = std::exchange(other.bytes_, 0);
-    }
-    return *this;
-  }
-
-  void* get() const { return pointer_; }
-  template <class T>
-  T* as() const { return static_cast<T*>(pointer_); }
-  std::size_t bytes() const { return bytes_; }
-
-  // Frees the allocation now; no copy into or out of it may still be in flight.
-  void reset() noexcept {
-    if (pointer_ != nullptr) static_cast<void>(cudaFreeHost(pointer_));
-    pointer_ = nullptr;
-    bytes_ = 0;
-  }
-
- private:
-  void* pointer_ = nullptr;
-  std::size_t bytes_ = 0;
+  static void free(void* pointer) noexcept { static_cast<void>(cudaFreeHost(pointer)); }
 };
+
+using DeviceBuffer = CudaBuffer<DeviceMemory>;
+using PinnedHostBuffer = CudaBuffer<PinnedMemory>;
 
 }  // namespace pagedllm::cuda

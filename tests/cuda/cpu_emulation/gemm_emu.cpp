@@ -4,7 +4,6 @@
 // stream capture (emu_runtime.h), as cuBLAS's kernels would be.
 #include "cuda/gemm.h"
 
-#include <limits>
 #include <vector>
 
 #include "core/model/half.h"
@@ -12,27 +11,12 @@
 namespace pagedllm::cuda {
 namespace {
 
-constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-
 float load(DType dtype, const void* base, std::size_t index) {
   const std::uint16_t bits = static_cast<const std::uint16_t*>(base)[index];
   return dtype == DType::bf16 ? model::bf16_to_float(bits) : model::fp16_to_float(bits);
 }
 
 }  // namespace
-
-void validate(const LinearParams& p) {
-  detail::require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "linear: unknown dtype");
-  detail::require(p.num_rows >= 0 && p.num_rows <= kIntMax, "linear: num_rows out of range");
-  detail::require(p.in_features > 0 && p.in_features <= kIntMax, "linear: in_features must be in [1, 2^31)");
-  detail::require(p.out_features > 0 && p.out_features <= kIntMax, "linear: out_features must be in [1, 2^31)");
-  detail::require(p.x_stride == 0 || (p.x_stride >= p.in_features && p.x_stride <= kIntMax),
-                  "linear: x_stride must be 0 or in [in_features, 2^31)");
-  detail::require(p.y_stride == 0 || (p.y_stride >= p.out_features && p.y_stride <= kIntMax),
-                  "linear: y_stride must be 0 or in [out_features, 2^31)");
-  if (p.num_rows == 0) return;
-  detail::require(p.x != nullptr && p.weight != nullptr && p.y != nullptr, "linear: null pointer");
-}
 
 GemmRunner::GemmRunner(std::size_t workspace_bytes) : workspace_(workspace_bytes) {}
 GemmRunner::~GemmRunner() = default;
