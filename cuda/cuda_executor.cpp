@@ -17,6 +17,7 @@
 #include "cuda/forward_pass.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels/cache_ops.h"
+#include "cuda/kernels/decode_attention.h"
 #include "cuda/kernels/sampling.h"
 #include "cuda/kernels/token_logprobs.h"
 #include "cuda/step_batch.h"
@@ -152,9 +153,9 @@ void check_supported(const model::ModelConfig& config, const CudaExecutorConfig&
                                 std::to_string(config.head_dim));
   }
   const int32_t block_size = options.cache.block_size;
-  if (block_size != 8 && block_size != 16 && block_size != 32 && block_size != 64) {
-    throw std::invalid_argument("--executor cuda: --block-size must be 8, 16, 32 or 64, got " +
-                                std::to_string(block_size));
+  if (block_size < 8 || block_size > kMaxDecodeBlockSize || (block_size & (block_size - 1)) != 0) {
+    throw std::invalid_argument("--executor cuda: --block-size must be a power of two in [8, " +
+                                std::to_string(kMaxDecodeBlockSize) + "], got " + std::to_string(block_size));
   }
   if (options.max_model_len <= 0) throw std::invalid_argument("--executor cuda: max_model_len must be positive");
   if (options.max_num_seqs <= 0 || options.max_num_batched_tokens <= 0) {

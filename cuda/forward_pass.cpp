@@ -38,8 +38,8 @@ std::size_t worst_decode_workspace(const model::ModelConfig& config, const Forwa
     for (const int32_t length : lengths) {
       params.num_seqs = num_seqs;
       params.max_seq_len = length;
-      params.partition_tokens = choose_decode_partition_tokens(params.layout.num_kv_heads, num_seqs, length,
-                                                               limits.block_size, limits.num_sms);
+      params.partition_tokens =
+          choose_decode_partition_tokens(params.layout.num_kv_heads, num_seqs, length, limits.num_sms);
       worst = std::max(worst, decode_attention_workspace_bytes(params));
     }
   }
@@ -104,7 +104,7 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
                                  .scale = scale,
                                  .partition_tokens = choose_decode_partition_tokens(
                                      layout.num_kv_heads, shape.num_decode_seqs, shape.max_decode_seq_len,
-                                     layout.block_size, limits_.num_sms),
+                                     limits_.num_sms),
                                  .workspace = decode_workspace_.get(),
                                  .workspace_bytes = decode_workspace_.bytes()};
     decode_attention(params, stream);

@@ -104,7 +104,7 @@ void bench_decode(double peak_gbps, int32_t num_sms, std::mt19937_64& rng) {
         p.seq_lens = static_cast<const int32_t*>(lens_dev.p);
         p.max_seq_len = context;
         p.scale = 0.0883883f;
-        const int32_t chosen = cuda::choose_decode_partition_tokens(num_kv_heads, batch, context, block_size, num_sms);
+        const int32_t chosen = cuda::choose_decode_partition_tokens(num_kv_heads, batch, context, num_sms);
         for (const int32_t partition : {cuda::kDecodePartitionTokens, chosen}) {
           p.partition_tokens = partition;
           const std::size_t ws_bytes = std::max<std::size_t>(cuda::decode_attention_workspace_bytes(p), 16);

@@ -28,7 +28,7 @@ struct DecodeKernelArgs {
   int32_t max_blocks_per_seq;
   const int32_t* seq_lens;
   int32_t max_seq_len;
-  int32_t partition_tokens;  // a multiple of block_size, at most kDecodePartitionTokens
+  int32_t partition_tokens;  // a power of two, at most kDecodePartitionTokens (block sizes are too)
   float scale;
   float* partial_out;  // [num_seqs][num_heads][num_partitions][head_dim]; null: no split
   float* partial_max;  // [num_seqs][num_heads][num_partitions]
@@ -73,9 +73,11 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
   const int group = min(kGroup, args.group_size - chunk * kGroup);
 
   // Prefetch the partition's block ids and the group's query vectors.
+  // Both powers of two: a partition covers whole blocks (block_size <= partition_tokens) or lies
+  // inside one block (an unpaged-like layout, block_size > partition_tokens).
   const int block_size = args.layout.block_size;
-  const int first_block = part_start / block_size;  // exact: block_size divides the partition
-  const int num_part_blocks = (n + block_size - 1) / block_size;
+  const int first_block = part_start / block_size;
+  const int num_part_blocks = (part_start + n - 1) / block_size - first_block + 1;
   const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
   for (int b = tid; b < num_part_blocks; b += kThreads) blocks_s[b] = table[first_block + b];
   for (int idx = tid; idx < kGroup * kHeadDim; idx += kThreads) {
@@ -88,9 +90,11 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
 
   const int row_in_pass = warp * kRowsPerWarp + lane / kLanesPerRow;
   const int vec = lane % kLanesPerRow;
+  const int start_in_block = part_start - first_block * block_size;  // 0 unless a block spans partitions
   auto row_pointer = [&](int kind, int i) {
-    const int32_t block = blocks_s[i / block_size];
-    return kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, i % block_size) +
+    const int in_part_blocks = start_in_block + i;
+    const int32_t block = blocks_s[in_part_blocks / block_size];
+    return kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, in_part_blocks % block_size) +
            vec * kVecElems;
   };
 
@@ -314,10 +318,10 @@ bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(po
 }  // namespace
 
 int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len,
-                                       int32_t block_size, int32_t num_sms) {
+                                       int32_t num_sms) {
   int32_t tokens = kDecodePartitionTokens;
   const int64_t target = 2 * static_cast<int64_t>(num_sms);
-  const int32_t smallest = block_size > kMinDecodePartitionTokens ? block_size : kMinDecodePartitionTokens;
+  const int32_t smallest = kMinDecodePartitionTokens;
   auto blocks = [&](int32_t t) {
     return static_cast<int64_t>(num_kv_heads) * num_seqs * ((max_seq_len + t - 1) / t);
   };
@@ -343,8 +347,9 @@ void validate(const DecodeAttentionParams& p) {
   require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "decode_attention: unknown dtype");
   require(l.head_dim == 64 || l.head_dim == 128,
           "decode_attention: head_dim must be 64 or 128, got " + std::to_string(l.head_dim));
-  require(l.block_size == 8 || l.block_size == 16 || l.block_size == 32 || l.block_size == 64,
-          "decode_attention: block_size must be 8, 16, 32 or 64, got " + std::to_string(l.block_size));
+  require(l.block_size >= kMinBlockSize && l.block_size <= kMaxDecodeBlockSize && (l.block_size & (l.block_size - 1)) == 0,
+          "decode_attention: block_size must be a power of two in [8, " + std::to_string(kMaxDecodeBlockSize) +
+              "], got " + std::to_string(l.block_size));
   require(l.num_kv_heads > 0 && l.num_blocks > 0 && l.num_layers > 0,
           "decode_attention: the layout needs KV heads, blocks and layers");
   require(p.layer >= 0 && p.layer < l.num_layers, "decode_attention: layer out of range");
@@ -353,9 +358,8 @@ void validate(const DecodeAttentionParams& p) {
   require(p.num_seqs >= 0, "decode_attention: negative num_seqs");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "decode_attention: scale must be positive");
   const int32_t t = p.partition_tokens;
-  require(t >= kMinDecodePartitionTokens && t <= kDecodePartitionTokens && (t & (t - 1)) == 0 && t >= l.block_size,
-          "decode_attention: partition_tokens must be a power of two in [64, 512] and at least block_size, got " +
-              std::to_string(t));
+  require(t >= kMinDecodePartitionTokens && t <= kDecodePartitionTokens && (t & (t - 1)) == 0,
+          "decode_attention: partition_tokens must be a power of two in [64, 512], got " + std::to_string(t));
   if (p.num_seqs == 0) return;
   require(p.kv_cache != nullptr && p.q != nullptr && p.out != nullptr &&
               p.block_tables != nullptr && p.seq_lens != nullptr,

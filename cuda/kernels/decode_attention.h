@@ -25,6 +25,9 @@ namespace pagedllm::cuda {
 // Tokens per split-KV partition by default, and the most one thread block handles.
 inline constexpr int32_t kDecodePartitionTokens = 512;
 inline constexpr int32_t kMinDecodePartitionTokens = 64;
+// The largest block size the kernel takes (block sizes are powers of two from 8): 2048 is the
+// "unpaged" end of the vLLM paper's block-size comparison.
+inline constexpr int32_t kMaxDecodeBlockSize = 4096;
 
 // Views only. Pointers are device pointers unless said otherwise.
 struct DecodeAttentionParams {
@@ -41,8 +44,8 @@ struct DecodeAttentionParams {
   const int32_t* seq_lens = nullptr;      // [num_seqs]: keys attended (position + 1), in [1, max_seq_len]
   int32_t max_seq_len = 0;                // host-side bound on seq_lens: sizes the grid
   float scale = 0.0f;                     // softmax scale, usually 1 / sqrt(head_dim)
-  // Split-KV partition: a power of two in [kMinDecodePartitionTokens, kDecodePartitionTokens],
-  // at least block_size. Smaller partitions give small batches more thread blocks (see
+  // Split-KV partition: a power of two in [kMinDecodePartitionTokens, kDecodePartitionTokens]
+  // (smaller than a block is fine: it then reads part of one block). Smaller partitions give small batches more thread blocks (see
   // choose_decode_partition_tokens); the output does not depend on it beyond rounding.
   int32_t partition_tokens = kDecodePartitionTokens;
   void* workspace = nullptr;              // decode_attention_workspace_bytes() bytes, 16-byte aligned
@@ -51,9 +54,9 @@ struct DecodeAttentionParams {
 
 // A partition size that gives the launch at least about two thread blocks per SM where the
 // batch alone does not: halves kDecodePartitionTokens while the grid is small (never below
-// kMinDecodePartitionTokens or block_size). Host-only arithmetic; num_sms from DeviceInfo.
+// kMinDecodePartitionTokens). Host-only arithmetic; num_sms from DeviceInfo.
 int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len,
-                                       int32_t block_size, int32_t num_sms);
+                                       int32_t num_sms);
 
 // Partitions of the longest sequence: 1 means no split and no workspace.
 int32_t decode_attention_num_partitions(const DecodeAttentionParams& params);
@@ -61,7 +64,8 @@ int32_t decode_attention_num_partitions(const DecodeAttentionParams& params);
 std::size_t decode_attention_workspace_bytes(const DecodeAttentionParams& params);
 
 // Throws KernelArgumentError for a malformed call (no CUDA call is made). Supported: bf16 and
-// fp16; head_dim 64 and 128; block_size 8, 16, 32 or 64; any query-group size.
+// fp16; head_dim 64 and 128; block_size a power of two in [8, kMaxDecodeBlockSize]; any
+// query-group size.
 void validate(const DecodeAttentionParams& params);
 
 // Validates, then enqueues the kernels on `stream`. Preconditions the host cannot see (device

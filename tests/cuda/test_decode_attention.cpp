@@ -141,4 +141,14 @@ BOOST_AUTO_TEST_CASE(smaller_partitions_merge_to_the_same_result) {
   run_case({cuda::DType::bf16, 128, 64, 1, 1, {2000}, 64}, rng);
 }
 
+// Blocks larger than a partition (the "unpaged" end of the block-size comparison): a partition
+// reads part of one block, several partitions share a block; odd lengths end mid-block.
+BOOST_AUTO_TEST_CASE(blocks_larger_than_a_partition) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(23);
+  run_case({cuda::DType::bf16, 128, 2048, 2, 4, {1, 700, 2049, 3000}}, rng);
+  run_case({cuda::DType::fp16, 64, 256, 2, 1, {255, 257, 1100}, 64}, rng);
+  run_case({cuda::DType::bf16, 128, 1024, 1, 8, {1500}, 128}, rng);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

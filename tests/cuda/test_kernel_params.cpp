@@ -81,7 +81,9 @@ BOOST_AUTO_TEST_CASE(decode_attention_refuses_malformed_calls) {
     BOOST_CHECK_THROW(cuda::decode_attention(p, nullptr), cuda::KernelArgumentError);
   };
   refused([](cuda::DecodeAttentionParams& p) { p.layout.head_dim = 96; });
-  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 128; });
+  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 48; });    // not a power of two
+  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 4; });
+  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 8192; });
   refused([](cuda::DecodeAttentionParams& p) { p.num_heads = 30; });
   refused([](cuda::DecodeAttentionParams& p) { p.layer = 2; });
   refused([](cuda::DecodeAttentionParams& p) { p.q = nullptr; });
@@ -97,13 +99,13 @@ BOOST_AUTO_TEST_CASE(decode_attention_refuses_malformed_calls) {
 
 // Small batches get smaller partitions (more thread blocks); large ones keep 512.
 BOOST_AUTO_TEST_CASE(partition_choice_fills_small_grids_only) {
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 1024, 16, 132) == 64);     // 8 x 16 = 128 blocks
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 64, 4096, 16, 132) == 512);   // 4096 blocks already
-  BOOST_TEST(cuda::choose_decode_partition_tokens(32, 16, 1024, 16, 132) == 512);  // 1024 blocks
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 8, 1024, 16, 132) == 128);    // 8 x 8 x 8 = 512 blocks
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 100, 16, 132) == 64);      // short: 2 partitions
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 4096, 64, 132) == 64);     // block 64 is the floor
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 40, 16, 132) == 64);
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 1024, 132) == 64);     // 8 x 16 = 128 blocks
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 64, 4096, 132) == 512);   // 4096 blocks already
+  BOOST_TEST(cuda::choose_decode_partition_tokens(32, 16, 1024, 132) == 512);  // 1024 blocks
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 8, 1024, 132) == 128);    // 8 x 8 x 8 = 512 blocks
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 100, 132) == 64);      // short: 2 partitions
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 4096, 132) == 64);         // 64 is the floor
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 40, 132) == 64);
   cuda::DecodeAttentionParams p = valid_decode();
   p.partition_tokens = 64;
   BOOST_TEST(cuda::decode_attention_num_partitions(p) == 17);  // 1025 tokens
