@@ -280,16 +280,6 @@ CudaExecutor::~CudaExecutor() = default;
 
 const kv::KvCacheConfig& CudaExecutor::cache_config() const noexcept { return state_->cache; }
 const std::string& CudaExecutor::sizing_description() const noexcept { return state_->sizing_description; }
-const kv::KvLayout& CudaExecutor::device_layout() const noexcept { return state_->device_layout; }
-
-std::vector<std::uint16_t> CudaExecutor::download_device_kv() const {
-  const State& s = *state_;
-  std::vector<std::uint16_t> host(s.device_layout.total_elements());
-  PAGEDLLM_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  PAGEDLLM_CUDA_CHECK(cudaMemcpy(host.data(), s.device_kv.get(), host.size() * sizeof(std::uint16_t),
-                                 cudaMemcpyDeviceToHost));
-  return host;
-}
 
 namespace {
 

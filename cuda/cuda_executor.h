@@ -81,10 +81,6 @@ class CudaExecutor final : public engine::Executor {
   // the device's name.
   const std::string& sizing_description() const noexcept;
 
-  // The device tier's bytes, downloaded (tests: compare a block with cpu_ref's).
-  std::vector<std::uint16_t> download_device_kv() const;
-  const kv::KvLayout& device_layout() const noexcept;
-
   struct State;  // everything on the device (cuda_executor.cpp)
 
  private:

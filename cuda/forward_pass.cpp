@@ -77,11 +77,6 @@ ForwardPass::ForwardPass(const DeviceModel& model, GemmRunner& gemm, const Forwa
   if (workspace > 0) decode_workspace_ = DeviceBuffer(workspace);
 }
 
-std::size_t ForwardPass::activation_bytes() const noexcept {
-  return residual_.bytes() + hidden_.bytes() + normed_.bytes() + qkv_.bytes() + q_.bytes() + attended_.bytes() +
-         gate_up_.bytes() + activated_.bytes() + logits_hidden_.bytes() + logits_.bytes() + decode_workspace_.bytes();
-}
-
 void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layout, const void* kv_cache,
                             int32_t layer, cudaStream_t stream) {
   const model::ModelConfig& c = model_.config();

@@ -60,7 +60,6 @@ class ForwardPass {
 
   // [num_logits_rows][vocab] fp32 of the last enqueued pass (valid once the stream reaches it).
   const float* logits() const noexcept { return logits_.as<float>(); }
-  std::size_t activation_bytes() const noexcept;
 
  private:
   void attention(const ForwardShape& shape, const kv::KvLayout& layout, const void* kv_cache, int32_t layer,

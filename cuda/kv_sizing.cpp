@@ -33,8 +33,7 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
   const double budget = input.gpu_memory_utilization * static_cast<double>(input.total_memory_bytes) -
                         static_cast<double>(input.used_memory_bytes);
   KvSizing sizing;
-  sizing.kv_budget_bytes = budget > 0.0 ? static_cast<std::uint64_t>(budget) : 0;
-  sizing.num_device_blocks = blocks_in(sizing.kv_budget_bytes, input.block_bytes);
+  sizing.num_device_blocks = blocks_in(budget > 0.0 ? static_cast<std::uint64_t>(budget) : 0, input.block_bytes);
   sizing.num_host_blocks = blocks_in(input.swap_space_bytes, input.block_bytes);
   if (sizing.num_device_blocks <= 0) {
     char message[512];

@@ -25,7 +25,6 @@ struct KvSizingInput {
 struct KvSizing {
   int32_t num_device_blocks = 0;
   int32_t num_host_blocks = 0;
-  std::uint64_t kv_budget_bytes = 0;      // utilization x total - used (0 when negative)
 
   int64_t device_tokens(int32_t block_size) const noexcept {
     return static_cast<int64_t>(num_device_blocks) * block_size;

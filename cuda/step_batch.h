@@ -45,8 +45,6 @@ struct StepBatch {
   int32_t num_tokens() const noexcept { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_seqs() const noexcept { return static_cast<int32_t>(seq_lens.size()); }
   int32_t num_prefill_seqs() const noexcept { return num_seqs() - num_decode_seqs; }
-  // Token rows of the decode part (one per decode sequence).
-  int32_t num_decode_tokens() const noexcept { return num_decode_seqs; }
   bool is_pure_decode() const noexcept { return num_decode_seqs == num_seqs(); }
 };
 

@@ -35,6 +35,14 @@ double reference_logprob(const float* row, int32_t vocab, int32_t token) {
   return static_cast<double>(row[token]) - (max + std::log(sum));
 }
 
+// `call` on `good` changed by `change` throws KernelArgumentError (before any CUDA call).
+template <typename Params, typename Call, typename Change>
+void check_refused(const Params& good, Call call, Change change) {
+  Params p = good;
+  change(p);
+  BOOST_CHECK_THROW(call(p), cuda::KernelArgumentError);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(step_kernels)
@@ -192,37 +200,19 @@ BOOST_AUTO_TEST_CASE(bias_add_refuses_malformed_calls) {
   good.x_stride = 208;
   good.bias = fake(0x20000);
   BOOST_CHECK_NO_THROW(cuda::validate(good));
-
-  auto p = good;
-  p.x = nullptr;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.bias = nullptr;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.num_rows = -1;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.dim = 0;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.dim = -8;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.x_stride = 199;  // < dim
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.x_stride = -208;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.x_stride = int64_t{1} << 31;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.num_rows = int64_t{1} << 31;
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.dtype = static_cast<cuda::DType>(7);
-  BOOST_CHECK_THROW(cuda::bias_add(p, nullptr), cuda::KernelArgumentError);
+  const auto refused = [&good](auto change) {
+    check_refused(good, [](const cuda::BiasAddParams& p) { cuda::bias_add(p, nullptr); }, change);
+  };
+  refused([](cuda::BiasAddParams& p) { p.x = nullptr; });
+  refused([](cuda::BiasAddParams& p) { p.bias = nullptr; });
+  refused([](cuda::BiasAddParams& p) { p.num_rows = -1; });
+  refused([](cuda::BiasAddParams& p) { p.dim = 0; });
+  refused([](cuda::BiasAddParams& p) { p.dim = -8; });
+  refused([](cuda::BiasAddParams& p) { p.x_stride = 199; });  // < dim
+  refused([](cuda::BiasAddParams& p) { p.x_stride = -208; });
+  refused([](cuda::BiasAddParams& p) { p.x_stride = int64_t{1} << 31; });
+  refused([](cuda::BiasAddParams& p) { p.num_rows = int64_t{1} << 31; });
+  refused([](cuda::BiasAddParams& p) { p.dtype = static_cast<cuda::DType>(7); });
 
   // No rows: nothing to do, null pointers allowed, no CUDA call (so this passes without a GPU).
   cuda::BiasAddParams empty;
@@ -239,25 +229,15 @@ BOOST_AUTO_TEST_CASE(token_logprobs_refuses_malformed_calls) {
   good.tokens = static_cast<const int32_t*>(fake(0x20000));
   good.out = static_cast<float*>(fake_mut(0x30000));
   BOOST_CHECK_NO_THROW(cuda::validate(good));
-
-  auto p = good;
-  p.logits = nullptr;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.tokens = nullptr;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.out = nullptr;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.num_rows = -1;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.vocab_size = 0;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
-  p = good;
-  p.vocab_size = -5;
-  BOOST_CHECK_THROW(cuda::token_logprobs(p, nullptr), cuda::KernelArgumentError);
+  const auto refused = [&good](auto change) {
+    check_refused(good, [](const cuda::TokenLogprobsParams& p) { cuda::token_logprobs(p, nullptr); }, change);
+  };
+  refused([](cuda::TokenLogprobsParams& p) { p.logits = nullptr; });
+  refused([](cuda::TokenLogprobsParams& p) { p.tokens = nullptr; });
+  refused([](cuda::TokenLogprobsParams& p) { p.out = nullptr; });
+  refused([](cuda::TokenLogprobsParams& p) { p.num_rows = -1; });
+  refused([](cuda::TokenLogprobsParams& p) { p.vocab_size = 0; });
+  refused([](cuda::TokenLogprobsParams& p) { p.vocab_size = -5; });
 
   cuda::TokenLogprobsParams empty;
   empty.vocab_size = 7;
