@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,7 +64,12 @@ std::vector<int32_t> split_ints(const std::string& text) {
   return values;
 }
 
-Options parse(int argc, char** argv) {
+constexpr const char* kUsage =
+    "usage: bench_cuda_decode [--models llama-2-7b,llama-3-8b] [--batches 1,4,8,32,64] [--context 1024]\n"
+    "                         [--block-sizes 16] [--steps 40] [--warmup 5] [--eager] [--dtype bf16|fp16]\n";
+
+// nullopt for --help.
+std::optional<Options> parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -71,6 +77,7 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
+    if (arg == "-h" || arg == "--help") return std::nullopt;
     if (arg == "--models") options.models = split(value());
     else if (arg == "--batches") options.batches = split_ints(value());
     else if (arg == "--block-sizes") options.block_sizes = split_ints(value());
@@ -78,8 +85,13 @@ Options parse(int argc, char** argv) {
     else if (arg == "--steps") options.steps = std::stoi(value());
     else if (arg == "--warmup") options.warmup = std::stoi(value());
     else if (arg == "--eager") options.eager = true;
-    else if (arg == "--dtype") options.dtype = value() == "fp16" ? cuda::DType::fp16 : cuda::DType::bf16;
-    else throw std::invalid_argument("unknown option " + arg + " (see the top of bench_cuda_decode.cpp)");
+    else if (arg == "--dtype") {
+      const std::string dtype = value();
+      if (dtype != "bf16" && dtype != "fp16") throw std::invalid_argument("--dtype is bf16 or fp16, got '" + dtype + "'");
+      options.dtype = dtype == "fp16" ? cuda::DType::fp16 : cuda::DType::bf16;
+    } else {
+      throw std::invalid_argument("unknown option " + arg + " (--help)");
+    }
   }
   return options;
 }
@@ -196,7 +208,12 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
 
 int main(int argc, char** argv) {
   try {
-    const Options options = parse(argc, argv);
+    const std::optional<Options> parsed = parse(argc, argv);
+    if (!parsed) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const Options& options = *parsed;
     const cuda::DeviceQuery query = cuda::query_devices();
     if (query.devices.empty()) {
       std::printf("bench_cuda_decode: no GPU: %s\n", query.error.c_str());

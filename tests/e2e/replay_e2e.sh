@@ -83,6 +83,18 @@ for mode in swap recompute; do
   echo "ok: check under $mode preemption ($count)"
 done
 
+if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
+  2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi
+grep -q "'cpu' is named twice" "$work/check_err.txt" || fail "the repeated executor: $(cat "$work/check_err.txt")"
+if ! nvidia-smi > /dev/null 2>&1; then
+  # Without a GPU (or without the CUDA executor in this build) check refuses before anything runs.
+  if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors sim,cuda > "$work/check_cuda.txt" \
+    2>&1; then fail "check --executors sim,cuda ran without a GPU"; fi
+  grep -q "error: --executor cuda" "$work/check_cuda.txt" || fail "the cuda refusal: $(cat "$work/check_cuda.txt")"
+  if grep -q " steps, " "$work/check_cuda.txt"; then fail "check ran sim before refusing cuda"; fi
+  echo "ok: check refuses cuda up front where there is no GPU"
+fi
+
 echo "--- simulate: routers and the contiguous (pre-vLLM) allocator"
 for router in round-robin prefix-affinity; do
   "$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --model llama-3-8b --replicas 4 \

@@ -2,9 +2,11 @@
 // under the simulator's virtual clock and one token script (sim/lockstep.h); their KV event logs
 // must be identical byte for byte. Prints the first differing line and fails otherwise.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ std::vector<std::string> split_names(const std::string& text) {
       throw po::error("--executors: unknown executor '" + name + "' (sim, cpu, cuda)");
     }
     if (name == "cuda") require_cuda_executor();
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      throw po::error("--executors: '" + name + "' is named twice");
+    }
     names.push_back(name);
   }
   if (names.size() < 2) throw po::error("--executors: name at least two executors to compare, e.g. sim,cpu");
@@ -128,6 +133,14 @@ int run_check(const std::vector<std::string>& args) {
             << cache.block_size << ", device blocks " << cache.num_device_blocks << ", host blocks "
             << cache.num_host_blocks << "; clock: roofline, " << roofline.model.name << " on " << roofline.hardware.name
             << '\n';
+  // The GPU engine is set up before anything runs, so that a machine that cannot run it (no GPU, a
+  // head size the kernels lack) says so at once; it keeps the others' block counts.
+  std::optional<CudaExecutorSetup> cuda;
+  if (std::find(executors.begin(), executors.end(), "cuda") != executors.end()) {
+    engine::EngineConfig cuda_config = config;
+    cuda = make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}),
+                              cuda_config);
+  }
   std::shared_ptr<const cpu_ref::LlamaModel> weights;
   std::vector<sim::LockstepRun> runs;
   for (const std::string& name : executors) {
@@ -136,11 +149,7 @@ int run_check(const std::vector<std::string>& args) {
       sim::SimExecutor executor({.cost_model = cost_model, .tokens = script}, cache);
       run = sim::run_lockstep(requests.requests, config, executor);
     } else if (name == "cuda") {
-      // The same block counts as the others (a set num_device_blocks / num_host_blocks is kept).
-      engine::EngineConfig cuda_config = config;
-      CudaExecutorSetup cuda = make_cuda_executor(
-          options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), cuda_config);
-      sim::LockstepExecutor executor(*cuda.executor, {.cost_model = cost_model, .tokens = script}, cache);
+      sim::LockstepExecutor executor(*cuda->executor, {.cost_model = cost_model, .tokens = script}, cache);
       run = sim::run_lockstep(requests.requests, config, executor);
     } else {
       if (!weights) weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));

@@ -1,4 +1,4 @@
-// `pagedllm generate`: prompts or chat messages in, text out, on the CPU reference engine.
+// `pagedllm generate`: prompts or chat messages in, text out, on the CPU reference engine or the GPU.
 // One request streams its text to the terminal as it is generated; several print when done.
 #include <boost/program_options.hpp>
 #include <algorithm>
