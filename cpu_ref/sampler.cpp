@@ -292,8 +292,9 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
   } else {
     std::span<const float> processed = logits;
     float processed_max = raw_max;
-    if (params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) {
-      apply_penalties(input);
+    if (params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f ||
+        params.suppresses_stop_tokens(input.position)) {
+      apply_logits_processors(input);
       processed = work_;
       processed_max = max_of(work_, /*check=*/false);
     }
@@ -339,7 +340,7 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
   return output;
 }
 
-void Sampler::apply_penalties(const SamplerInput& input) {
+void Sampler::apply_logits_processors(const SamplerInput& input) {
   const sched::SamplingParams& params = *input.params;
   const size_t vocab = input.logits.size();
   check_tokens(input.prompt_tokens, vocab, "prompt");
@@ -374,6 +375,13 @@ void Sampler::apply_penalties(const SamplerInput& input) {
       logit -= params.frequency_penalty * static_cast<float>(count);
       logit -= params.presence_penalty;
       counts_[index(token)] = 0;
+    }
+  }
+
+  // min_tokens: no stop token until that many are out (vLLM's MinTokensLogitsProcessor).
+  if (params.suppresses_stop_tokens(input.position)) {
+    for (const TokenId token : params.all_stop_token_ids) {
+      if (token >= 0 && static_cast<size_t>(token) < vocab) work_[index(token)] = -std::numeric_limits<float>::infinity();
     }
   }
 }

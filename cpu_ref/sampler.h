@@ -83,7 +83,8 @@ struct SamplerInput {
   std::span<const TokenId> prompt_tokens;   // repetition penalty
   std::span<const TokenId> output_tokens;   // the output so far: all penalties
   uint64_t seed = 0;                        // the request's stream seed (stream_seed())
-  int32_t position = 0;                     // output index being sampled (output tokens so far)
+  int32_t position = 0;                     // output index being sampled (output tokens so far);
+                                            // below min_tokens, all_stop_token_ids get no mass
   // Parallel sampling's first step draws num_samples tokens, sample j from stream
   // first_stream_index + j; a later step draws 1 token from the sequence's own stream
   // (first_stream_index = its sample_index).
@@ -124,7 +125,8 @@ class Sampler {
   SamplerOutput sample(const SamplerInput& input);
 
  private:
-  void apply_penalties(const SamplerInput& input);
+  // work_ = the logits after the penalties and min_tokens' stop-token suppression.
+  void apply_logits_processors(const SamplerInput& input);
   // Weights, candidates, top_k and top_p; returns the sum of every weight (min_p aside).
   double prepare_random(const sched::SamplingParams& params, std::span<const float> processed, float scaled_max);
   void build_band(bool head);

@@ -29,6 +29,13 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
 void Engine::add_request(sched::Request request) {
   sched::validate(request.params, static_cast<int32_t>(request.prompt_tokens.size()),
                   {config_.scheduler.max_model_len, config_.max_logprobs});
+  sched::SamplingParams& params = request.params;
+  params.all_stop_token_ids = params.stop_token_ids;
+  if (!params.ignore_eos && config_.eos_token_id &&
+      std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), *config_.eos_token_id) ==
+          params.stop_token_ids.end()) {
+    params.all_stop_token_ids.push_back(*config_.eos_token_id);
+  }
   if (scheduler_.find(request.id) != nullptr) {
     throw std::invalid_argument("request id " + std::to_string(request.id) + " is already in use");
   }

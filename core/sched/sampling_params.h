@@ -23,13 +23,20 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;     // in [-2, 2]
   std::optional<uint64_t> seed;       // per-request random stream; absent = engine-chosen
   int32_t max_tokens = 16;            // output tokens at most
-  int32_t min_tokens = 0;             // no stop (EOS or stop ids) before this many
+  int32_t min_tokens = 0;             // the first this-many output tokens are never EOS or a stop id
   std::vector<std::string> stop;      // stop strings (matched on detokenized text by the frontend)
   std::vector<TokenId> stop_token_ids;
   bool ignore_eos = false;
+  // Set by the engine on admission (vLLM's _all_stop_token_ids): stop_token_ids and the model's EOS
+  // unless ignore_eos. Samplers give them no probability while fewer than min_tokens are out.
+  std::vector<TokenId> all_stop_token_ids;
   std::optional<int32_t> logprobs;    // top logprobs per output token, 0..20
 
   bool use_beam_search() const { return beam_width > 0; }
+  // Whether the token after num_output_tokens must not be a stop token (min_tokens not yet out).
+  bool suppresses_stop_tokens(int32_t num_output_tokens) const {
+    return num_output_tokens < min_tokens && !all_stop_token_ids.empty();
+  }
   // Sequences a group runs at once: beams, or parallel samples.
   int32_t num_sequences() const { return use_beam_search() ? beam_width : n; }
 };

@@ -452,6 +452,35 @@ BOOST_AUTO_TEST_CASE(frequency_and_presence_penalties_subtract_per_output_count)
   BOOST_TEST(sample_one(sampler, input) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(min_tokens_gives_stop_tokens_no_mass_until_reached) {
+  cpu_ref::Sampler sampler;
+  const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f};  // token 1 (a stop token) leads
+  sched::SamplingParams params = greedy_params();
+  params.min_tokens = 3;
+  params.all_stop_token_ids = {1, 7};  // 7 lies outside this vocabulary: ignored
+  // Outputs 0..2 (positions 0, 1, 2) cannot be the stop token; from the fourth on it may be.
+  for (int32_t position = 0; position < 5; ++position) {
+    const TokenId expected = position < 3 ? 2 : 1;
+    BOOST_TEST(sample_one(sampler, input_for(logits, params, 7, position)) == expected, "position " << position);
+  }
+  // Random draws never pick it either (it would take ~55% of the mass), and the others keep
+  // their relative odds: token 2 over token 0 by e^2.5.
+  sched::SamplingParams random = params;
+  random.temperature = 1.0f;
+  random.all_stop_token_ids = {1};
+  std::vector<int> counts(logits.size(), 0);
+  constexpr int kDraws = 4000;
+  for (int draw = 0; draw < kDraws; ++draw) {
+    ++counts[static_cast<size_t>(sample_one(sampler, input_for(logits, random, 1000 + draw, 2)))];
+  }
+  BOOST_TEST(counts[1] == 0);
+  const std::vector<double> rest = softmax({1.0f, -kInf, 3.5f, 0.5f}, 1.0);
+  expect_frequencies(counts, rest, kDraws);
+  // Without stop ids (ignore_eos and none given) nothing is held back.
+  params.all_stop_token_ids.clear();
+  BOOST_TEST(sample_one(sampler, input_for(logits, params, 7, 0)) == 1);
+}
+
 BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
   cpu_ref::Sampler sampler;
   std::vector<float> logits = random_logits(500, 11, 2.0f);

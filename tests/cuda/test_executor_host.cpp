@@ -341,6 +341,20 @@ BOOST_AUTO_TEST_CASE(rows_the_device_sampler_cannot_serve_go_to_the_host) {
   BOOST_TEST(with([](sched::SamplingParams& p, sched::ScheduledSequence&) { p.logprobs = 0; }));
   BOOST_TEST(with([](sched::SamplingParams&, sched::ScheduledSequence& s) { s.num_samples = 2; }));
   BOOST_TEST(with([](sched::SamplingParams&, sched::ScheduledSequence& s) { s.num_beam_candidates = 4; }));
+
+  // min_tokens: the host sampler suppresses the stop tokens until that many outputs are out.
+  const std::vector<TokenId> tokens = {5, 6, 7, 8, 9};  // 3 prompt tokens, 2 outputs so far
+  const auto min_tokens = [&](int32_t count, std::vector<TokenId> stop_ids) {
+    return with([&](sched::SamplingParams& p, sched::ScheduledSequence& s) {
+      p.min_tokens = count;
+      p.all_stop_token_ids = stop_ids;
+      s.tokens = tokens;
+      s.num_prompt_tokens = 3;
+    });
+  };
+  BOOST_TEST(min_tokens(3, {2}));    // the third output is being sampled: still held back
+  BOOST_TEST(!min_tokens(2, {2}));   // two are out: a stop token may come
+  BOOST_TEST(!min_tokens(3, {}));    // nothing to suppress (ignore_eos, no stop ids)
 }
 
 BOOST_AUTO_TEST_SUITE_END()

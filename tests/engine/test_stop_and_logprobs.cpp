@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -94,6 +96,51 @@ BOOST_AUTO_TEST_CASE(stop_token_ids_stop_but_not_before_min_tokens) {
   const engine::RequestOutput held = run_one(setup, request);
   BOOST_TEST(held.completions.at(0).tokens.size() >= position + 2);
   BOOST_TEST(held.completions.at(0).tokens.at(position) == stop_token);
+}
+
+// Records the stop ids each scheduled sequence carries, then defers to the scripted executor.
+class StopIdsRecorder final : public engine::Executor {
+ public:
+  explicit StopIdsRecorder(engine::Executor& inner) : inner_(inner) {}
+  sched::StepResult execute(const sched::StepPlan& plan) override {
+    for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+      seen[scheduled.request] = scheduled.params->all_stop_token_ids;
+    }
+    return inner_.execute(plan);
+  }
+  std::string name() const override { return "stop-ids-recorder"; }
+  std::map<sched::RequestId, std::vector<TokenId>> seen;
+
+ private:
+  engine::Executor& inner_;
+};
+
+BOOST_AUTO_TEST_CASE(executors_get_the_stop_ids_and_eos_to_suppress_under_min_tokens) {
+  EngineSetup setup;
+  const engine::EngineConfig config = engine_config(setup);
+  BOOST_REQUIRE(config.eos_token_id == kEos);
+  engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
+  StopIdsRecorder recorder(scripted);
+  engine::VirtualClock clock;
+  engine::Engine llm(config, recorder, clock);
+  const auto add = [&](sched::RequestId id, std::vector<TokenId> stop_ids, bool ignore_eos) {
+    sched::Request request = make_request(id, 5, 4);
+    request.params.min_tokens = 2;
+    request.params.stop_token_ids = std::move(stop_ids);
+    request.params.ignore_eos = ignore_eos;
+    llm.add_request(std::move(request));
+  };
+  add(1, {}, false);
+  add(2, {9, 11}, false);
+  add(3, {9, kEos}, false);  // EOS once, though named twice
+  add(4, {9}, true);
+  add(5, {}, true);
+  while (llm.has_unfinished()) llm.step();
+  BOOST_TEST(recorder.seen.at(1) == (std::vector<TokenId>{kEos}), boost::test_tools::per_element());
+  BOOST_TEST(recorder.seen.at(2) == (std::vector<TokenId>{9, 11, kEos}), boost::test_tools::per_element());
+  BOOST_TEST(recorder.seen.at(3) == (std::vector<TokenId>{9, kEos}), boost::test_tools::per_element());
+  BOOST_TEST(recorder.seen.at(4) == (std::vector<TokenId>{9}), boost::test_tools::per_element());
+  BOOST_TEST(recorder.seen.at(5).empty());
 }
 
 BOOST_AUTO_TEST_CASE(max_tokens_ends_with_length) {

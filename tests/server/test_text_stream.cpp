@@ -70,6 +70,27 @@ BOOST_AUTO_TEST_CASE(held_back_text_is_released_once_it_cannot_become_a_stop_str
   BOOST_TEST(joined(run(at_end, "abEN")) == "abEN");  // finish() releases what was held
 }
 
+BOOST_AUTO_TEST_CASE(a_stop_string_counts_only_where_it_ends_after_the_first_min_tokens) {
+  // "END" is complete at the 5th token: with min_tokens 5 it stays in the text; the second one,
+  // complete at the 11th, stops it.
+  TextStream held(byte_tokenizer(), {"END"}, /*min_tokens=*/5);
+  BOOST_TEST(joined(run(held, "abENDxyENDq")) == "abENDxy");
+  BOOST_TEST(held.stopped());
+  // With min_tokens 4 the first one ends in the 5th token's text: it stops there.
+  TextStream counted(byte_tokenizer(), {"END"}, /*min_tokens=*/4);
+  BOOST_TEST(joined(run(counted, "abENDxyENDq")) == "ab");
+  // A stop string begun under min_tokens and completed after it counts (its start was held back).
+  TextStream straddling(byte_tokenizer(), {"END"}, /*min_tokens=*/3);
+  const std::vector<std::string> sent = run(straddling, "abENDx");
+  BOOST_TEST(joined(sent) == "ab");
+  BOOST_TEST(sent[2] == "");  // "E" held back although no stop string could match yet
+  // One stop string complete under min_tokens inside the held-back start of a longer one does
+  // not count later: only a match ending in the new token's text does.
+  TextStream nested(byte_tokenizer(), {"ab", "xaby"}, /*min_tokens=*/3);
+  BOOST_TEST(joined(run(nested, "xabz")) == "xabz");
+  BOOST_TEST(!nested.stopped());
+}
+
 BOOST_AUTO_TEST_CASE(the_earliest_of_several_stop_strings_wins) {
   TextStream stream(byte_tokenizer(), {"xyz", "b"});
   BOOST_TEST(joined(run(stream, "abxyz")) == "a");

@@ -150,6 +150,7 @@ void ServingEngine::admit(Submission& submission) {
   Stream stream;
   stream.sink = std::move(submission.sink);
   stream.stop_strings = request.params.stop;
+  stream.min_tokens = request.params.min_tokens;
   stream.num_samples = request.params.n;
   stream.arrival = request.arrival_time;
   try {
@@ -191,7 +192,7 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
   for (const engine::Completion& completion : output.completions) {
     const auto index = static_cast<size_t>(completion.index);
     while (stream.texts.size() <= index) {
-      stream.texts.emplace_back(tokenizer_, stream.stop_strings, config_.decode);
+      stream.texts.emplace_back(tokenizer_, stream.stop_strings, stream.min_tokens, config_.decode);
       stream.held.emplace_back();
       stream.sample_finished.push_back(false);
     }

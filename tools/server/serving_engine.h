@@ -110,7 +110,8 @@ class ServingEngine {
     std::vector<CompletionUpdate> held;     // per sample: tokens whose text is still held back
     std::vector<bool> sample_finished;      // per sample: its final update was sent
     std::vector<std::string> stop_strings;
-    int32_t num_samples = 1;        // n
+    int32_t min_tokens = 0;                 // stop strings count only after this many tokens
+    int32_t num_samples = 1;                // n
     double arrival = 0.0;
     double last_output = -1.0;
     int64_t num_output_tokens = 0;

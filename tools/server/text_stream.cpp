@@ -5,8 +5,9 @@
 
 namespace pagedllm::server {
 
-TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, tokenizer::DecodeOptions options)
-    : detokenizer_(std::move(tokenizer), options), stop_(std::move(stop)) {
+TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, int32_t min_tokens,
+                       tokenizer::DecodeOptions options)
+    : detokenizer_(std::move(tokenizer), options), stop_(std::move(stop)), min_tokens_(min_tokens) {
   for (const std::string& text : stop_) {
     if (text.empty()) throw std::invalid_argument("text stream: stop strings must not be empty");
   }
@@ -14,14 +15,20 @@ TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> 
 
 std::string TextStream::push(TokenId token) {
   if (stopped_) return {};
+  const size_t old_size = pending_.size();
   pending_ += detokenizer_.push(token);
+  ++num_tokens_;
   // Every match starts inside pending_: what was sent never ended in the start of a stop string.
+  // A match counts only if it ends in this token's text, and not while min_tokens holds (vLLM:
+  // a stop string completed then stays in the text).
   size_t first_match = std::string::npos;
-  for (const std::string& text : stop_) {
-    const size_t at = pending_.find(text);
-    if (at < first_match) {
-      first_match = at;
-      matched_stop_ = text;
+  if (num_tokens_ > min_tokens_) {
+    for (const std::string& text : stop_) {
+      const size_t at = pending_.find(text, old_size >= text.size() ? old_size - text.size() + 1 : 0);
+      if (at < first_match) {
+        first_match = at;
+        matched_stop_ = text;
+      }
     }
   }
   if (first_match != std::string::npos) {

@@ -15,8 +15,10 @@ namespace pagedllm::server {
 class TextStream {
  public:
   // `stop`: stop strings (none empty); the text ends before the first one found, which is not
-  // included (OpenAI's behaviour).
-  TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, tokenizer::DecodeOptions options = {});
+  // included (OpenAI's behaviour). As vLLM, a stop string counts only where it ends in the text
+  // of a token after the first `min_tokens`.
+  TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, int32_t min_tokens = 0,
+             tokenizer::DecodeOptions options = {});
 
   // Adds one token; returns the text that may be sent now (possibly empty). After a stop string
   // matched, returns nothing more.
@@ -36,6 +38,8 @@ class TextStream {
 
   tokenizer::IncrementalDetokenizer detokenizer_;
   std::vector<std::string> stop_;
+  int32_t min_tokens_ = 0;
+  int32_t num_tokens_ = 0;  // pushed so far
   std::string pending_;  // decoded, not yet sent: it may be the start of a stop string
   bool stopped_ = false;
   std::string matched_stop_;
