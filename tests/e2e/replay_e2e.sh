@@ -95,6 +95,15 @@ if ! nvidia-smi > /dev/null 2>&1; then
   echo "ok: check refuses cuda up front where there is no GPU"
 fi
 
+echo "--- the embedded model by name in generate, score and inspect"
+"$pagedllm" generate -m tiny -p "hello" -n 4 --no-stream --threads 1 > "$work/generate_tiny.txt"
+grep -q "sample 0 (length)" "$work/generate_tiny.txt" || fail "generate -m tiny: $(cat "$work/generate_tiny.txt")"
+echo '{"ids": [5, 6, 7]}' > "$work/score_in.jsonl"
+"$pagedllm" score -m tiny --input-jsonl "$work/score_in.jsonl" --output-dir "$work/score_tiny" --threads 1 > /dev/null
+expect "score -m tiny wrote 3 positions" "$(json "$work/score_tiny/index.json" "d[0]['num_tokens']")" 3
+"$pagedllm" inspect --model tiny | grep -q "architecture *llama" || fail "inspect --model tiny"
+echo "ok: generate, score and inspect take --model tiny"
+
 echo "--- simulate: routers and the contiguous (pre-vLLM) allocator"
 for router in round-robin prefix-affinity; do
   "$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --model llama-3-8b --replicas 4 \

@@ -17,6 +17,7 @@
 #include "cpu_ref/cpu_executor.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/cuda_setup.h"
+#include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -93,7 +94,7 @@ int run_generate(const std::vector<std::string>& args) {
       "pagedllm generate: text out of prompts or chat messages, on the CPU reference engine or the GPU");
   description.add_options()
       ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->required(), "a .gguf file, a Hugging Face model directory, or a fetched model's name")
+      ("model,m", po::value(&options.model)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("prompt,p", po::value(&options.prompts), "a raw prompt (repeatable: one request each)")
       ("chat,c", po::value(&options.chats), "a user message, rendered with the chat template (repeatable)")
       ("system", po::value(&options.system), "a system message before every --chat")
@@ -123,7 +124,7 @@ int run_generate(const std::vector<std::string>& args) {
   if (values.count("seed") != 0) options.sampling.seed = seed;
   options.stream = values.count("no-stream") == 0;
 
-  const frontend::ModelBundle bundle = frontend::open_model(options.model, {options.chat_template});
+  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model), {options.chat_template});
   const std::vector<std::vector<TokenId>> prompts = build_prompts(options, bundle);
 
   engine::EngineConfig config;

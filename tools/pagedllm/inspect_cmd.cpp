@@ -18,6 +18,7 @@
 #include "core/model/safetensors_checkpoint.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -73,7 +74,7 @@ int run_inspect(const std::vector<std::string>& args) {
   po::options_description options("pagedllm inspect MODEL: config, tensors, tokenizer and chat format");
   options.add_options()
       ("help,h", "show this help")
-      ("model", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, or a fetched model's name")
+      ("model", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("tensors", po::bool_switch(&list_tensors), "list every tensor")
       ("load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
   po::positional_options_description positional;
@@ -81,7 +82,7 @@ int run_inspect(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, options, values, &positional)) return 0;
 
-  const model::ModelSource source = model::resolve_model_source(model_argument);
+  const model::ModelSource source = model::resolve_model_source(resolve_model_argument(model_argument));
   std::unique_ptr<model::GgufFile> gguf;
   std::unique_ptr<model::SafetensorsCheckpoint> checkpoint;
   model::ModelConfig config;

@@ -19,6 +19,7 @@
 #include "cpu_ref/llama_model.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/cuda_setup.h"
+#include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -127,7 +128,7 @@ int run_score(const std::vector<std::string>& args) {
   po::options_description description("pagedllm score: logits of every position, CPU reference forward pass or GPU");
   description.add_options()
       ("help,h", "show this help")
-      ("model,m", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, or a fetched model's name")
+      ("model,m", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")
       ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
       ("executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")
@@ -138,7 +139,7 @@ int run_score(const std::vector<std::string>& args) {
   if (num_threads > 0) omp_set_num_threads(num_threads);
 
   if (executor != "cpu" && executor != "cuda") throw po::error("--executor: expected cpu or cuda, got '" + executor + "'");
-  const frontend::ModelBundle bundle = frontend::open_model(model_argument);
+  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(model_argument));
   const auto vocab = static_cast<int32_t>(bundle.config.vocab_size);
   const auto sequences = read_sequences(input, vocab, bundle.config.max_position_embeddings);
   std::filesystem::create_directories(output_dir);
