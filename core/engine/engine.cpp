@@ -331,8 +331,10 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
   std::vector<const Sequence*> sources;
   if (group.is_beam_search() && output.finished && !group.finished_beams.empty()) {
     for (const Sequence& beam : group.finished_beams) sources.push_back(&beam);
-    std::stable_sort(sources.begin(), sources.end(), [](const Sequence* a, const Sequence* b) {
-      return beam_score(a->cumulative_logprob, a->num_tokens()) > beam_score(b->cumulative_logprob, b->num_tokens());
+    const double length_penalty = group.request.params.length_penalty;
+    std::stable_sort(sources.begin(), sources.end(), [&](const Sequence* a, const Sequence* b) {
+      return beam_score(a->cumulative_logprob, a->num_tokens(), length_penalty) >
+             beam_score(b->cumulative_logprob, b->num_tokens(), length_penalty);
     });
     sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
   } else {

@@ -21,6 +21,7 @@ void validate(const SamplingParams& params, int32_t num_prompt_tokens, const Req
   if (params.use_beam_search() && params.n > params.beam_width) {
     refuse("n", "at most beam_width (" + std::to_string(params.beam_width) + ") with beam search", params.n);
   }
+  if (!std::isfinite(params.length_penalty)) refuse("length_penalty", "a finite number", params.length_penalty);
   if (!std::isfinite(params.temperature) || params.temperature < 0.0f) {
     refuse("temperature", "a non-negative number", params.temperature);
   }

@@ -14,6 +14,7 @@ namespace pagedllm::sched {
 struct SamplingParams {
   int32_t n = 1;                      // parallel samples returned
   int32_t beam_width = 0;             // > 0: beam search with this many beams (n <= beam_width)
+  float length_penalty = 1.0f;        // beam search: final ranking by cumulative logprob / length^this
   float temperature = 1.0f;           // 0 = greedy
   float top_p = 1.0f;                 // nucleus mass kept, in (0, 1]
   int32_t top_k = 0;                  // tokens kept; 0 or -1 = all

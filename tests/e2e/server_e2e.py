@@ -131,8 +131,26 @@ def features(server):
           "two prompts x n=2: four choices indexed 0..3")
     check(body["usage"]["completion_tokens"] == 20, "two prompts x n=2: 20 completion tokens")
 
+    # vLLM's beam search extra: n beams, best first; the greedy continuation is among the beams'
+    # starts (the first step keeps the top tokens), and a stream sends the ranked beams at the end.
+    beam_body = {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 6, "n": 3, "use_beam_search": True,
+                 "ignore_eos": True}
+    status, body = server.post("/v1/completions", beam_body)
+    check(status == 200 and sorted(c["index"] for c in body["choices"]) == [0, 1, 2]
+          and body["usage"]["completion_tokens"] == 18, "beam search: n=3 beams, 18 completion tokens")
+    beams = [c["text"] for c in sorted(body["choices"], key=lambda c: c["index"])]
+    check(len(set(beams)) == 3, f"beam search: three distinct beams {beams!r}")
+    _, _, events = server.stream("/v1/completions", dict(beam_body, stream=True))
+    streamed = {}
+    for event in events[:-1]:
+        for choice in event["choices"]:
+            streamed[choice["index"]] = streamed.get(choice["index"], "") + choice["text"]
+    check([streamed.get(i) for i in range(3)] == beams, "beam search streamed: the same ranked beams")
+
+    # Greedy, so that the tokens do not depend on the request's place in this run: the legacy
+    # format's top_logprobs are maps by text, and two alternatives that decode alike would merge.
     status, body = server.post("/v1/completions", {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4,
-                                                   "logprobs": 3, "echo": True})
+                                                   "logprobs": 3, "echo": True, "temperature": 0})
     logprobs = body["choices"][0]["logprobs"] if status == 200 else None
     check(status == 200 and len(logprobs["tokens"]) == 4 and all(len(t) == 3 for t in logprobs["top_logprobs"]),
           "completion logprobs: 4 tokens, 3 alternatives each")

@@ -126,9 +126,10 @@ BeamRun run_beam_request(const BeamRunConfig& run) {
   return result;
 }
 
-double completion_score(const engine::RequestOutput& output, const engine::Completion& completion) {
+double completion_score(const engine::RequestOutput& output, const engine::Completion& completion,
+                        double length_penalty = 1.0) {
   return engine::beam_score(completion.cumulative_logprob,
-                            output.num_prompt_tokens + static_cast<int32_t>(completion.tokens.size()));
+                            output.num_prompt_tokens + static_cast<int32_t>(completion.tokens.size()), length_penalty);
 }
 
 sched::SamplingParams beam_params(int32_t beam_width, int32_t n, int32_t max_tokens) {
@@ -306,6 +307,28 @@ BOOST_AUTO_TEST_CASE(min_tokens_keeps_eos_hypotheses_out_until_reached) {
   for (const engine::Completion& completion : result.output.completions) {
     BOOST_TEST(completion.tokens.size() >= 10u);
   }
+}
+
+BOOST_AUTO_TEST_CASE(length_penalty_ranks_the_final_hypotheses) {
+  BeamRunConfig run;
+  run.prompt = {21, 22, 23, 24, 25};
+  run.params = beam_params(3, 3, 30);
+  run.eos_period = 4;
+  std::vector<std::vector<TokenId>> firsts;
+  for (const float length_penalty : {0.0f, 1.0f, 4.0f}) {
+    run.params.length_penalty = length_penalty;
+    const BeamRun result = run_beam_request(run);
+    const engine::RequestOutput& output = result.output;
+    BOOST_REQUIRE_EQUAL(output.completions.size(), 3u);
+    for (size_t i = 1; i < output.completions.size(); ++i) {
+      BOOST_TEST(completion_score(output, output.completions[i - 1], length_penalty) >=
+                     completion_score(output, output.completions[i], length_penalty),
+                 "length_penalty " << length_penalty << ", completion " << i);
+    }
+    firsts.push_back(output.completions[0].tokens);
+  }
+  // 0 ranks by cumulative logprob alone (the shortest hypothesis loses least); 4 favours length.
+  BOOST_TEST(firsts.front().size() < firsts.back().size());
 }
 
 BOOST_AUTO_TEST_CASE(ignore_eos_runs_every_beam_to_max_tokens) {

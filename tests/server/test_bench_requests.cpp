@@ -101,8 +101,16 @@ BOOST_AUTO_TEST_CASE(sampling_fields_are_sent_when_not_default) {
   const json chat = server::request_body(std::string("x"), 4, sampling, config);
   BOOST_TEST(chat["logprobs"] == true);
   BOOST_TEST(chat["top_logprobs"] == 2);
+  // Beam search: vLLM's use_beam_search runs n beams, so only beam_width == n can be asked.
+  sampling.n = 1;
   sampling.beam_width = 2;
   BOOST_CHECK_THROW(server::request_body(std::string("x"), 4, sampling, config), std::invalid_argument);
+  sampling.n = 2;
+  sampling.length_penalty = 0.5f;
+  const json beams = server::request_body(std::string("x"), 4, sampling, config);
+  BOOST_TEST(beams["use_beam_search"] == true);
+  BOOST_TEST(beams["n"] == 2);
+  BOOST_TEST(beams["length_penalty"] == 0.5);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -113,6 +113,12 @@ const std::vector<BadBody>& bad_bodies() {
        "expected an object"},
       {Endpoint::completions, completion(R"("user": 12)"), "user", "expected a string"},
       {Endpoint::completions, completion(R"("logit_bias": {"50256": -100})"), "logit_bias", "not supported"},
+      {Endpoint::completions, completion(R"("use_beam_search": "yes")"), "use_beam_search", "expected a boolean"},
+      {Endpoint::completions, completion(R"("use_beam_search": true, "stop": ["x"])"), "stop",
+       "not supported with use_beam_search"},
+      {Endpoint::chat, chat(R"("use_beam_search": true, "stop": "x")"), "stop", "not supported with use_beam_search"},
+      {Endpoint::completions, completion(R"("length_penalty": "1")"), "length_penalty", "expected a number"},
+      {Endpoint::completions, completion(R"("length_penalty": 1e300)"), "length_penalty", "finite number"},
       // Completions only.
       {Endpoint::completions, R"({"model": "m"})", "prompt", "prompt: required"},
       {Endpoint::completions, R"({"model": "m", "prompt": []})", "prompt", "prompt: must not be empty"},
@@ -354,6 +360,17 @@ BOOST_AUTO_TEST_CASE(integral_floats_pass_as_integers_and_negative_seeds_keep_th
   const CompletionRequest smallest =
       parse_completion(R"({"model": "m", "prompt": "x", "seed": -9223372036854775808})");
   BOOST_TEST(smallest.generation.sampling.seed.value_or(0) == 9223372036854775808u);
+}
+
+BOOST_AUTO_TEST_CASE(use_beam_search_runs_n_beams) {
+  const CompletionRequest r =
+      parse_completion(R"({"model": "m", "prompt": "x", "n": 3, "use_beam_search": true, "length_penalty": 0.5})");
+  BOOST_TEST(r.generation.sampling.use_beam_search());
+  BOOST_TEST(r.generation.sampling.beam_width == 3);
+  BOOST_TEST(r.generation.sampling.n == 3);
+  BOOST_TEST(r.generation.sampling.length_penalty == 0.5f);
+  const CompletionRequest off = parse_completion(R"({"model": "m", "prompt": "x", "n": 3, "use_beam_search": false})");
+  BOOST_TEST(!off.generation.sampling.use_beam_search());
 }
 
 BOOST_AUTO_TEST_CASE(stop_accepts_a_single_string) {

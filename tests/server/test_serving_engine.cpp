@@ -137,6 +137,28 @@ BOOST_AUTO_TEST_CASE(parallel_samples_each_finish) {
   BOOST_TEST(collector.updates.back().num_output_tokens == 36);
 }
 
+BOOST_AUTO_TEST_CASE(beam_search_sends_its_ranked_beams_whole_when_it_ends) {
+  Harness harness;
+  Collector collector;
+  ServingRequest request = request_of(20, 2);
+  request.sampling.beam_width = 2;
+  BOOST_REQUIRE(harness.engine->submit(request, collector.sink()));
+  BOOST_REQUIRE(collector.wait());
+  int32_t updates_with_text = 0;
+  for (const RequestUpdate& update : collector.updates) updates_with_text += update.completions.empty() ? 0 : 1;
+  BOOST_TEST(updates_with_text == 1);  // nothing before the final ranking
+  const auto samples = collector.samples();
+  BOOST_REQUIRE_EQUAL(samples.size(), 2u);
+  for (const auto& sample : samples) {
+    BOOST_TEST(sample.tokens.size() == 20u);
+    BOOST_TEST(sample.text == harness.tokenizer.decode(sample.tokens));
+    BOOST_TEST(sample.finish_reason == "length");
+  }
+  BOOST_TEST(samples[0].tokens != samples[1].tokens);
+  BOOST_TEST(collector.updates.back().num_output_tokens == 40);
+  BOOST_TEST(harness.engine->num_pending() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_blocks) {
   std::string full;
   {

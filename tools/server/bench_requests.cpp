@@ -27,7 +27,11 @@ bool is_chat(const BenchBodyConfig& config) { return config.endpoint == kChatCom
 
 nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const sched::SamplingParams& sampling,
                             const BenchBodyConfig& config) {
-  if (sampling.use_beam_search()) throw std::invalid_argument("beam search has no field in the OpenAI API");
+  // vLLM's use_beam_search runs n beams and returns them all.
+  if (sampling.use_beam_search() && sampling.beam_width != sampling.n) {
+    throw std::invalid_argument("the API's use_beam_search runs n beams and returns them all; this request asks for " +
+                                std::to_string(sampling.n) + " of " + std::to_string(sampling.beam_width) + " beams");
+  }
   nlohmann::json body = {{"model", config.model}};
   if (is_chat(config)) {
     const auto* text = std::get_if<std::string>(&prompt);
@@ -47,6 +51,10 @@ nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const
   if (config.ignore_eos || sampling.ignore_eos) body["ignore_eos"] = true;
   body["temperature"] = decimal(sampling.temperature);
   if (sampling.n != 1) body["n"] = sampling.n;
+  if (sampling.use_beam_search()) {
+    body["use_beam_search"] = true;
+    if (sampling.length_penalty != 1.0f) body["length_penalty"] = decimal(sampling.length_penalty);
+  }
   if (sampling.top_p != 1.0f) body["top_p"] = decimal(sampling.top_p);
   if (sampling.top_k > 0) body["top_k"] = sampling.top_k;
   if (sampling.min_p > 0.0f) body["min_p"] = decimal(sampling.min_p);

@@ -243,6 +243,21 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
     sampling.min_tokens = static_cast<int32_t>(as_integer_in(*v, "min_tokens", 0, kInt32Max));
   }
 
+  // vLLM's extras: beam search of n beams, all n returned, best first (temperature, top_p, top_k,
+  // min_p and the penalties do not apply to it; stop strings are refused: the engine ranks whole
+  // beams and cannot cut one at a string).
+  if (const json* v = find_field(body, "length_penalty")) {
+    const double penalty = as_number(*v, "length_penalty");
+    if (!std::isfinite(penalty) || std::abs(penalty) > std::numeric_limits<float>::max()) {
+      refuse("length_penalty", "must be a finite number, got " + format_number(penalty));
+    }
+    sampling.length_penalty = static_cast<float>(penalty);
+  }
+  if (const json* v = find_field(body, "use_beam_search"); v != nullptr && as_bool(*v, "use_beam_search")) {
+    sampling.beam_width = sampling.n;
+    if (!sampling.stop.empty()) refuse("stop", "stop strings are not supported with use_beam_search");
+  }
+
   if (const json* v = find_field(body, "stream")) out.stream = as_bool(*v, "stream");
   if (const json* v = find_field(body, "stream_options")) {
     as_object(*v, "stream_options");

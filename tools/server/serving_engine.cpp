@@ -137,10 +137,6 @@ void ServingEngine::admit(Submission& submission) {
     update.error = message;
     submission.sink(std::move(update));
   };
-  if (submission.request.sampling.use_beam_search()) {
-    refuse("beam search is not served: its completions reorder when it ends, which a stream cannot take back");
-    return;
-  }
   sched::Request request;
   request.id = submission.id;
   request.prompt_tokens = std::move(submission.request.prompt_tokens);
@@ -152,6 +148,7 @@ void ServingEngine::admit(Submission& submission) {
   stream.stop_strings = request.params.stop;
   stream.min_tokens = request.params.min_tokens;
   stream.num_samples = request.params.n;
+  stream.beam_search = request.params.use_beam_search();
   stream.arrival = request.arrival_time;
   try {
     engine_->add_request(std::move(request));
@@ -188,6 +185,8 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
     end_stream();
     return;
   }
+  // Beam search reorders its beams until it ends: its text goes out whole, at the end.
+  if (stream.beam_search && !output.finished) return;
   int64_t num_new_tokens = 0;
   for (const engine::Completion& completion : output.completions) {
     const auto index = static_cast<size_t>(completion.index);

@@ -112,6 +112,7 @@ class ServingEngine {
     std::vector<std::string> stop_strings;
     int32_t min_tokens = 0;                 // stop strings count only after this many tokens
     int32_t num_samples = 1;                // n
+    bool beam_search = false;               // nothing is sent before the final ranking
     double arrival = 0.0;
     double last_output = -1.0;
     int64_t num_output_tokens = 0;

@@ -203,11 +203,15 @@ inline double curand_uniform_double(curandStatePhilox4_32_10_t* st) {
   return (static_cast<double>(st->s >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
 }
 
-// Host "device" memory.
+// Host "device" memory. EMU_MALLOC_SLACK bytes past each allocation tolerate a stray read past the
+// end; run.sh with EMU_SANITIZE=1 sets it to 0, so AddressSanitizer reports any access past the end.
+#ifndef EMU_MALLOC_SLACK
+#define EMU_MALLOC_SLACK 16
+#endif
 #define cudaGetLastError() cudaSuccess
-#define cudaMalloc(pp, n) (*(pp) = std::malloc((n) + 16), cudaSuccess)
+#define cudaMalloc(pp, n) (*(pp) = std::malloc((n) + EMU_MALLOC_SLACK), cudaSuccess)
 #define cudaFree(p) (std::free(p), cudaSuccess)
-#define cudaHostAlloc(pp, n, f) (*(pp) = std::malloc((n) + 16), cudaSuccess)
+#define cudaHostAlloc(pp, n, f) (*(pp) = std::malloc((n) + EMU_MALLOC_SLACK), cudaSuccess)
 #define cudaFreeHost(p) (std::free(p), cudaSuccess)
 #define cudaMemcpy(d, s, n, k) (std::memcpy((d), (s), (n)), cudaSuccess)
 #define cudaMemcpyAsync(d, s, n, k, st) (std::memcpy((d), (s), (n)), cudaSuccess)

@@ -5,6 +5,7 @@
 # the sampling test takes minutes. Usage, from the repository root:
 #   tests/cuda/cpu_emulation/run.sh [build dir] [boost --run_test filter]
 # e.g. tests/cuda/cpu_emulation/run.sh build/release decode_attention,prefill_attention
+# EMU_SANITIZE=1 builds it with AddressSanitizer + UBSan (a CPU stand-in for memcheck).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$repo/build/release}" && pwd)
@@ -14,6 +15,12 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 flags=(-std=c++20 -O2 -w -I"$repo" -I"$here" -isystem /usr/local/cuda/include -isystem /usr/include/eigen3
        -fopenmp -DBOOST_TEST_DYN_LINK)
+# EMU_SANITIZE=1: AddressSanitizer + UBSan over the kernels and tests, no slack past allocations
+# (a CPU stand-in for compute-sanitizer memcheck: device and __shared__ arrays are host objects).
+if [[ "${EMU_SANITIZE:-0}" == 1 ]]; then
+  flags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -DEMU_MALLOC_SLACK=0)
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0:detect_leaks=0}
+fi
 objs=()
 for f in decode_attention prefill_attention cache_ops rms_norm rotary activation embedding sampling; do
   python3 "$here/prepare_kernels.py" "$repo/cuda/kernels/$f.cu" "$out/$f.cpp"
@@ -30,5 +37,6 @@ g++ -o "$out/emu_test" "${objs[@]}" "$out/swap_plan.o" "$out/device_info_fake.o"
   "$build/cpu_ref/libpagedllm_cpu_ref.a" "$build/core/libpagedllm_core.a" "$build/core/model/libpagedllm_model.a" \
   "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" \
   -lboost_unit_test_framework -L/usr/local/cuda/lib64 -lcudart -lpcre2-8 -licuuc -fopenmp -lpthread -ldl \
+  $([[ "${EMU_SANITIZE:-0}" == 1 ]] && echo -fsanitize=address,undefined) \
   -Wl,-rpath,/usr/local/cuda/lib64
 "$out/emu_test" --run_test="$filter" --log_level=message --report_level=short

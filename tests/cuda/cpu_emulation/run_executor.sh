@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the CUDA executor (cuda/*.cpp), its kernels (cuda/kernels/) and tests/cuda/
-# test_cuda_executor.cpp for the CPU emulation (emu.h, with the runtime calls of emu_runtime.h and
+# test_cuda_executor.cpp + test_step_kernels.cpp for the CPU emulation (emu.h, with the runtime calls of emu_runtime.h and
 # the host GEMM of gemm_emu.cpp in place of cuda/gemm.cu) and runs them: the executor's logic end to
 # end against cpu_ref on a machine without a GPU. PAGEDLLM_CPU_EMULATION shortens the runs. Needs
 # the core, cpu_ref and make_model libraries of a configured build (default build/release). Slow
 # (thread blocks of fibers): minutes. Usage, from the repository root:
 #   tests/cuda/cpu_emulation/run_executor.sh [build dir] [boost --run_test filter]
 # e.g. tests/cuda/cpu_emulation/run_executor.sh build/release cuda_executor/cuda_graphs_match_eager
+# EMU_SANITIZE=1 builds it with AddressSanitizer + UBSan (a CPU stand-in for memcheck).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$repo/build/release}" && pwd)
@@ -16,6 +17,13 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 flags=(-std=c++20 -O2 -w -I"$repo" -I"$here" -isystem /usr/local/cuda/include -isystem /usr/include/eigen3
        -fopenmp -DBOOST_TEST_DYN_LINK -DPAGEDLLM_CPU_EMULATION -include "$here/emu_runtime.h")
+link_flags=()
+# EMU_SANITIZE=1: AddressSanitizer + UBSan, no slack past allocations (as run.sh).
+if [[ "${EMU_SANITIZE:-0}" == 1 ]]; then
+  flags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -DEMU_MALLOC_SLACK=0)
+  link_flags+=(-fsanitize=address,undefined)
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0:detect_leaks=0}
+fi
 objs=()
 pids=()
 compile() {  # in the background; the failures are collected below
@@ -37,7 +45,7 @@ done
 for f in gemm_emu device_info_fake; do
   compile "$here/$f.cpp" "$out/$f.o"
 done
-for t in test_main test_cuda_executor; do
+for t in test_main test_cuda_executor test_step_kernels; do
   compile "$repo/tests/cuda/$t.cpp" "$out/$t.o"
 done
 failed=0
@@ -48,5 +56,5 @@ g++ -o "$out/emu_executor_test" "${objs[@]}" \
   "$build/core/libpagedllm_core.a" "$build/core/model/libpagedllm_model.a" \
   "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" \
   -lboost_unit_test_framework -L/usr/local/cuda/lib64 -lcudart -lpcre2-8 -licuuc -fopenmp -lpthread -ldl \
-  -Wl,-rpath,/usr/local/cuda/lib64
+  ${link_flags[@]+"${link_flags[@]}"} -Wl,-rpath,/usr/local/cuda/lib64
 "$out/emu_executor_test" --run_test="$filter" --log_level=message --report_level=short
