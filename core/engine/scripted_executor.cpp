@@ -145,9 +145,24 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
     }
     return;
   }
+  // min_tokens, as the real samplers: no stop token until that many are out (the next id instead).
+  const std::vector<TokenId>* suppressed = nullptr;
+  if (scheduled.params != nullptr && scheduled.params->suppresses_stop_tokens(position - scheduled.num_prompt_tokens)) {
+    suppressed = &scheduled.params->all_stop_token_ids;
+  }
+  const auto allowed = [&](TokenId token) {
+    if (suppressed == nullptr) return token;
+    for (int32_t tries = 0; tries < config_.vocab_size &&
+                            std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
+         ++tries) {
+      token = (token + 1) % config_.vocab_size;
+    }
+    return token;
+  };
   for (int32_t k = 0; k < scheduled.num_samples; ++k) {
     const int32_t sample = scheduled.num_samples > 1 ? k : scheduled.sample_index;
-    output.samples.push_back({scripted_token(scheduled.request, sample, position, previous), logprob_of(sample, 0)});
+    output.samples.push_back(
+        {allowed(scripted_token(scheduled.request, sample, position, previous)), logprob_of(sample, 0)});
     if (scheduled.params != nullptr && scheduled.params->logprobs) {
       std::vector<sched::SampledToken> top{output.samples.back()};
       for (int32_t rank = 1; rank < *scheduled.params->logprobs; ++rank) {
