@@ -67,7 +67,6 @@ ForwardPass::ForwardPass(const DeviceModel& model, GemmRunner& gemm, const Forwa
   hidden_ = DeviceBuffer(elements_bytes(tokens, c.hidden_size));
   normed_ = DeviceBuffer(elements_bytes(tokens, c.hidden_size));
   qkv_ = DeviceBuffer(elements_bytes(tokens, c.q_dim() + 2 * c.kv_dim()));
-  q_ = DeviceBuffer(elements_bytes(tokens, c.q_dim()));
   attended_ = DeviceBuffer(elements_bytes(tokens, c.q_dim()));
   gate_up_ = DeviceBuffer(elements_bytes(tokens, 2 * c.intermediate_size));
   activated_ = DeviceBuffer(elements_bytes(tokens, c.intermediate_size));
@@ -83,6 +82,8 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
   const DType dtype = model_.dtype();
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto num_heads = static_cast<int32_t>(c.num_heads);
+  // The kernels read q in place from the fused qkv rows (rotary applied there).
+  const int64_t qkv_dim = c.q_dim() + 2 * c.kv_dim();
   if (shape.num_decode_seqs > 0) {
     DecodeAttentionParams params{.dtype = dtype,
                                  .layout = layout,
@@ -90,7 +91,8 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
                                  .layer = layer,
                                  .num_seqs = shape.num_decode_seqs,
                                  .num_heads = num_heads,
-                                 .q = q_.get(),
+                                 .q = qkv_.get(),
+                                 .q_stride = qkv_dim,
                                  .out = attended_.get(),
                                  .block_tables = shape.inputs.block_tables,
                                  .max_blocks_per_seq = shape.table_width,
@@ -105,7 +107,7 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
     decode_attention(params, stream);
   }
   if (shape.num_prefill_seqs > 0) {
-    const std::size_t row_offset = static_cast<std::size_t>(shape.num_decode_seqs) * static_cast<std::size_t>(c.q_dim());
+    const auto decode_rows = static_cast<std::size_t>(shape.num_decode_seqs);
     PrefillAttentionParams params{
         .dtype = dtype,
         .layout = layout,
@@ -113,8 +115,9 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
         .layer = layer,
         .num_seqs = shape.num_prefill_seqs,
         .num_heads = num_heads,
-        .q = q_.as<char>() + row_offset * kDTypeBytes,
-        .out = attended_.as<char>() + row_offset * kDTypeBytes,
+        .q = qkv_.as<char>() + decode_rows * static_cast<std::size_t>(qkv_dim) * kDTypeBytes,
+        .q_stride = qkv_dim,
+        .out = attended_.as<char>() + decode_rows * static_cast<std::size_t>(c.q_dim()) * kDTypeBytes,
         .query_starts = shape.inputs.query_starts,
         .context_starts = shape.inputs.context_starts,
         .block_tables = shape.inputs.block_tables + static_cast<std::ptrdiff_t>(shape.num_decode_seqs) * shape.table_width,
@@ -183,11 +186,6 @@ void ForwardPass::enqueue(const ForwardShape& shape, const kv::KvLayout& layout,
                                       .value_stride = qkv_dim,
                                       .slot_mapping = shape.inputs.slot_mapping},
                    stream);
-    // Device -> device: n * q_dim * 2 bytes (the attention kernels read q contiguous).
-    PAGEDLLM_CUDA_CHECK(cudaMemcpy2DAsync(q_.get(), static_cast<std::size_t>(c.q_dim()) * kDTypeBytes, q,
-                                          static_cast<std::size_t>(qkv_dim) * kDTypeBytes,
-                                          static_cast<std::size_t>(c.q_dim()) * kDTypeBytes, static_cast<std::size_t>(n),
-                                          cudaMemcpyDeviceToDevice, stream));
     attention(shape, layout, kv_cache, layer_index, stream);
     gemm_.linear(LinearParams{.dtype = dtype, .num_rows = n, .in_features = c.q_dim(), .out_features = c.hidden_size,
                               .x = attended_.get(), .weight = layer.o_proj, .y = hidden_.get()},

@@ -72,7 +72,6 @@ class ForwardPass {
   DeviceBuffer hidden_;         // [max_tokens][hidden]: a block's output before the residual add
   DeviceBuffer normed_;         // [max_tokens][hidden]
   DeviceBuffer qkv_;            // [max_tokens][q_dim + 2 kv_dim]
-  DeviceBuffer q_;              // [max_tokens][q_dim], contiguous for the attention kernels
   DeviceBuffer attended_;       // [max_tokens][q_dim]
   DeviceBuffer gate_up_;        // [max_tokens][2 intermediate]
   DeviceBuffer activated_;      // [max_tokens][intermediate]

@@ -22,6 +22,7 @@ struct DecodeKernelArgs {
   DeviceKvLayout layout;
   int32_t layer;
   int32_t num_heads;
+  int64_t q_stride;    // elements between sequences' q rows
   int32_t group_size;  // query heads per KV head
   int32_t num_group_chunks;  // thread blocks sharing one KV head when group_size > kGroup
   const int32_t* block_tables;
@@ -83,8 +84,8 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
   for (int idx = tid; idx < kGroup * kHeadDim; idx += kThreads) {
     const int g = idx / kHeadDim;
     const int d = idx % kHeadDim;
-    q_s[g][d] = g < group ? detail::to_float(q[(static_cast<int64_t>(seq) * args.num_heads + first_head + g) * kHeadDim + d])
-                          : 0.0f;
+    const int64_t at = static_cast<int64_t>(seq) * args.q_stride + (first_head + g) * kHeadDim + d;
+    q_s[g][d] = g < group ? detail::to_float(q[at]) : 0.0f;
   }
   __syncthreads();
 
@@ -282,6 +283,7 @@ void launch(const DecodeAttentionParams& p, cudaStream_t stream) {
                                p.layout.num_blocks};
   args.layer = p.layer;
   args.num_heads = p.num_heads;
+  args.q_stride = p.q_stride != 0 ? p.q_stride : static_cast<int64_t>(p.num_heads) * kHeadDim;
   args.group_size = p.num_heads / p.layout.num_kv_heads;
   args.block_tables = p.block_tables;
   args.max_blocks_per_seq = p.max_blocks_per_seq;
@@ -357,6 +359,8 @@ void validate(const DecodeAttentionParams& p) {
           "decode_attention: num_heads must be a positive multiple of num_kv_heads");
   require(p.num_seqs >= 0, "decode_attention: negative num_seqs");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "decode_attention: scale must be positive");
+  require(p.q_stride == 0 || p.q_stride >= static_cast<int64_t>(p.num_heads) * l.head_dim,
+          "decode_attention: q_stride must be 0 (packed) or at least num_heads * head_dim");
   const int32_t t = p.partition_tokens;
   require(t >= kMinDecodePartitionTokens && t <= kDecodePartitionTokens && (t & (t - 1)) == 0,
           "decode_attention: partition_tokens must be a power of two in [64, 512], got " + std::to_string(t));

@@ -37,7 +37,9 @@ struct DecodeAttentionParams {
   int32_t layer = 0;
   int32_t num_seqs = 0;
   int32_t num_heads = 0;                  // query heads, a multiple of layout.num_kv_heads
-  const void* q = nullptr;                // [num_seqs][num_heads][head_dim], rotary applied
+  const void* q = nullptr;                // seq s's [num_heads][head_dim] at q + s * q_stride, rotary applied
+  int64_t q_stride = 0;                   // elements from one sequence's q to the next (a fused qkv
+                                          // row); 0 = num_heads * head_dim (packed)
   void* out = nullptr;                    // [num_seqs][num_heads][head_dim], written
   const int32_t* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq] block ids
   int32_t max_blocks_per_seq = 0;

@@ -22,6 +22,7 @@ struct PrefillKernelArgs {
   DeviceKvLayout layout;
   int32_t layer;
   int32_t num_heads;
+  int64_t q_stride;  // elements between tokens' q rows
   int32_t group_size;
   const int32_t* query_starts;
   const int32_t* context_starts;
@@ -64,8 +65,8 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
   for (int idx = tid; idx < kQueryTile * kHeadDim; idx += kThreads) {
     const int r = idx / kHeadDim;
     const int d = idx % kHeadDim;
-    q_s[r][d] = r < rows ? detail::to_float(q[(static_cast<int64_t>(query_begin + q0 + r) * args.num_heads + head) * kHeadDim + d])
-                         : 0.0f;
+    const int64_t at = static_cast<int64_t>(query_begin + q0 + r) * args.q_stride + head * kHeadDim + d;
+    q_s[r][d] = r < rows ? detail::to_float(q[at]) : 0.0f;
   }
   if (tid < kQueryTile) {
     row_max[tid] = -INFINITY;
@@ -159,6 +160,7 @@ void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
                                p.layout.num_blocks};
   args.layer = p.layer;
   args.num_heads = p.num_heads;
+  args.q_stride = p.q_stride != 0 ? p.q_stride : static_cast<int64_t>(p.num_heads) * kHeadDim;
   args.group_size = p.num_heads / p.layout.num_kv_heads;
   args.query_starts = p.query_starts;
   args.context_starts = p.context_starts;
@@ -190,6 +192,8 @@ void validate(const PrefillAttentionParams& p) {
           "prefill_attention: num_heads must be a positive multiple of num_kv_heads");
   require(p.num_seqs >= 0 && p.num_seqs <= 65535, "prefill_attention: num_seqs must be in [0, 65535]");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "prefill_attention: scale must be positive");
+  require(p.q_stride == 0 || p.q_stride >= static_cast<int64_t>(p.num_heads) * l.head_dim,
+          "prefill_attention: q_stride must be 0 (packed) or at least num_heads * head_dim");
   if (p.num_seqs == 0) return;
   require(p.kv_cache != nullptr && p.q != nullptr && p.out != nullptr && p.query_starts != nullptr &&
               p.context_starts != nullptr && p.block_tables != nullptr,

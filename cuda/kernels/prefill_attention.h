@@ -26,7 +26,8 @@ struct PrefillAttentionParams {
   int32_t layer = 0;
   int32_t num_seqs = 0;
   int32_t num_heads = 0;                  // a multiple of layout.num_kv_heads
-  const void* q = nullptr;                // [num_tokens][num_heads][head_dim], the chunks packed in order
+  const void* q = nullptr;                // token t's [num_heads][head_dim] at q + t * q_stride, the chunks in order
+  int64_t q_stride = 0;                   // elements between tokens' q rows; 0 = num_heads * head_dim
   void* out = nullptr;                    // [num_tokens][num_heads][head_dim], written
   const int32_t* query_starts = nullptr;  // [num_seqs + 1]: rows [query_starts[s], query_starts[s + 1]) are s's
   const int32_t* context_starts = nullptr;  // [num_seqs]: position of s's first query (the chunk start)

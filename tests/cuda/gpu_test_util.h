@@ -152,6 +152,17 @@ inline HalfData random_halves(DType dtype, std::size_t n, std::mt19937_64& rng, 
   return data;
 }
 
+// num_rows rows of row_elems 16-bit values, each followed by `padding` NaNs (0x7FFF is a NaN in
+// bf16 and fp16): rows as a wider buffer holds them, so that a kernel reading the gaps shows it.
+inline std::vector<uint16_t> strided_rows(const std::vector<uint16_t>& packed, int64_t num_rows, int64_t row_elems,
+                                          int64_t padding) {
+  std::vector<uint16_t> wide(static_cast<std::size_t>(num_rows * (row_elems + padding)), uint16_t{0x7FFF});
+  for (int64_t row = 0; row < num_rows; ++row) {
+    std::copy_n(packed.begin() + row * row_elems, row_elems, wide.begin() + row * (row_elems + padding));
+  }
+  return wide;
+}
+
 inline std::vector<float> to_floats(DType dtype, const std::vector<uint16_t>& bits) {
   std::vector<float> values(bits.size());
   for (std::size_t i = 0; i < bits.size(); ++i) values[i] = from_bits(dtype, bits[i]);

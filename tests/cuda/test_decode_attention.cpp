@@ -24,6 +24,7 @@ struct DecodeCase {
   int32_t group_size;
   std::vector<int32_t> seq_lens;
   int32_t partition_tokens = cuda::kDecodePartitionTokens;
+  int32_t q_row_padding = 0;  // > 0: each q row sits in a wider row (a fused qkv row), NaN after it
 };
 
 std::string describe(const DecodeCase& c) {
@@ -32,6 +33,7 @@ std::string describe(const DecodeCase& c) {
        << " kv_heads " << c.num_kv_heads << " group " << c.group_size << " lens";
   for (const int32_t len : c.seq_lens) name << " " << len;
   if (c.partition_tokens != cuda::kDecodePartitionTokens) name << " partition " << c.partition_tokens;
+  if (c.q_row_padding > 0) name << " q_stride +" << c.q_row_padding;
   return name.str();
 }
 
@@ -45,7 +47,7 @@ void run_case(const DecodeCase& c, std::mt19937_64& rng) {
   const int32_t max_seq_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
 
   DeviceBuffer cache(tier.data.bits);
-  DeviceBuffer q_dev(q.bits);
+  DeviceBuffer q_dev(strided_rows(q.bits, num_seqs, num_heads * c.head_dim, c.q_row_padding));
   DeviceBuffer out_dev(q_elems * cuda::kDTypeBytes);
   DeviceBuffer tables_dev(tier.flat_tables);
   DeviceBuffer lens_dev(c.seq_lens);
@@ -58,6 +60,7 @@ void run_case(const DecodeCase& c, std::mt19937_64& rng) {
   params.num_seqs = num_seqs;
   params.num_heads = num_heads;
   params.q = q_dev.get();
+  params.q_stride = c.q_row_padding > 0 ? num_heads * c.head_dim + c.q_row_padding : 0;
   params.out = out_dev.get();
   params.block_tables = tables_dev.as<int32_t>();
   params.max_blocks_per_seq = tier.max_blocks_per_seq;
@@ -129,6 +132,19 @@ BOOST_AUTO_TEST_CASE(long_contexts_and_other_block_sizes) {
   run_case({cuda::DType::bf16, 128, 16, 8, 4, {8191, 4097}}, rng);
   run_case({cuda::DType::bf16, 128, 8, 2, 8, {1031, 17}}, rng);
   run_case({cuda::DType::fp16, 128, 64, 2, 1, {2111, 64}}, rng);
+}
+
+// q read in place from wider rows (the forward pass's fused qkv rows): the padding is NaN, so a
+// read of it would show.
+BOOST_AUTO_TEST_CASE(q_rows_inside_wider_rows) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(23);
+  DecodeCase fused{cuda::DType::bf16, 128, 16, 2, 4, {1, 77, 600}};
+  fused.q_row_padding = 2 * 2 * 128;  // k and v of 2 KV heads
+  run_case(fused, rng);
+  DecodeCase odd{cuda::DType::fp16, 64, 32, 1, 8, {300, 5}, 64};
+  odd.q_row_padding = 8;
+  run_case(odd, rng);
 }
 
 // Smaller split-KV partitions (what choose_decode_partition_tokens picks for small batches):

@@ -27,6 +27,7 @@ struct PrefillCase {
   int32_t num_kv_heads;
   int32_t group_size;
   std::vector<Chunk> chunks;
+  int32_t q_row_padding = 0;  // > 0: each token's q sits in a wider row (a fused qkv row), NaN after it
 };
 
 void run_case(const PrefillCase& c, std::mt19937_64& rng) {
@@ -49,7 +50,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   const HalfData q = random_halves(c.dtype, q_elems, rng);
 
   DeviceBuffer cache(tier.data.bits);
-  DeviceBuffer q_dev(q.bits);
+  DeviceBuffer q_dev(strided_rows(q.bits, num_tokens, num_heads * c.head_dim, c.q_row_padding));
   DeviceBuffer out_dev(q_elems * cuda::kDTypeBytes);
   DeviceBuffer tables_dev(tier.flat_tables);
   DeviceBuffer query_starts_dev(query_starts);
@@ -64,6 +65,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   params.num_seqs = num_seqs;
   params.num_heads = num_heads;
   params.q = q_dev.get();
+  params.q_stride = c.q_row_padding > 0 ? num_heads * c.head_dim + c.q_row_padding : 0;
   params.out = out_dev.get();
   params.query_starts = query_starts_dev.as<int32_t>();
   params.context_starts = context_starts_dev.as<int32_t>();
@@ -95,6 +97,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   std::ostringstream name;
   name << "prefill " << cuda::dtype_name(c.dtype) << " head_dim " << c.head_dim << " block " << c.block_size
        << " group " << c.group_size;
+  if (c.q_row_padding > 0) name << " q_stride +" << c.q_row_padding;
   check_close(name.str(), out, ref, tolerance_for(c.dtype));
 }
 
@@ -115,6 +118,20 @@ BOOST_AUTO_TEST_CASE(matches_cpu_ref_with_prefixes_and_odd_chunks) {
       }
     }
   }
+}
+
+// q read in place from wider rows (the forward pass's fused qkv rows): the padding is NaN, so a
+// read of it would show.
+BOOST_AUTO_TEST_CASE(q_rows_inside_wider_rows) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(29);
+  const std::vector<Chunk> chunks{{0, 19}, {7, 40}, {0, 1}};
+  PrefillCase fused{cuda::DType::bf16, 128, 16, 2, 4, chunks};
+  fused.q_row_padding = 2 * 2 * 128;  // k and v of 2 KV heads
+  run_case(fused, rng);
+  PrefillCase odd{cuda::DType::fp16, 64, 32, 1, 8, chunks};
+  odd.q_row_padding = 8;
+  run_case(odd, rng);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
