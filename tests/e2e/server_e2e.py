@@ -259,6 +259,9 @@ def bad_input(server):
     check(status == 404 and "error" in json.loads(body), "unknown route: 404 with an error body")
     status, body = server.request("GET", "/v1/completions")
     check(status == 405, "GET on a POST route: 405")
+    for path in (b"/health", b"/v1/models"):
+        status, body = raw_exchange(server.port, b"HEAD " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        check(status == 200 and body == b"", f"HEAD {path.decode()}: 200, headers only")
     status, body = raw_exchange(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
     check(status == 413 and b"exceeds" in body, "a 10 MB body: 413 before it is read")
     status, body = raw_exchange(server.port, b"GARBAGE\r\n\r\n")

@@ -247,7 +247,7 @@ void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange
 
 void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
   const std::string& path = request.path;
-  const bool get = request.method == "GET";
+  const bool get = request.method == "GET" || request.method == "HEAD";  // HttpServer drops a HEAD's body
   const bool post = request.method == "POST";
   if (path == "/health") {
     if (!get) throw ApiError(405, "invalid_request_error", "", "", "/health takes GET");

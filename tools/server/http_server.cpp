@@ -30,12 +30,14 @@ std::string status_line(int status) {
          "\r\n";
 }
 
-std::string whole_response(int status, const std::string& content_type, const std::string& body, bool keep_alive) {
+// `with_body` false answers a HEAD: the headers a GET would get, Content-Length included, no body.
+std::string whole_response(int status, const std::string& content_type, const std::string& body, bool keep_alive,
+                           bool with_body = true) {
   std::string out = status_line(status);
   out += "Server: pagedllm\r\nContent-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n";
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-  out += body;
+  if (with_body) out += body;
   return out;
 }
 
@@ -72,7 +74,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool is_current(uint64_t id) const { return id == exchange_id_ && exchange_open_ && !ending_ && !peer_gone_; }
   void respond(uint64_t id, int status, const std::string& content_type, const std::string& body) {
     if (!is_current(id) || streaming_) return;
-    write(whole_response(status, content_type, body, keep_alive_), true);
+    write(whole_response(status, content_type, body, keep_alive_, !head_request_), true);
   }
   void start_stream(uint64_t id) {
     if (!is_current(id) || streaming_) return;
@@ -145,6 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     request.body = std::move(message.body());
     keep_alive_ = message.keep_alive();
+    head_request_ = message.method() == http::verb::head;
     open_exchange();
     streaming_ = false;
     ++exchange_id_;
@@ -266,6 +269,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool ending_ = false;             // the last write of the exchange is queued
   bool keep_alive_ = true;
+  bool head_request_ = false;  // the open exchange answers a HEAD: headers only
   bool exchange_open_ = false;
   bool streaming_ = false;
   bool peer_gone_ = false;
