@@ -259,6 +259,9 @@ def bad_input(server):
     check(status == 404 and "error" in json.loads(body), "unknown route: 404 with an error body")
     status, body = server.request("GET", "/v1/completions")
     check(status == 405, "GET on a POST route: 405")
+    status, body = server.post("/v1/completions", dict(base, priority=1))
+    check(status == 400 and body["error"]["param"] == "priority",
+          "a priority under --scheduling-policy fcfs: 400 naming priority")
     for path in (b"/health", b"/v1/models"):
         status, body = raw_exchange(server.port, b"HEAD " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         check(status == 200 and body == b"", f"HEAD {path.decode()}: 200, headers only")
@@ -362,6 +365,15 @@ def api_key():
         server.stop()
 
 
+def priority_scheduling():
+    server = Server("--scheduling-policy", "priority")
+    try:
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2, "priority": -5})
+        check(status == 200 and body["usage"]["completion_tokens"] == 2, "--scheduling-policy priority: priority served")
+    finally:
+        server.stop()
+
+
 def graceful_shutdown():
     """SIGTERM with a stream in flight: it ends with an error event and [DONE]; the server exits 0."""
     server = Server()
@@ -395,6 +407,7 @@ def main():
     finally:
         server.stop()
     api_key()
+    priority_scheduling()
     graceful_shutdown()
     if FAILURES:
         print(f"e2e server: {len(FAILURES)} check(s) failed")

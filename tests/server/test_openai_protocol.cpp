@@ -118,6 +118,8 @@ const std::vector<BadBody>& bad_bodies() {
        "not supported with use_beam_search"},
       {Endpoint::chat, chat(R"("use_beam_search": true, "stop": "x")"), "stop", "not supported with use_beam_search"},
       {Endpoint::completions, completion(R"("length_penalty": "1")"), "length_penalty", "expected a number"},
+      {Endpoint::completions, completion(R"("priority": 1.5)"), "priority", "expected an integer"},
+      {Endpoint::chat, chat(R"("priority": 4294967296)"), "priority", "must be at most 2147483647"},
       {Endpoint::completions, completion(R"("length_penalty": 1e300)"), "length_penalty", "finite number"},
       // Completions only.
       {Endpoint::completions, R"({"model": "m"})", "prompt", "prompt: required"},
@@ -371,6 +373,11 @@ BOOST_AUTO_TEST_CASE(use_beam_search_runs_n_beams) {
   BOOST_TEST(r.generation.sampling.length_penalty == 0.5f);
   const CompletionRequest off = parse_completion(R"({"model": "m", "prompt": "x", "n": 3, "use_beam_search": false})");
   BOOST_TEST(!off.generation.sampling.use_beam_search());
+}
+
+BOOST_AUTO_TEST_CASE(priority_is_an_integer_lower_first) {
+  BOOST_TEST(parse_completion(R"({"model": "m", "prompt": "x"})").generation.priority == 0);
+  BOOST_TEST(parse_completion(R"({"model": "m", "prompt": "x", "priority": -3})").generation.priority == -3);
 }
 
 BOOST_AUTO_TEST_CASE(stop_accepts_a_single_string) {

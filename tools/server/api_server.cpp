@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/sched/sampling_params.h"
+#include "core/sched/scheduler_config.h"
 
 namespace pagedllm::server {
 namespace {
@@ -328,7 +329,12 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
       echo_text.push_back(parsed.echo ? (prompt.text ? *prompt.text : bundle_.tokenizer.decode(prompts.back())) : "");
     }
   }
-  const int32_t max_model_len = engine_.load()->engine_config().scheduler.max_model_len;
+  const sched::SchedulerConfig& scheduler = engine_.load()->engine_config().scheduler;
+  if (generation.priority != 0 && scheduler.policy != sched::SchedulingPolicy::priority) {
+    // vLLM's rule: a priority the scheduler would ignore is an error, not a silent no-op.
+    throw invalid_request("priority", "priority scheduling is not enabled (serve --scheduling-policy priority)");
+  }
+  const int32_t max_model_len = scheduler.max_model_len;
   std::vector<ServingRequest> requests;
   GenerationJob::Setup setup;
   for (std::vector<TokenId>& prompt : prompts) {
@@ -347,6 +353,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
                             "context_length_exceeded");
     }
     ServingRequest serving;
+    serving.priority = generation.priority;
     serving.sampling = generation.sampling;
     serving.sampling.max_tokens = max_tokens;
     if (!serving.sampling.ignore_eos && bundle_.eos_token_ids.size() > 1) {

@@ -258,6 +258,10 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
     if (!sampling.stop.empty()) refuse("stop", "stop strings are not supported with use_beam_search");
   }
 
+  if (const json* v = find_field(body, "priority")) {
+    out.priority = static_cast<int32_t>(as_integer_in(*v, "priority", -kInt32Max, kInt32Max));
+  }
+
   if (const json* v = find_field(body, "stream")) out.stream = as_bool(*v, "stream");
   if (const json* v = find_field(body, "stream_options")) {
     as_object(*v, "stream_options");

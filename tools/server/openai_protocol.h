@@ -70,6 +70,7 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage (only with stream)
   bool logprobs = false;           // chat: return logprobs; completions: logprobs was given
+  int32_t priority = 0;            // vLLM's extra: lower runs first (needs --scheduling-policy priority)
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
