@@ -120,6 +120,11 @@ def features(server):
         expected = greedy_text[:greedy_text.find(stop)]
         check(status == 200 and body["choices"][0]["text"] == expected and body["choices"][0]["finish_reason"] == "stop",
               f"stop string {stop!r}: text {body['choices'][0]['text']!r} == {expected!r}, finish_reason stop")
+        status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12,
+                                                       "temperature": 0, "stop": [stop],
+                                                       "include_stop_str_in_output": True})
+        check(status == 200 and body["choices"][0]["text"] == expected + stop,
+              f"include_stop_str_in_output: the text ends with {stop!r}")
         _, _, events = server.stream("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 12,
                                                          "temperature": 0, "stop": [stop], "stream": True})
         streamed = "".join(e["choices"][0]["text"] for e in events[:-1] if e["choices"])

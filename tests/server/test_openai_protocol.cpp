@@ -119,6 +119,9 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::chat, chat(R"("use_beam_search": true, "stop": "x")"), "stop", "not supported with use_beam_search"},
       {Endpoint::completions, completion(R"("length_penalty": "1")"), "length_penalty", "expected a number"},
       {Endpoint::completions, completion(R"("priority": 1.5)"), "priority", "expected an integer"},
+      {Endpoint::completions, completion(R"("skip_special_tokens": 0)"), "skip_special_tokens", "expected a boolean"},
+      {Endpoint::chat, chat(R"("include_stop_str_in_output": "no")"), "include_stop_str_in_output",
+       "expected a boolean"},
       {Endpoint::chat, chat(R"("priority": 4294967296)"), "priority", "must be at most 2147483647"},
       {Endpoint::completions, completion(R"("length_penalty": 1e300)"), "length_penalty", "finite number"},
       // Completions only.
@@ -373,6 +376,16 @@ BOOST_AUTO_TEST_CASE(use_beam_search_runs_n_beams) {
   BOOST_TEST(r.generation.sampling.length_penalty == 0.5f);
   const CompletionRequest off = parse_completion(R"({"model": "m", "prompt": "x", "n": 3, "use_beam_search": false})");
   BOOST_TEST(!off.generation.sampling.use_beam_search());
+}
+
+BOOST_AUTO_TEST_CASE(text_options_default_as_vllm) {
+  const GenerationRequest plain = parse_completion(R"({"model": "m", "prompt": "x"})").generation;
+  BOOST_TEST(plain.skip_special_tokens);
+  BOOST_TEST(!plain.include_stop_str_in_output);
+  const GenerationRequest set = parse_completion(
+      R"({"model": "m", "prompt": "x", "skip_special_tokens": false, "include_stop_str_in_output": true})").generation;
+  BOOST_TEST(!set.skip_special_tokens);
+  BOOST_TEST(set.include_stop_str_in_output);
 }
 
 BOOST_AUTO_TEST_CASE(priority_is_an_integer_lower_first) {

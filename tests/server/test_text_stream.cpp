@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(a_character_split_over_tokens_is_sent_whole) {
 }
 
 BOOST_AUTO_TEST_CASE(the_text_ends_before_the_stop_string_and_its_start_is_never_sent) {
-  TextStream stream(byte_tokenizer(), {"END"});
+  TextStream stream(byte_tokenizer(), {.stop = {"END"}});
   const std::vector<std::string> sent = run(stream, "abcENDxyz");
   BOOST_TEST(joined(sent) == "abc");
   BOOST_TEST(sent[3] == "");  // "E": could start "END"
@@ -59,48 +59,73 @@ BOOST_AUTO_TEST_CASE(the_text_ends_before_the_stop_string_and_its_start_is_never
 }
 
 BOOST_AUTO_TEST_CASE(held_back_text_is_released_once_it_cannot_become_a_stop_string) {
-  TextStream stream(byte_tokenizer(), {"END"});
+  TextStream stream(byte_tokenizer(), {.stop = {"END"}});
   const std::vector<std::string> sent = run(stream, "aENx");
   BOOST_TEST(sent[0] == "a");
   BOOST_TEST(sent[1] == "");
   BOOST_TEST(sent[2] == "");
   BOOST_TEST(sent[3] == "ENx");
   BOOST_TEST(!stream.stopped());
-  TextStream at_end(byte_tokenizer(), {"END"});
+  TextStream at_end(byte_tokenizer(), {.stop = {"END"}});
   BOOST_TEST(joined(run(at_end, "abEN")) == "abEN");  // finish() releases what was held
 }
 
 BOOST_AUTO_TEST_CASE(a_stop_string_counts_only_where_it_ends_after_the_first_min_tokens) {
   // "END" is complete at the 5th token: with min_tokens 5 it stays in the text; the second one,
   // complete at the 11th, stops it.
-  TextStream held(byte_tokenizer(), {"END"}, /*min_tokens=*/5);
+  TextStream held(byte_tokenizer(), {.stop = {"END"}, .min_tokens = 5});
   BOOST_TEST(joined(run(held, "abENDxyENDq")) == "abENDxy");
   BOOST_TEST(held.stopped());
   // With min_tokens 4 the first one ends in the 5th token's text: it stops there.
-  TextStream counted(byte_tokenizer(), {"END"}, /*min_tokens=*/4);
+  TextStream counted(byte_tokenizer(), {.stop = {"END"}, .min_tokens = 4});
   BOOST_TEST(joined(run(counted, "abENDxyENDq")) == "ab");
   // A stop string begun under min_tokens and completed after it counts (its start was held back).
-  TextStream straddling(byte_tokenizer(), {"END"}, /*min_tokens=*/3);
+  TextStream straddling(byte_tokenizer(), {.stop = {"END"}, .min_tokens = 3});
   const std::vector<std::string> sent = run(straddling, "abENDx");
   BOOST_TEST(joined(sent) == "ab");
   BOOST_TEST(sent[2] == "");  // "E" held back although no stop string could match yet
   // One stop string complete under min_tokens inside the held-back start of a longer one does
   // not count later: only a match ending in the new token's text does.
-  TextStream nested(byte_tokenizer(), {"ab", "xaby"}, /*min_tokens=*/3);
+  TextStream nested(byte_tokenizer(), {.stop = {"ab", "xaby"}, .min_tokens = 3});
   BOOST_TEST(joined(run(nested, "xabz")) == "xabz");
   BOOST_TEST(!nested.stopped());
 }
 
 BOOST_AUTO_TEST_CASE(the_earliest_of_several_stop_strings_wins) {
-  TextStream stream(byte_tokenizer(), {"xyz", "b"});
+  TextStream stream(byte_tokenizer(), {.stop = {"xyz", "b"}});
   BOOST_TEST(joined(run(stream, "abxyz")) == "a");
   BOOST_TEST(stream.matched_stop() == "b");
-  TextStream overlapping(byte_tokenizer(), {"cd", "abcde"});
+  TextStream overlapping(byte_tokenizer(), {.stop = {"cd", "abcde"}});
   BOOST_TEST(joined(run(overlapping, "xxabcdef")) == "xxab");
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_stop_string_is_refused) {
-  BOOST_CHECK_THROW(TextStream(byte_tokenizer(), {"ok", ""}), std::invalid_argument);
+  BOOST_CHECK_THROW(TextStream(byte_tokenizer(), {.stop = {"ok", ""}}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(include_stop_ends_the_text_after_the_stop_string) {
+  TextStream stream(byte_tokenizer(), {.stop = {"END", "xyz"}, .include_stop = true});
+  const std::vector<std::string> sent = run(stream, "abENDxyz");
+  BOOST_TEST(joined(sent) == "abEND");
+  BOOST_TEST(sent[4] == "END");  // released whole once it matched
+  BOOST_TEST(stream.matched_stop() == "END");
+}
+
+BOOST_AUTO_TEST_CASE(special_tokens_are_kept_or_skipped_as_asked) {
+  // Byte tokens, then one special token (id 256).
+  tokenizer::TokenizerSpec spec = tokenizer::testing::byte_level_spec({}, {"<|end|>"});
+  spec.added_tokens = {{.id = 256, .content = "<|end|>", .special = true}};
+  const tokenizer::Tokenizer with_special(spec);
+  const std::vector<TokenId> ids{'h', 'i', 256, '!'};
+  TextStream skipping(with_special, {.decode = {.skip_special_tokens = true}});
+  TextStream keeping(with_special, {.decode = {.skip_special_tokens = false}});
+  std::string skipped, kept;
+  for (const TokenId id : ids) {
+    skipped += skipping.push(id);
+    kept += keeping.push(id);
+  }
+  BOOST_TEST(skipped + skipping.finish() == "hi!");
+  BOOST_TEST(kept + keeping.finish() == "hi<|end|>!");
 }
 
 }  // namespace

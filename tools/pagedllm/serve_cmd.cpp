@@ -105,7 +105,6 @@ int run_serve(const std::vector<std::string>& args) {
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   if (!bundle.eos_token_ids.empty()) config.engine.eos_token_id = bundle.eos_token_ids.front();
   config.max_pending_requests = options.max_pending_requests;
-  config.decode.skip_special_tokens = true;
   ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
   // As vLLM: a context the KV cache cannot hold once is refused at start, not per request.
   const int64_t num_cache_tokens = int64_t{config.engine.cache.num_device_blocks} * config.engine.cache.block_size;

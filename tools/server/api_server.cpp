@@ -354,6 +354,8 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     }
     ServingRequest serving;
     serving.priority = generation.priority;
+    serving.decode.skip_special_tokens = generation.skip_special_tokens;
+    serving.include_stop_str_in_output = generation.include_stop_str_in_output;
     serving.sampling = generation.sampling;
     serving.sampling.max_tokens = max_tokens;
     if (!serving.sampling.ignore_eos && bundle_.eos_token_ids.size() > 1) {

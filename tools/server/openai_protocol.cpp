@@ -258,6 +258,12 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
     if (!sampling.stop.empty()) refuse("stop", "stop strings are not supported with use_beam_search");
   }
 
+  if (const json* v = find_field(body, "skip_special_tokens")) {
+    out.skip_special_tokens = as_bool(*v, "skip_special_tokens");
+  }
+  if (const json* v = find_field(body, "include_stop_str_in_output")) {
+    out.include_stop_str_in_output = as_bool(*v, "include_stop_str_in_output");
+  }
   if (const json* v = find_field(body, "priority")) {
     out.priority = static_cast<int32_t>(as_integer_in(*v, "priority", -kInt32Max, kInt32Max));
   }

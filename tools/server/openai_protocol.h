@@ -71,6 +71,8 @@ struct GenerationRequest {
   bool include_usage = false;      // stream_options.include_usage (only with stream)
   bool logprobs = false;           // chat: return logprobs; completions: logprobs was given
   int32_t priority = 0;            // vLLM's extra: lower runs first (needs --scheduling-policy priority)
+  bool skip_special_tokens = true;          // vLLM's extra: special tokens left out of the text
+  bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.

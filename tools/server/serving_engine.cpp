@@ -145,8 +145,10 @@ void ServingEngine::admit(Submission& submission) {
   request.arrival_time = clock_.now();
   Stream stream;
   stream.sink = std::move(submission.sink);
-  stream.stop_strings = request.params.stop;
-  stream.min_tokens = request.params.min_tokens;
+  stream.text_options = {.stop = request.params.stop,
+                         .min_tokens = request.params.min_tokens,
+                         .include_stop = submission.request.include_stop_str_in_output,
+                         .decode = submission.request.decode};
   stream.num_samples = request.params.n;
   stream.beam_search = request.params.use_beam_search();
   stream.arrival = request.arrival_time;
@@ -191,7 +193,7 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
   for (const engine::Completion& completion : output.completions) {
     const auto index = static_cast<size_t>(completion.index);
     while (stream.texts.size() <= index) {
-      stream.texts.emplace_back(tokenizer_, stream.stop_strings, stream.min_tokens, config_.decode);
+      stream.texts.emplace_back(tokenizer_, stream.text_options);
       stream.held.emplace_back();
       stream.sample_finished.push_back(false);
     }

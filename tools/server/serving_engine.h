@@ -27,6 +27,8 @@ struct ServingRequest {
   std::vector<TokenId> prompt_tokens;
   sched::SamplingParams sampling;  // stop strings are applied here, on the text
   int32_t priority = 0;
+  tokenizer::DecodeOptions decode{.skip_special_tokens = true};  // of the output text (vLLM's default)
+  bool include_stop_str_in_output = false;  // the text ends with the stop string that ended it
 };
 
 // New output of one completion (sample) since the last update.
@@ -72,7 +74,6 @@ class ServingObserver {
 struct ServingEngineConfig {
   engine::EngineConfig engine;
   int32_t max_pending_requests = 1024;  // submitted and not finished; beyond it submit() refuses
-  tokenizer::DecodeOptions decode;      // skip_special_tokens
 };
 
 class ServingEngine {
@@ -109,8 +110,7 @@ class ServingEngine {
     std::vector<TextStream> texts;          // one per sample, created as samples appear
     std::vector<CompletionUpdate> held;     // per sample: tokens whose text is still held back
     std::vector<bool> sample_finished;      // per sample: its final update was sent
-    std::vector<std::string> stop_strings;
-    int32_t min_tokens = 0;                 // stop strings count only after this many tokens
+    TextStreamOptions text_options;         // each sample's TextStream
     int32_t num_samples = 1;                // n
     bool beam_search = false;               // nothing is sent before the final ranking
     double arrival = 0.0;

@@ -5,9 +5,11 @@
 
 namespace pagedllm::server {
 
-TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, int32_t min_tokens,
-                       tokenizer::DecodeOptions options)
-    : detokenizer_(std::move(tokenizer), options), stop_(std::move(stop)), min_tokens_(min_tokens) {
+TextStream::TextStream(tokenizer::Tokenizer tokenizer, TextStreamOptions options)
+    : detokenizer_(std::move(tokenizer), options.decode),
+      stop_(std::move(options.stop)),
+      min_tokens_(options.min_tokens),
+      include_stop_(options.include_stop) {
   for (const std::string& text : stop_) {
     if (text.empty()) throw std::invalid_argument("text stream: stop strings must not be empty");
   }
@@ -33,7 +35,7 @@ std::string TextStream::push(TokenId token) {
   }
   if (first_match != std::string::npos) {
     stopped_ = true;
-    std::string sent = pending_.substr(0, first_match);
+    std::string sent = pending_.substr(0, first_match + (include_stop_ ? matched_stop_.size() : 0));
     pending_.clear();
     return sent;
   }

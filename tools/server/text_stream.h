@@ -12,13 +12,18 @@
 
 namespace pagedllm::server {
 
+struct TextStreamOptions {
+  // Stop strings (none empty): the text ends at the first one found. As vLLM, a stop string
+  // counts only where it ends in the text of a token after the first `min_tokens`.
+  std::vector<std::string> stop = {};
+  int32_t min_tokens = 0;
+  bool include_stop = false;  // the text ends after the stop string rather than before (OpenAI: before)
+  tokenizer::DecodeOptions decode = {};
+};
+
 class TextStream {
  public:
-  // `stop`: stop strings (none empty); the text ends before the first one found, which is not
-  // included (OpenAI's behaviour). As vLLM, a stop string counts only where it ends in the text
-  // of a token after the first `min_tokens`.
-  TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop, int32_t min_tokens = 0,
-             tokenizer::DecodeOptions options = {});
+  TextStream(tokenizer::Tokenizer tokenizer, TextStreamOptions options);
 
   // Adds one token; returns the text that may be sent now (possibly empty). After a stop string
   // matched, returns nothing more.
@@ -39,6 +44,7 @@ class TextStream {
   tokenizer::IncrementalDetokenizer detokenizer_;
   std::vector<std::string> stop_;
   int32_t min_tokens_ = 0;
+  bool include_stop_ = false;
   int32_t num_tokens_ = 0;  // pushed so far
   std::string pending_;  // decoded, not yet sent: it may be the start of a stop string
   bool stopped_ = false;
