@@ -10,8 +10,9 @@
 #   .gpu/lib/    libcudart from this toolkit, used only where the machine has none
 #   .gpu/manifest.txt   the commit, nvcc and the sizes
 #
-# Then, on the device (one call per phase; see tools/gpu/session.sh):
-#   run --carry .gpu  tools/gpu/session.sh kernels
+# Then, on the device (the device tool's `run` with carry [".gpu"]; a few phases per call, see
+# tools/gpu/session.sh and docs/GPU_SESSION.md):
+#   tools/gpu/session.sh kernels sanitize
 #
 #   tools/gpu/pack.sh [--preset release] [--skip-build]
 set -euo pipefail
