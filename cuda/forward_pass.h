@@ -5,8 +5,8 @@
 //
 // Per layer (x: the residual stream, bf16 or fp16; h: [tokens][hidden]):
 //   qkv  = normed @ Wqkv^T (+ bias)       one GEMM, [tokens][q_dim + 2 kv_dim]
-//   rope(q, k) in place; k, v -> their cache slots; q copied out contiguous
-//   attn = decode_attention(decode rows) | prefill_attention(prompt chunks)
+//   rope(q, k) in place; k, v -> their cache slots
+//   attn = decode_attention(decode rows) | prefill_attention(prompt chunks), q read in place
 //   h    = attn @ Wo^T;  x += h;  normed = rms_norm(x)              (fused)
 //   gu   = normed @ Wgate_up^T;  a = silu(gate) * up;  h = a @ Wdown^T
 //   x += h;  normed = rms_norm(x) with the next layer's (or the final) norm weight   (fused)
