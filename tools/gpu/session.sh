@@ -18,7 +18,8 @@
 #
 # Every step runs under a timeout inside the call's --budget (default 540 s of the device's 600 s
 # per command): a step gets at most what is left, and is skipped (and said so) once under 20 s
-# remain, so that the logs always come back. Results land in $OUT (the device tool's folder; default build/gpu_out):
+# remain, so that the logs always come back. Results land in $OUT (the device tool's folder;
+# default build/gpu_out):
 #   $OUT/summary.txt          one line per step: phase, name, exit code, seconds
 #   $OUT/logs.tar.gz          every step's whole output
 #   $OUT/*.json               the benchmarks' and the calibration's machine-readable results
