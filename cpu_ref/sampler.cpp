@@ -252,6 +252,16 @@ void check_tokens(std::span<const TokenId> tokens, size_t vocab, const char* wha
   }
 }
 
+// min_tokens: stop tokens get no mass until that many are out (vLLM's MinTokensLogitsProcessor).
+// Ids outside the vocabulary are ignored.
+void suppress_stop_tokens(const sched::SamplingParams& params, std::vector<float>& logits) {
+  for (const TokenId token : params.all_stop_token_ids) {
+    if (token >= 0 && static_cast<size_t>(token) < logits.size()) {
+      logits[static_cast<size_t>(token)] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
 }  // namespace
 
 uint64_t stream_seed(const sched::SamplingParams& params, sched::RequestId request) {
@@ -286,9 +296,20 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
     have_raw_sum = true;
   };
 
+  bool beams_masked = false;  // min_tokens held stop tokens out of the beam candidates
   if (input.num_beam_candidates > 0) {
-    select_top(logits, static_cast<size_t>(input.num_beam_candidates), false, top_, keys_);
-    for (const Ranked& entry : top_) output.samples.push_back({entry.token, 0.0f});
+    std::span<const float> candidates = logits;
+    if (params.suppresses_stop_tokens(input.position)) {
+      work_.assign(logits.begin(), logits.end());
+      suppress_stop_tokens(params, work_);
+      candidates = work_;
+      beams_masked = true;
+    }
+    select_top(candidates, static_cast<size_t>(input.num_beam_candidates), false, top_, keys_);
+    for (const Ranked& entry : top_) {
+      if (entry.value == -std::numeric_limits<float>::infinity()) break;  // no mass: not a candidate
+      output.samples.push_back({entry.token, 0.0f});
+    }
   } else {
     std::span<const float> processed = logits;
     float processed_max = raw_max;
@@ -329,7 +350,7 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
     const size_t k = std::min(static_cast<size_t>(*params.logprobs), vocab);
     std::vector<sched::SampledToken> top;
     top.reserve(k);
-    if (input.num_beam_candidates > 0 && k <= output.samples.size()) {
+    if (input.num_beam_candidates > 0 && !beams_masked && k <= output.samples.size()) {
       top.assign(output.samples.begin(), output.samples.begin() + static_cast<std::ptrdiff_t>(k));
     } else {
       select_top(logits, k, false, top_, keys_);
@@ -378,12 +399,7 @@ void Sampler::apply_logits_processors(const SamplerInput& input) {
     }
   }
 
-  // min_tokens: no stop token until that many are out (vLLM's MinTokensLogitsProcessor).
-  if (params.suppresses_stop_tokens(input.position)) {
-    for (const TokenId token : params.all_stop_token_ids) {
-      if (token >= 0 && static_cast<size_t>(token) < vocab) work_[index(token)] = -std::numeric_limits<float>::infinity();
-    }
-  }
+  if (params.suppresses_stop_tokens(input.position)) suppress_stop_tokens(params, work_);
 }
 
 double Sampler::prepare_random(const sched::SamplingParams& params, std::span<const float> processed,

@@ -22,7 +22,9 @@
 //   8. one draw per sample by inverse CDF over the kept tokens in rank order.
 // Beam search (num_beam_candidates > 0) bypasses 2-8: the candidates are the best tokens by raw
 // logprob, descending, ties by lower id, with no randomness (as vLLM's beam search, which asks the
-// model for raw logprobs).
+// model for raw logprobs). Below min_tokens the stop tokens are not candidates (vLLM v0 applied
+// its min-tokens processor before beam search); tokens with no mass (-inf) never are, so fewer
+// candidates than asked may come back.
 //
 // Ranks, order and determinism. Tokens are ranked by processed probability descending, ties by
 // id ascending: a strict total order, so sorting is unambiguous. The draw of sample j is
@@ -94,8 +96,8 @@ struct SamplerInput {
 };
 
 struct SamplerOutput {
-  // num_samples drawn tokens in stream order, or num_beam_candidates tokens by descending logprob
-  // (ties by lower id); logprobs are raw (see the top of this file).
+  // num_samples drawn tokens in stream order, or at most num_beam_candidates tokens by descending
+  // logprob (ties by lower id); logprobs are raw (see the top of this file).
   std::vector<sched::SampledToken> samples;
   // When params->logprobs is set: one list per entry of `samples`, each the top `*logprobs`
   // tokens at this position by raw logprob, descending, ties by lower id (the lists of one call

@@ -231,12 +231,10 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
       candidates.push_back({index, sampled.token, sampled.logprob, parent->cumulative_logprob + sampled.logprob});
     }
   }
-  // Tokens that end a beam: EOS (unless ignored) and the stop ids, once min_tokens are out.
-  std::vector<TokenId> stop_tokens;
-  if (group.seqs.front().num_output_tokens() + 1 >= params.min_tokens) {
-    stop_tokens = params.stop_token_ids;
-    if (!params.ignore_eos && config_.eos_token_id) stop_tokens.push_back(*config_.eos_token_id);
-  }
+  // Tokens that end a beam: EOS (unless ignored) and the stop ids, once min_tokens are out. Before
+  // that the executor offers none of them (min_tokens' suppression applies to candidates too).
+  std::span<const TokenId> stop_tokens;
+  if (group.seqs.front().num_output_tokens() + 1 >= params.min_tokens) stop_tokens = params.all_stop_token_ids;
   const int32_t room = params.beam_width - static_cast<int32_t>(group.finished_beams.size());
   const BeamStep step = select_beams(std::move(candidates), params.beam_width, stop_tokens, room);
   // With logprobs asked, a beam's token carries its parent's best candidates (the executor

@@ -138,13 +138,6 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
     const uint64_t hash = script_hash(scheduled.request, sample + 7919 * rank, position, previous);
     return -0.05f * static_cast<float>(rank + 1) - static_cast<float>(hash % 1000) * 1e-4f;
   };
-  if (scheduled.num_beam_candidates > 0) {
-    for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {
-      output.samples.push_back({scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous),
-                                logprob_of(scheduled.sample_index, rank)});
-    }
-    return;
-  }
   // min_tokens, as the real samplers: no stop token until that many are out (the next id instead).
   const std::vector<TokenId>* suppressed = nullptr;
   if (scheduled.params != nullptr && scheduled.params->suppresses_stop_tokens(position - scheduled.num_prompt_tokens)) {
@@ -159,6 +152,14 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
     }
     return token;
   };
+  if (scheduled.num_beam_candidates > 0) {
+    for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {
+      output.samples.push_back(
+          {allowed(scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous)),
+           logprob_of(scheduled.sample_index, rank)});
+    }
+    return;
+  }
   for (int32_t k = 0; k < scheduled.num_samples; ++k) {
     const int32_t sample = scheduled.num_samples > 1 ? k : scheduled.sample_index;
     output.samples.push_back(

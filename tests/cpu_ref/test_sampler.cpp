@@ -518,6 +518,39 @@ BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
   BOOST_TEST(ranked[2] == 30);
 }
 
+BOOST_AUTO_TEST_CASE(beam_candidates_leave_out_stop_tokens_below_min_tokens_and_tokens_without_mass) {
+  cpu_ref::Sampler sampler;
+  const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f, -kInf};  // token 1, a stop token, leads
+  const std::vector<double> reference = reference_logprobs(logits);
+  sched::SamplingParams params;
+  params.min_tokens = 2;
+  params.all_stop_token_ids = {1};
+  params.logprobs = 2;
+  for (int32_t position = 0; position < 3; ++position) {
+    BOOST_TEST_CONTEXT("position " << position) {
+      cpu_ref::SamplerInput input = input_for(logits, params, 5, position);
+      input.num_beam_candidates = 5;
+      const cpu_ref::SamplerOutput output = sampler.sample(input);
+      // Token 4 has no mass: never a candidate. Token 1 only once min_tokens are out.
+      const std::vector<TokenId> expected =
+          position < 2 ? std::vector<TokenId>{2, 0, 3} : std::vector<TokenId>{1, 2, 0, 3};
+      BOOST_REQUIRE_EQUAL(output.samples.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        BOOST_TEST(output.samples[i].token == expected[i]);
+        // Logprobs stay raw: the mask changes which tokens are offered, not what they report.
+        BOOST_TEST(std::abs(output.samples[i].logprob - reference[static_cast<size_t>(expected[i])]) <= 1e-6);
+      }
+      // The top lists describe the position's raw distribution, the stop token included.
+      BOOST_REQUIRE_EQUAL(output.top_logprobs.size(), expected.size());
+      for (const auto& top : output.top_logprobs) {
+        BOOST_REQUIRE_EQUAL(top.size(), 2u);
+        BOOST_TEST(top[0].token == 1);
+        BOOST_TEST(top[1].token == 2);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(logprob_lists_match_a_double_precision_log_softmax) {
   cpu_ref::Sampler sampler;
   struct Case {

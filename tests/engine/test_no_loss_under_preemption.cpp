@@ -33,6 +33,7 @@ BOOST_AUTO_TEST_SUITE(engine_schedule_independence)
 // Each preemption case runs the same workload on a pool far too small and must return exactly
 // the tokens of the run on an ample pool.
 void check_nothing_is_lost(const PreemptionCase& preemption) {
+  engine::EngineCounters automatic;  // auto mode: over all workloads, both kinds must occur
   for (const uint64_t seed : {7, 8, 9, 10}) {
     BOOST_TEST_CONTEXT(describe(preemption) << ", workload seed " << seed) {
       const std::vector<sched::Request> requests = make_workload({.seed = seed});
@@ -54,11 +55,17 @@ void check_nothing_is_lost(const PreemptionCase& preemption) {
         BOOST_TEST(counters.blocks_swapped_out > 0);
         BOOST_TEST(counters.blocks_swapped_in > 0);
       } else {
-        BOOST_TEST(counters.preemptions_recompute > 0);
-        BOOST_TEST(counters.preemptions_swap > 0);
+        automatic.preemptions_recompute += counters.preemptions_recompute;
+        automatic.preemptions_swap += counters.preemptions_swap;
       }
       check_same_tokens(ample, small);
     }
+  }
+  if (!preemption.mode) {
+    // Recompute for single-sequence groups, swap for forked ones (vLLM's choice); whether one
+    // workload preempts a forked group depends on its token stream, so the four are pooled.
+    BOOST_TEST(automatic.preemptions_recompute > 0);
+    BOOST_TEST(automatic.preemptions_swap > 0);
   }
 }
 
