@@ -313,8 +313,7 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
   } else {
     std::span<const float> processed = logits;
     float processed_max = raw_max;
-    if (params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f ||
-        params.suppresses_stop_tokens(input.position)) {
+    if (params.adjusts_logits(input.position)) {
       apply_logits_processors(input);
       processed = work_;
       processed_max = max_of(work_, /*check=*/false);
@@ -368,6 +367,23 @@ void Sampler::apply_logits_processors(const SamplerInput& input) {
   check_tokens(input.output_tokens, vocab, "output");
   work_.assign(input.logits.begin(), input.logits.end());
   const auto index = [](TokenId token) { return static_cast<size_t>(token); };
+
+  // allowed_token_ids, then logit_bias (vLLM v1's order: both before the penalties).
+  if (!params.allowed_token_ids.empty()) {
+    check_tokens(params.allowed_token_ids, vocab, "allowed");
+    if (seen_.size() != vocab) seen_.assign(vocab, 0);
+    for (const TokenId token : params.allowed_token_ids) seen_[index(token)] = 1;
+    for (size_t i = 0; i < vocab; ++i) {
+      if (seen_[i] == 0) work_[i] = -std::numeric_limits<float>::infinity();
+    }
+    for (const TokenId token : params.allowed_token_ids) seen_[index(token)] = 0;
+  }
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (token < 0 || index(token) >= vocab) {
+      refuse("logit_bias token " + std::to_string(token) + " is outside the vocabulary of " + std::to_string(vocab));
+    }
+    work_[index(token)] += bias;
+  }
 
   // Repetition: once per distinct token of prompt + output.
   const float repetition = params.repetition_penalty;

@@ -4,23 +4,26 @@
 // Processing order (vLLM v1, `vllm/v1/sample/sampler.py`):
 //   1. raw logprobs: log_softmax of the logits as given, before anything below. These are the
 //      logprobs returned, for the sampled tokens, the beam candidates and the top lists (vLLM's
-//      default `logprobs_mode = "raw_logprobs"`): penalties, temperature and the filters change
-//      which token is drawn, never the logprob reported for it.
-//   2. repetition penalty over every distinct token of prompt + output: a positive logit is
+//      default `logprobs_mode = "raw_logprobs"`): biases, penalties, temperature and the filters
+//      change which token is drawn, never the logprob reported for it.
+//   2. allowed_token_ids (empty = off): every other token gets no mass; then each logit_bias
+//      entry is added to its token's logit;
+//   3. repetition penalty over every distinct token of prompt + output: a positive logit is
 //      divided by the penalty, any other multiplied by it (1 = off);
-//   3. frequency and presence penalties over the output tokens: logit -= frequency * count, then
-//      logit -= presence for every token with count > 0 (0 = off);
-//   4. temperature below kGreedyTemperature (vLLM's _SAMPLING_EPS, 1e-5; 0 included): greedy, the
-//      argmax of the penalized logits, ties to the lowest id; steps 5-8 are skipped. Otherwise the
+//   4. frequency and presence penalties over the output tokens: logit -= frequency * count, then
+//      logit -= presence for every token with count > 0 (0 = off); below min_tokens the stop
+//      tokens get no mass (vLLM's MinTokensLogitsProcessor);
+//   5. temperature below kGreedyTemperature (vLLM's _SAMPLING_EPS, 1e-5; 0 included): greedy, the
+//      argmax of the processed logits, ties to the lowest id; steps 6-9 are skipped. Otherwise the
 //      logits are divided by the temperature;
-//   5. min_p: tokens whose probability is below min_p * (the largest probability) are dropped;
-//   6. top_k (0 or -1 = off): the top_k most probable tokens are kept. Exactly top_k: tokens tied
+//   6. min_p: tokens whose probability is below min_p * (the largest probability) are dropped;
+//   7. top_k (0 or -1 = off): the top_k most probable tokens are kept. Exactly top_k: tokens tied
 //      with the k-th are ranked by lower id (vLLM keeps every token tied with the k-th logit);
-//   7. top_p (1 = off): the smallest set of most probable tokens whose mass reaches top_p of the
-//      mass left by 5-6 (a token is kept when the tokens ranked before it hold less than top_p);
+//   8. top_p (1 = off): the smallest set of most probable tokens whose mass reaches top_p of the
+//      mass left by 6-7 (a token is kept when the tokens ranked before it hold less than top_p);
 //      at least one token;
-//   8. one draw per sample by inverse CDF over the kept tokens in rank order.
-// Beam search (num_beam_candidates > 0) bypasses 2-8: the candidates are the best tokens by raw
+//   9. one draw per sample by inverse CDF over the kept tokens in rank order.
+// Beam search (num_beam_candidates > 0) bypasses 2-9: the candidates are the best tokens by raw
 // logprob, descending, ties by lower id, with no randomness (as vLLM's beam search, which asks the
 // model for raw logprobs). Below min_tokens the stop tokens are not candidates (vLLM v0 applied
 // its min-tokens processor before beam search); tokens with no mass (-inf) never are, so fewer
@@ -127,7 +130,7 @@ class Sampler {
   SamplerOutput sample(const SamplerInput& input);
 
  private:
-  // work_ = the logits after the penalties and min_tokens' stop-token suppression.
+  // work_ = the logits after steps 2-4 (allowed ids, biases, penalties, min_tokens).
   void apply_logits_processors(const SamplerInput& input);
   // Weights, candidates, top_k and top_p; returns the sum of every weight (min_p aside).
   double prepare_random(const sched::SamplingParams& params, std::span<const float> processed, float scaled_max);

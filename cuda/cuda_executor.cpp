@@ -39,9 +39,8 @@ std::vector<int32_t> decode_graph_batch_sizes(int32_t max_num_seqs) {
 bool needs_host_sampling(const sched::ScheduledSequence& scheduled) {
   const sched::SamplingParams& params = *scheduled.params;
   return scheduled.num_samples != 1 || scheduled.num_beam_candidates > 0 || params.logprobs.has_value() ||
-         params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f ||
          params.min_p != 0.0f ||
-         params.suppresses_stop_tokens(static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens);
+         params.adjusts_logits(static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens);
 }
 
 // Per sampled row, the device sampler's parameters ([rows] each), uploaded with one copy.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <string>
 
 namespace pagedllm::sched {
 namespace {
@@ -43,6 +44,25 @@ void validate(const SamplingParams& params, int32_t num_prompt_tokens, const Req
   }
   if (params.logprobs && (*params.logprobs < 0 || *params.logprobs > limits.max_logprobs)) {
     refuse("logprobs", "in [0, " + std::to_string(limits.max_logprobs) + "]", *params.logprobs);
+  }
+  const auto check_token = [&](const std::string& field, TokenId token) {
+    if (token < 0 || (limits.vocab_size > 0 && token >= limits.vocab_size)) {
+      throw InvalidRequestError(field, field + " holds token id " + std::to_string(token) +
+                                           (limits.vocab_size > 0
+                                                ? ", outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")"
+                                                : ", a negative id"));
+    }
+  };
+  for (const auto& [token, bias] : params.logit_bias) {
+    check_token("logit_bias", token);
+    if (!std::isfinite(bias)) refuse("logit_bias", "finite numbers", bias);
+  }
+  if (!params.logit_bias.empty() && params.use_beam_search()) {
+    throw InvalidRequestError("logit_bias", "logit_bias is not supported with beam search");
+  }
+  for (const TokenId token : params.allowed_token_ids) check_token("allowed_token_ids", token);
+  if (!params.allowed_token_ids.empty() && params.use_beam_search()) {
+    throw InvalidRequestError("allowed_token_ids", "allowed_token_ids is not supported with beam search");
   }
   for (const std::string& stop : params.stop) {
     if (stop.empty()) throw InvalidRequestError("stop", "stop strings must not be empty");

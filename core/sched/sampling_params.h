@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/types.h"
@@ -32,11 +33,22 @@ struct SamplingParams {
   // unless ignore_eos. Samplers give them no probability while fewer than min_tokens are out.
   std::vector<TokenId> all_stop_token_ids;
   std::optional<int32_t> logprobs;    // top logprobs per output token, 0..20
+  // OpenAI's logit_bias: (token, bias) added to the token's logit before the penalties; the
+  // server clamps biases to [-100, 100] as vLLM does. Not applied to beam search.
+  std::vector<std::pair<TokenId, float>> logit_bias;
+  // vLLM's allowed_token_ids: non-empty = only these tokens may be sampled.
+  std::vector<TokenId> allowed_token_ids;
 
   bool use_beam_search() const { return beam_width > 0; }
   // Whether the token after num_output_tokens must not be a stop token (min_tokens not yet out).
   bool suppresses_stop_tokens(int32_t num_output_tokens) const {
     return num_output_tokens < min_tokens && !all_stop_token_ids.empty();
+  }
+  // Whether sampling the token after num_output_tokens changes the logits before temperature:
+  // penalties, logit_bias, allowed_token_ids, min_tokens' suppression.
+  bool adjusts_logits(int32_t num_output_tokens) const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
+           !logit_bias.empty() || !allowed_token_ids.empty() || suppresses_stop_tokens(num_output_tokens);
   }
   // Sequences a group runs at once: beams, or parallel samples.
   int32_t num_sequences() const { return use_beam_search() ? beam_width : n; }
@@ -56,6 +68,7 @@ class InvalidRequestError : public std::invalid_argument {
 struct RequestLimits {
   int32_t max_model_len = 0;  // prompt + output tokens the model accepts
   int32_t max_logprobs = 20;
+  int32_t vocab_size = 0;     // > 0: token ids of logit_bias and allowed_token_ids must be below it
 };
 
 // Throws InvalidRequestError naming the first field out of range. A prompt that with max_tokens

@@ -12,11 +12,15 @@ namespace {
 using detail::DeviceKvLayout;
 using detail::kVecElems;
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kQueryTile = 16;
-constexpr int kKeyTile = 32;  // one key per lane when scoring
-static_assert(kQueryTile % kWarps == 0 && kThreads % kQueryTile == 0);
+// Rows of a tile are (query token, head of the GQA group) pairs of one KV head, token-major: with
+// a group of g heads a tile holds 64 / g tokens, and each K/V tile it loads serves all 64 rows.
+constexpr int kRowTile = 64;
+constexpr int kKeyTile = 16;  // one key per lane of a half warp when scoring
+constexpr int kRowsPerWarp = kRowTile / kWarps;
+constexpr int kRowPairsPerWarp = kRowsPerWarp / 2;  // a warp scores two rows at a time
+static_assert(kRowTile % (2 * kWarps) == 0 && kThreads % kRowTile == 0 && 2 * kKeyTile == 32);
 
 struct PrefillKernelArgs {
   DeviceKvLayout layout;
@@ -31,44 +35,53 @@ struct PrefillKernelArgs {
   float scale;
 };
 
-// Grid (query tiles, num_heads, num_seqs), kThreads threads.
+// Grid (row tiles, num_kv_heads, num_seqs), kThreads threads. Static shared memory at head_dim
+// 128: q 64 x 129 + K/V 16 x 129 + probabilities 64 x 17 + 3 x 64 floats = 46,400 bytes.
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
 prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
                          T* __restrict__ out, PrefillKernelArgs args) {
   constexpr int kPad = kHeadDim + 1;  // rows one float apart in banks: column-wise reads are conflict free
-  constexpr int kThreadsPerRow = kThreads / kQueryTile;
+  constexpr int kThreadsPerRow = kThreads / kRowTile;
   constexpr int kAccPerThread = kHeadDim / kThreadsPerRow;
-  __shared__ float q_s[kQueryTile][kPad];
+  __shared__ float q_s[kRowTile][kPad];
   __shared__ float kv_s[kKeyTile][kPad];
-  __shared__ float p_s[kQueryTile][kKeyTile + 1];
-  __shared__ float row_max[kQueryTile];
-  __shared__ float row_sum[kQueryTile];
-  __shared__ float row_corr[kQueryTile];
+  __shared__ float p_s[kRowTile][kKeyTile + 1];
+  __shared__ float row_max[kRowTile];
+  __shared__ float row_sum[kRowTile];
+  __shared__ float row_corr[kRowTile];
 
   const int seq = blockIdx.z;
-  const int head = blockIdx.y;
-  const int q0 = blockIdx.x * kQueryTile;
+  const int kv_head = blockIdx.y;
+  const int group = args.group_size;
+  const int row0 = blockIdx.x * kRowTile;
   const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
   const int query_begin = args.query_starts[seq];
   const int query_len = args.query_starts[seq + 1] - query_begin;
-  if (q0 >= query_len) return;
-  const int rows = min(kQueryTile, query_len - q0);
+  const int num_rows = query_len * group;
+  if (row0 >= num_rows) return;
+  const int rows = min(kRowTile, num_rows - row0);
   const int context_start = args.context_starts[seq];
-  const int kv_head = head / args.group_size;
   const int block_size = args.layout.block_size;
   const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
-  const int num_keys = min(context_start + q0 + rows, args.max_blocks_per_seq * block_size);
+  // Keys up to the tile's last query token.
+  const int num_keys = min(context_start + (row0 + rows - 1) / group + 1, args.max_blocks_per_seq * block_size);
+  const auto token_of = [&](int r) { return (row0 + r) / group; };               // within the chunk
+  const auto head_of = [&](int r) { return kv_head * group + (row0 + r) % group; };
 
-  for (int idx = tid; idx < kQueryTile * kHeadDim; idx += kThreads) {
+  for (int idx = tid; idx < kRowTile * kHeadDim; idx += kThreads) {
     const int r = idx / kHeadDim;
     const int d = idx % kHeadDim;
-    const int64_t at = static_cast<int64_t>(query_begin + q0 + r) * args.q_stride + head * kHeadDim + d;
-    q_s[r][d] = r < rows ? detail::to_float(q[at]) : 0.0f;
+    float value = 0.0f;
+    if (r < rows) {
+      value = detail::to_float(q[static_cast<int64_t>(query_begin + token_of(r)) * args.q_stride +
+                                 head_of(r) * kHeadDim + d]);
+    }
+    q_s[r][d] = value;
   }
-  if (tid < kQueryTile) {
+  if (tid < kRowTile) {
     row_max[tid] = -INFINITY;
     row_sum[tid] = 0.0f;
   }
@@ -101,29 +114,40 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
 #pragma unroll
   for (int j = 0; j < kAccPerThread; ++j) acc[j] = 0.0f;
 
+  // Scoring: warp w owns rows w * kRowsPerWarp + [0, kRowsPerWarp), two at a time (half warp h
+  // takes the pair's row h); the lane's key is column lane % 16. Each key element read from
+  // shared memory serves all the rows a lane scores.
+  const int half = lane / kKeyTile;
+  const int key_col = lane % kKeyTile;
+  const int first_row = warp * kRowsPerWarp + half;
+
   for (int k0 = 0; k0 < num_keys; k0 += kKeyTile) {
     load_tile(0, k0);
     __syncthreads();
-    // Scores and online softmax: warp w owns rows w, w + kWarps, ...; lane = key column.
-    for (int r = warp; r < kQueryTile; r += kWarps) {
-      const int key = k0 + lane;
-      const int query_pos = context_start + q0 + r;
-      float s = -INFINITY;
-      if (r < rows && key <= query_pos && key < num_keys) {
-        float dot = 0.0f;
+    const int key = k0 + key_col;
+    float dot[kRowPairsPerWarp];
+#pragma unroll
+    for (int i = 0; i < kRowPairsPerWarp; ++i) dot[i] = 0.0f;
 #pragma unroll 8
-        for (int d = 0; d < kHeadDim; ++d) dot += q_s[r][d] * kv_s[lane][d];
-        s = dot * args.scale;
-      }
+    for (int d = 0; d < kHeadDim; ++d) {
+      const float k = kv_s[key_col][d];
+#pragma unroll
+      for (int i = 0; i < kRowPairsPerWarp; ++i) dot[i] += q_s[first_row + 2 * i][d] * k;
+    }
+#pragma unroll
+    for (int i = 0; i < kRowPairsPerWarp; ++i) {
+      const int r = first_row + 2 * i;
+      const bool visible = r < rows && key < num_keys && key <= context_start + token_of(r);
+      const float s = visible ? dot[i] * args.scale : -INFINITY;
       const float m_old = row_max[r];
-      const float m_new = fmaxf(m_old, detail::warp_max(s));
+      const float m_new = fmaxf(m_old, detail::warp_max(s, kKeyTile));
       // A row with no visible key yet keeps max -inf: no exp(-inf - -inf) = NaN.
       const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
       const float corr = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      const float p_total = detail::warp_sum(p);
-      p_s[r][lane] = p;
-      __syncwarp();
-      if (lane == 0) {
+      const float p_total = detail::warp_sum(p, kKeyTile);
+      p_s[r][key_col] = p;
+      __syncwarp();  // every lane has read row_max[r] before lane 0 of the half warp updates it
+      if (key_col == 0) {
         row_max[r] = m_new;
         row_sum[r] = row_sum[r] * corr + p_total;
         row_corr[r] = corr;
@@ -137,7 +161,7 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
     for (int j = 0; j < kAccPerThread; ++j) {
       const int d = acc_col + j * kThreadsPerRow;
       float a = acc[j] * corr;
-#pragma unroll 8
+#pragma unroll
       for (int c = 0; c < kKeyTile; ++c) a += p_s[acc_row][c] * kv_s[c][d];
       acc[j] = a;
     }
@@ -146,7 +170,8 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
 
   if (acc_row < rows) {
     const float inv_sum = 1.0f / row_sum[acc_row];
-    T* dst = out + (static_cast<int64_t>(query_begin + q0 + acc_row) * args.num_heads + head) * kHeadDim;
+    T* dst = out + (static_cast<int64_t>(query_begin + token_of(acc_row)) * args.num_heads + head_of(acc_row)) *
+                       kHeadDim;
 #pragma unroll
     for (int j = 0; j < kAccPerThread; ++j)
       dst[acc_col + j * kThreadsPerRow] = detail::from_float<T>(acc[j] * inv_sum);
@@ -167,11 +192,13 @@ void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   args.block_tables = p.block_tables;
   args.max_blocks_per_seq = p.max_blocks_per_seq;
   args.scale = p.scale;
-  const dim3 grid(static_cast<unsigned>((p.max_query_len + kQueryTile - 1) / kQueryTile),
-                  static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
-  // Moves: per (query tile, head) the K and V rows of positions [0, last query]: about
-  //   sum over tiles of 2 * keys * head_dim * 2 bytes (KV re-read per query head and tile),
-  // plus q and out once. Compute-bound for long chunks; this kernel favours simplicity.
+  const int64_t max_rows = static_cast<int64_t>(p.max_query_len) * args.group_size;
+  const dim3 grid(static_cast<unsigned>((max_rows + kRowTile - 1) / kRowTile),
+                  static_cast<unsigned>(p.layout.num_kv_heads), static_cast<unsigned>(p.num_seqs));
+  // Moves: per (row tile, KV head) the K and V rows of positions [0, the tile's last query]:
+  //   sum over tiles of 2 * keys * head_dim * 2 bytes, a KV head read once per 64 rows
+  // (64 / group tokens of all its group's heads), plus q and out once. Scalar fp32 FMAs: compute-
+  // bound for long chunks (no tensor cores yet).
   prefill_attention_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(p.kv_cache), static_cast<const T*>(p.q), static_cast<T*>(p.out), args);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
@@ -191,6 +218,7 @@ void validate(const PrefillAttentionParams& p) {
   require(p.num_heads > 0 && p.num_heads % l.num_kv_heads == 0,
           "prefill_attention: num_heads must be a positive multiple of num_kv_heads");
   require(p.num_seqs >= 0 && p.num_seqs <= 65535, "prefill_attention: num_seqs must be in [0, 65535]");
+  require(l.num_kv_heads <= 65535, "prefill_attention: num_kv_heads must be at most 65535");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "prefill_attention: scale must be positive");
   require(p.q_stride == 0 || p.q_stride >= static_cast<int64_t>(p.num_heads) * l.head_dim,
           "prefill_attention: q_stride must be 0 (packed) or at least num_heads * head_dim");

@@ -4,9 +4,10 @@
 // through its block table: prefix-cached blocks and earlier chunks are included. The KV of the
 // chunk itself must already be written (write_kv_cache first).
 //
-// A straightforward tiled kernel (correctness first): one thread block per (16-query tile, query
-// head, sequence); 32-key tiles staged in shared memory as fp32; online softmax in fp32. Each
-// query head reads its KV head itself (no GQA sharing yet; see docs/CUDA_KERNELS.md).
+// A tiled kernel on CUDA cores: one thread block per (tile of 64 rows, KV head, sequence), a row
+// being a (query token, head of the KV head's GQA group) pair, so the heads of a group share every
+// K/V tile they load; 16-key tiles staged in shared memory as fp32; online softmax in fp32. No
+// tensor cores yet (see docs/CUDA_KERNELS.md).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -481,6 +481,63 @@ BOOST_AUTO_TEST_CASE(min_tokens_gives_stop_tokens_no_mass_until_reached) {
   BOOST_TEST(sample_one(sampler, input_for(logits, params, 7, 0)) == 1);
 }
 
+BOOST_AUTO_TEST_CASE(logit_bias_is_added_before_the_penalties_and_logprobs_stay_raw) {
+  cpu_ref::Sampler sampler;
+  const std::vector<float> logits{1.0f, 2.0f, 0.5f, 4.0f};
+  const std::vector<double> reference = reference_logprobs(logits);
+  sched::SamplingParams params = greedy_params();
+  params.logit_bias = {{3, -100.0f}, {2, 3.0f}};  // 4 - 100 vs 0.5 + 3: token 2 leads
+  const cpu_ref::SamplerOutput output = sampler.sample(input_for(logits, params));
+  BOOST_REQUIRE_EQUAL(output.samples.size(), 1u);
+  BOOST_TEST(output.samples[0].token == 2);
+  BOOST_TEST(std::abs(output.samples[0].logprob - reference[2]) <= 1e-6);
+  // Bias, then repetition penalty (vLLM's order): token 2 seen, (0.5 + 3) / 4 = 0.875 < 2, so
+  // token 1 wins; the other order, 0.5 / 4 + 3 = 3.125, would keep token 2.
+  params.repetition_penalty = 4.0f;
+  cpu_ref::SamplerInput input = input_for(logits, params);
+  const std::vector<TokenId> seen{2};
+  input.output_tokens = seen;
+  BOOST_TEST(sample_one(sampler, input) == 1);
+  // Random draws follow the biased distribution: token 3 (bias -100) never comes.
+  sched::SamplingParams random;
+  random.logit_bias = {{3, -100.0f}, {0, 1.0f}};
+  std::vector<int> counts(logits.size(), 0);
+  constexpr int kDraws = 4000;
+  for (int draw = 0; draw < kDraws; ++draw) {
+    ++counts[static_cast<size_t>(sample_one(sampler, input_for(logits, random, 77 + draw, 0)))];
+  }
+  expect_frequencies(counts, softmax({2.0f, 2.0f, 0.5f, -96.0f}, 1.0), kDraws);
+}
+
+BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
+  cpu_ref::Sampler sampler;
+  const std::vector<float> logits = random_logits(300, 5, 1.0f);
+  sched::SamplingParams params;
+  params.allowed_token_ids = {17, 4, 250};
+  std::vector<float> kept(logits.size(), -kInf);
+  for (const TokenId token : params.allowed_token_ids) kept[static_cast<size_t>(token)] = logits[static_cast<size_t>(token)];
+  std::vector<int> counts(logits.size(), 0);
+  constexpr int kDraws = 3000;
+  for (int draw = 0; draw < kDraws; ++draw) {
+    ++counts[static_cast<size_t>(sample_one(sampler, input_for(logits, params, 9 + draw, 0)))];
+  }
+  expect_frequencies(counts, softmax(kept, 1.0), kDraws);
+  int32_t outside = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (kept[i] == -kInf) outside += counts[i];
+  }
+  BOOST_TEST(outside == 0);
+  // Greedy takes the best allowed token, not the argmax.
+  params.temperature = 0.0f;
+  const TokenId best = *std::max_element(params.allowed_token_ids.begin(), params.allowed_token_ids.end(),
+                                         [&](TokenId a, TokenId b) { return kept[static_cast<size_t>(a)] < kept[static_cast<size_t>(b)]; });
+  BOOST_TEST(sample_one(sampler, input_for(logits, params)) == best);
+  // The sampler's scratch stays clean: without the list every token may come again.
+  sched::SamplingParams open = params;
+  open.allowed_token_ids.clear();
+  BOOST_TEST(sample_one(sampler, input_for(logits, open)) == ranked_ids(logits)[0]);
+}
+
 BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
   cpu_ref::Sampler sampler;
   std::vector<float> logits = random_logits(500, 11, 2.0f);
@@ -668,6 +725,14 @@ BOOST_AUTO_TEST_CASE(malformed_input_is_refused) {
   // A refused call leaves the sampler usable, its penalty buffers clean.
   input.output_tokens = {};
   BOOST_TEST(sample_one(sampler, input) == sample_one(sampler, input_for(logits, params)));
+  sched::SamplingParams biased;
+  biased.logit_bias = {{0, 1.0f}, {2, 1.0f}};
+  refused(input_for(logits, biased));
+  sched::SamplingParams allowed;
+  allowed.allowed_token_ids = {1, 5};
+  refused(input_for(logits, allowed));
+  allowed.allowed_token_ids = {0};
+  BOOST_TEST(sample_one(sampler, input_for(logits, allowed)) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

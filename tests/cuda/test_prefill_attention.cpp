@@ -120,6 +120,18 @@ BOOST_AUTO_TEST_CASE(matches_cpu_ref_with_prefixes_and_odd_chunks) {
   }
 }
 
+// A tile holds 64 (token, group head) rows: with groups of 3, 7 or 16 heads a tile ends inside a
+// token's heads or holds few tokens, and long chunks span many tiles.
+BOOST_AUTO_TEST_CASE(groups_that_split_tokens_across_row_tiles) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(41);
+  const std::vector<Chunk> chunks{{0, 23}, {9, 50}, {0, 1}, {31, 5}};
+  for (const int32_t group : {3, 7, 16}) {
+    run_case({cuda::DType::bf16, 128, 16, 2, group, chunks}, rng);
+    run_case({cuda::DType::fp16, 64, 32, 1, group, chunks}, rng);
+  }
+}
+
 // q read in place from wider rows (the forward pass's fused qkv rows): the padding is NaN, so a
 // read of it would show.
 BOOST_AUTO_TEST_CASE(q_rows_inside_wider_rows) {

@@ -180,6 +180,18 @@ def features(server):
     finishes = [e["choices"][0]["finish_reason"] for e in events[1:-2]]
     check(finishes[-1] == "length" and all(f is None for f in finishes[:-1]), "chat stream: finish_reason on the last")
 
+    # logit_bias (+100 forces a token even greedily) and vLLM's allowed_token_ids (one id allowed:
+    # every draw is it): the text is that token four times over.
+    status, body = server.post("/tokenize", {"prompt": " dragon"})
+    forced = body["tokens"][-1]
+    status, detok = server.post("/detokenize", {"tokens": [forced] * 4})
+    for extra in ({"temperature": 0, "logit_bias": {str(forced): 100}},
+                  {"temperature": 1, "seed": 3, "allowed_token_ids": [forced]}):
+        status, body = server.post("/v1/completions", dict({"model": "tiny", "prompt": "Once upon a time",
+                                                            "max_tokens": 4, "ignore_eos": True}, **extra))
+        check(status == 200 and body["choices"][0]["text"] == detok["prompt"],
+              f"{list(extra)[-1]}: the text is token {forced} four times ({body['choices'][0]['text']!r})")
+
     status, body = server.post("/tokenize", {"prompt": "Hello world"})
     check(status == 200 and body["count"] == len(body["tokens"]) > 0, "/tokenize counts its tokens")
     status, detok = server.post("/detokenize", {"tokens": body["tokens"]})
@@ -238,6 +250,12 @@ def bad_input(server):
         ("empty stop string", "/v1/completions", dict(base, stop=[""]), 400, "stop"),
         ("empty prompt list", "/v1/completions", dict(base, prompt=[]), 400, "prompt"),
         ("token id outside the vocabulary", "/v1/completions", dict(base, prompt=[10 ** 9]), 400, "prompt"),
+        ("logit_bias outside the vocabulary", "/v1/completions", dict(base, logit_bias={"1000000": 5}), 400,
+         "logit_bias"),
+        ("logit_bias key not a token id", "/v1/chat/completions",
+         {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "logit_bias": {"hello": 1}}, 400,
+         "logit_bias"),
+        ("empty allowed_token_ids", "/v1/completions", dict(base, allowed_token_ids=[]), 400, "allowed_token_ids"),
         ("logprobs above 5", "/v1/completions", dict(base, logprobs=9), 400, "logprobs"),
         ("stream_options without stream", "/v1/completions", dict(base, stream_options={"include_usage": True}), 400,
          "stream_options"),

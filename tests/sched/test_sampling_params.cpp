@@ -190,6 +190,27 @@ BOOST_AUTO_TEST_CASE(prompt_and_max_tokens_beyond_max_model_len_name_the_context
                  {"maximum context length is 128 tokens", "130 prompt tokens", "1 completion tokens"}, long_prompt);
 }
 
+BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_must_name_tokens_of_the_vocabulary) {
+  const Case c{.limits = {.max_model_len = 128, .max_logprobs = 20, .vocab_size = 1000}};
+  expect_valid(edited([](auto& p) { p.logit_bias = {{0, -100.0f}, {999, 100.0f}}; p.allowed_token_ids = {0, 999}; }), c);
+  expect_refused(edited([](auto& p) { p.logit_bias = {{3, 1.0f}, {1000, 1.0f}}; }), "logit_bias",
+                 {"token id 1000", "outside the vocabulary [0, 1000)"}, c);
+  expect_refused(edited([](auto& p) { p.logit_bias = {{-1, 1.0f}}; }), "logit_bias", {"token id -1"}, c);
+  expect_refused(edited([](auto& p) { p.logit_bias = {{3, kNan}}; }), "logit_bias", {"finite"}, c);
+  expect_refused(edited([](auto& p) { p.allowed_token_ids = {5, 1000}; }), "allowed_token_ids",
+                 {"token id 1000", "outside the vocabulary"}, c);
+  // Without a known vocabulary only negative ids are refused (the sampler checks the rest).
+  expect_valid(edited([](auto& p) { p.logit_bias = {{123456, 1.0f}}; }));
+  expect_refused(edited([](auto& p) { p.allowed_token_ids = {-4}; }), "allowed_token_ids", {"a negative id"});
+}
+
+BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_are_refused_with_beam_search) {
+  expect_refused(edited([](auto& p) { p.beam_width = 2; p.logit_bias = {{3, 1.0f}}; }), "logit_bias",
+                 {"not supported with beam search"});
+  expect_refused(edited([](auto& p) { p.beam_width = 2; p.allowed_token_ids = {3}; }), "allowed_token_ids",
+                 {"not supported with beam search"});
+}
+
 BOOST_AUTO_TEST_CASE(the_first_field_out_of_range_is_the_one_named) {
   expect_refused(edited([](auto& p) { p.n = 0; p.top_p = 0.0f; p.max_tokens = 0; }), "n", {"n must be"});
   expect_refused(edited([](auto& p) { p.top_p = 0.0f; p.max_tokens = 0; }), "top_p", {"top_p"});

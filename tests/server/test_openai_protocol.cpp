@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/server/openai_protocol.h"
@@ -112,7 +113,19 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::completions, completion(R"("stream": true, "stream_options": true)"), "stream_options",
        "expected an object"},
       {Endpoint::completions, completion(R"("user": 12)"), "user", "expected a string"},
-      {Endpoint::completions, completion(R"("logit_bias": {"50256": -100})"), "logit_bias", "not supported"},
+      {Endpoint::completions, completion(R"("logit_bias": [1])"), "logit_bias", "expected an object"},
+      {Endpoint::completions, completion(R"("logit_bias": {"abc": 1})"), "logit_bias",
+       R"(keys must be token ids (non-negative decimal integers), got "abc")"},
+      {Endpoint::completions, completion(R"("logit_bias": {"-3": 1})"), "logit_bias", R"(got "-3")"},
+      {Endpoint::completions, completion(R"("logit_bias": {"7x": 1})"), "logit_bias", R"(got "7x")"},
+      {Endpoint::completions, completion(R"("logit_bias": {"": 1})"), "logit_bias", R"(got "")"},
+      {Endpoint::completions, completion(R"("logit_bias": {"4294967296": 1})"), "logit_bias", "got \"4294967296\""},
+      {Endpoint::chat, chat(R"("logit_bias": {"5": "-100"})"), R"(logit_bias["5"])", "expected a number, got string"},
+      {Endpoint::completions, completion(R"("logit_bias": {"7": 1, "07": 2})"), "logit_bias",
+       "token id 7 appears twice"},
+      {Endpoint::completions, completion(R"("allowed_token_ids": [])"), "allowed_token_ids", "must not be empty"},
+      {Endpoint::completions, completion(R"("allowed_token_ids": 5)"), "allowed_token_ids", "expected an array"},
+      {Endpoint::chat, chat(R"("allowed_token_ids": [3, -1])"), "allowed_token_ids[1]", "non-negative"},
       {Endpoint::completions, completion(R"("use_beam_search": "yes")"), "use_beam_search", "expected a boolean"},
       {Endpoint::completions, completion(R"("use_beam_search": true, "stop": ["x"])"), "stop",
        "not supported with use_beam_search"},
@@ -365,6 +378,24 @@ BOOST_AUTO_TEST_CASE(integral_floats_pass_as_integers_and_negative_seeds_keep_th
   const CompletionRequest smallest =
       parse_completion(R"({"model": "m", "prompt": "x", "seed": -9223372036854775808})");
   BOOST_TEST(smallest.generation.sampling.seed.value_or(0) == 9223372036854775808u);
+}
+
+BOOST_AUTO_TEST_CASE(logit_bias_is_clamped_as_vllm_does_and_allowed_ids_kept_in_order) {
+  const CompletionRequest r = parse_completion(
+      R"({"model": "m", "prompt": "x", "logit_bias": {"50256": -150, "5": 2.5, "12": 100.5},
+          "allowed_token_ids": [9, 3, 9]})");
+  const std::vector<std::pair<TokenId, float>> expected{{5, 2.5f}, {12, 100.0f}, {50256, -100.0f}};
+  BOOST_TEST_REQUIRE(r.generation.sampling.logit_bias.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    BOOST_TEST(r.generation.sampling.logit_bias[i].first == expected[i].first);
+    BOOST_TEST(r.generation.sampling.logit_bias[i].second == expected[i].second);
+  }
+  BOOST_TEST(r.generation.sampling.allowed_token_ids == (std::vector<TokenId>{9, 3, 9}),
+             boost::test_tools::per_element());
+  const ChatRequest chat_request = parse_chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                                                  "logit_bias": {"0": -1}})");
+  BOOST_TEST_REQUIRE(chat_request.generation.sampling.logit_bias.size() == 1u);
+  BOOST_TEST(chat_request.generation.sampling.logit_bias[0].second == -1.0f);
 }
 
 BOOST_AUTO_TEST_CASE(use_beam_search_runs_n_beams) {

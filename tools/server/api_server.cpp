@@ -365,7 +365,9 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
                                              bundle_.eos_token_ids.end());
     }
     sched::validate(serving.sampling, num_prompt_tokens,
-                    {.max_model_len = max_model_len, .max_logprobs = config_.limits.max_logprobs});
+                    {.max_model_len = max_model_len,
+                     .max_logprobs = config_.limits.max_logprobs,
+                     .vocab_size = static_cast<int32_t>(bundle_.config.vocab_size)});
     setup.num_prompt_tokens.push_back(num_prompt_tokens);
     serving.prompt_tokens = std::move(prompt);
     requests.push_back(std::move(serving));

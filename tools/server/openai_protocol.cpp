@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <utility>
 
 namespace pagedllm::server {
@@ -49,11 +50,18 @@ std::string format_number(double value) {
 }
 
 // A client's string, quoted, cut to a few dozen bytes at a character boundary.
+// Appended piece by piece: GCC 12's -Wrestrict misfires on "..." + std::string once inlined.
 std::string quote(const std::string& text) {
-  if (text.size() <= kMaxQuotedBytes) return "\"" + text + "\"";
-  size_t cut = kMaxQuotedBytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // continuation byte
-  return "\"" + text.substr(0, cut) + "...\"";
+  size_t cut = text.size();
+  if (cut > kMaxQuotedBytes) {
+    cut = kMaxQuotedBytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // continuation byte
+  }
+  std::string quoted(1, '"');
+  quoted.append(text, 0, cut);
+  if (cut < text.size()) quoted += "...";
+  quoted += '"';
+  return quoted;
 }
 
 // The param is the path of the field at fault ("max_tokens", "messages[2].role"); the message
@@ -279,9 +287,33 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
   }
   if (const json* v = find_field(body, "user")) as_string(*v, "user");  // checked, then ignored
 
-  // A bias we would not apply must not pass silently; an empty map is harmless.
+  // OpenAI's {"token id": bias}; biases clamped to [-100, 100] as vLLM does. Two keys naming one
+  // token ("7", "07") are refused rather than one of them dropped. Ids are checked against the
+  // vocabulary by sched::validate.
   if (const json* v = find_field(body, "logit_bias")) {
-    if (!as_object(*v, "logit_bias").empty()) refuse_unsupported("logit_bias");
+    std::map<TokenId, float> biases;
+    for (const auto& [key, value] : as_object(*v, "logit_bias").items()) {
+      std::string param = "logit_bias[";
+      param += quote(key);
+      param += ']';
+      int64_t id = -1;
+      const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (key.empty() || error != std::errc{} || end != key.data() + key.size() || id < 0 || id > kInt32Max) {
+        refuse("logit_bias", "keys must be token ids (non-negative decimal integers), got " + quote(key));
+      }
+      const double bias = std::clamp(as_number(value, param), -100.0, 100.0);
+      if (!biases.emplace(static_cast<TokenId>(id), static_cast<float>(bias)).second) {
+        refuse("logit_bias", "token id " + std::to_string(id) + " appears twice");
+      }
+    }
+    sampling.logit_bias.assign(biases.begin(), biases.end());
+  }
+  if (const json* v = find_field(body, "allowed_token_ids")) {  // vLLM's extra
+    const json& ids = as_array(*v, "allowed_token_ids");
+    if (ids.empty()) refuse("allowed_token_ids", "must not be empty (leave it out to allow every token)");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      sampling.allowed_token_ids.push_back(as_token_id(ids[i], indexed("allowed_token_ids", i)));
+    }
   }
 }
 
@@ -592,7 +624,7 @@ json parse_json_body(std::string_view body) {
 // --- requests ---
 // Fields this server does not know are ignored: OpenAI's clients and SDKs send extras (metadata,
 // store, service_tier, vLLM's own extensions) that change nothing a client relies on. Fields
-// whose silent omission would change the result (tools, suffix, logit_bias, ...) are refused.
+// whose silent omission would change the result (tools, suffix, ...) are refused.
 
 CompletionRequest parse_completion_request(const json& body, const ProtocolLimits& limits) {
   require_object_body(body);

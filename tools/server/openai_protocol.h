@@ -65,7 +65,8 @@ struct ProtocolLimits {
 struct GenerationRequest {
   std::string model;
   sched::SamplingParams sampling;  // n, temperature, top_p, top_k, min_p, penalties, seed, stop,
-                                   // stop_token_ids, ignore_eos, min_tokens, logprobs (as top-k count)
+                                   // stop_token_ids, ignore_eos, min_tokens, logit_bias,
+                                   // allowed_token_ids, beams, logprobs (as top-k count)
   std::optional<int32_t> max_tokens;
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage (only with stream)
