@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch anchor for pagedllm's decode-attention benchmark (cuda/bench/bench_decode_attention.cu).
+"""PyTorch anchor for pagedllm's attention benchmark (cuda/bench/bench_attention.cu).
 
 Same cases as `bench_cuda_attention`: bf16, head_dim 128, 32 query heads with 32 KV heads (MHA)
 and 8 KV heads (GQA), batch 1/16/64 x context 1024/4096/32768, one query token per sequence.
@@ -18,6 +18,11 @@ GQA: with torch >= 2.5 SDPA gets the 8 KV heads directly (enable_gqa=True). An o
 it; then K/V are repeat_interleave'd to 32 heads once, outside the timed loop ("sdpa-rep"), and
 only the un-repeated K/V bytes count as useful, so that GB/s stays comparable with pagedllm's
 kernel (which reads each KV head once for its 4 query heads).
+
+Prefill, after decode: the C++ bench's whole-prompt cases (batch x prompt 1x512, 1x2048,
+4x2048, 1x8192; the same heads), SDPA with is_causal=True on dense q/K/V [batch, heads, prompt,
+128], reported as microseconds and TFLOP/s over the same causal FLOP count (4 * head_dim * heads *
+prompt (prompt + 1) / 2 per sequence), so the two tables compare line by line.
 
 Usage
     python tools/bench/sdpa_anchor.py [--iters 100] [--warmup 10] [--json PATH]
@@ -91,6 +96,40 @@ def has_enable_gqa(torch) -> bool:
         return False
 
 
+PREFILL_SHAPES = [(1, 512), (1, 2048), (4, 2048), (1, 8192)]  # (batch, prompt), as bench_attention.cu
+
+
+def bench_prefill(torch, args, gqa_native: bool) -> list:
+    """Causal SDPA over whole prompts; TFLOP/s on the C++ bench's FLOP count."""
+    F = torch.nn.functional
+    print(f"\nprefill attention, torch SDPA is_causal, bf16, head_dim {HEAD_DIM} (causal FLOPs: QK^T + PV)")
+    print(f"{'heads':<6} {'batch':<6} {'prompt':<8} {'us':>10} {'TFLOP/s':>10}")
+    rows = []
+    for num_kv_heads in args.kv_heads:
+        gqa = num_kv_heads != NUM_HEADS
+        for batch, prompt in PREFILL_SHAPES:
+            q = torch.randn(batch, NUM_HEADS, prompt, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
+            k = torch.randn(batch, num_kv_heads, prompt, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
+            v = torch.randn(batch, num_kv_heads, prompt, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
+            if gqa and not gqa_native:
+                group = NUM_HEADS // num_kv_heads
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+                body = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            elif gqa:
+                body = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            else:
+                body = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            seconds = time_it(torch, body, args.warmup, args.iters)
+            flops = 4.0 * HEAD_DIM * NUM_HEADS * batch * prompt * (prompt + 1) / 2.0
+            print(f"{NUM_HEADS:2d}/{num_kv_heads:<3d} {batch:<6d} {prompt:<8d} {seconds * 1e6:10.1f} "
+                  f"{flops / seconds / 1e12:10.2f}")
+            rows.append({"num_heads": NUM_HEADS, "num_kv_heads": num_kv_heads, "batch": batch, "prompt": prompt,
+                         "us": seconds * 1e6, "tflops": flops / seconds / 1e12})
+            del q, k, v, body
+            torch.cuda.empty_cache()
+    return rows
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
@@ -154,11 +193,13 @@ def main(argv=None) -> int:
                              "gbps": gbps, "pct_memcpy": 100.0 * gbps / peak})
                 del k, v, q, body
                 torch.cuda.empty_cache()
+    prefill_rows = bench_prefill(torch, args, gqa_native)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"device": properties.name, "torch": torch.__version__, "cuda": torch.version.cuda,
                        "enable_gqa": gqa_native, "memcpy_gbps": peak, "warmup": args.warmup,
-                       "iters": args.iters, "head_dim": HEAD_DIM, "cases": rows}, out, indent=1)
+                       "iters": args.iters, "head_dim": HEAD_DIM, "cases": rows,
+                       "prefill_cases": prefill_rows}, out, indent=1)
             out.write("\n")
     return 0
 

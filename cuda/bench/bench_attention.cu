@@ -1,8 +1,9 @@
 // bench_cuda_attention: decode attention GB/s at batch 1/16/64 x context 1k/4k/32k, MHA (32/32)
 // and GQA (32 query heads / 8 KV heads), bf16, head_dim 128, block size 16, as a percentage of
-// the device-to-device cudaMemcpy bandwidth measured in the same run; then copy_blocks and
-// swap_blocks against plain cudaMemcpy of the same bytes. Needs a GPU; says so and exits 1
-// without one.
+// the device-to-device cudaMemcpy bandwidth measured in the same run; prefill attention TFLOP/s
+// on whole prompts (the same heads; tools/bench/sdpa_anchor.py --prefill times PyTorch's SDPA on
+// the same shapes and FLOP count); then copy_blocks and swap_blocks against plain cudaMemcpy of
+// the same bytes. Needs a GPU; says so and exits 1 without one.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "cuda/device_info.h"
 #include "cuda/kernels/cache_ops.h"
 #include "cuda/kernels/decode_attention.h"
+#include "cuda/kernels/prefill_attention.h"
 
 namespace cuda = pagedllm::cuda;
 namespace kv = pagedllm::kv;
@@ -124,6 +126,63 @@ void bench_decode(double peak_gbps, int32_t num_sms, std::mt19937_64& rng) {
   }
 }
 
+// Causal prefill of whole prompts (no cached prefix): FLOPs = 4 * head_dim * num_heads * the
+// (query, key) pairs, L (L + 1) / 2 per prompt of L tokens (QK^T and PV, a multiply-add = 2).
+void bench_prefill(std::mt19937_64& rng) {
+  std::printf("\nprefill attention, bf16, head_dim 128, block 16, whole prompts (causal FLOPs: QK^T + PV)\n");
+  std::printf("%-6s %-6s %-8s %10s %10s\n", "heads", "batch", "prompt", "us", "TFLOP/s");
+  const int32_t head_dim = 128;
+  const int32_t block_size = 16;
+  const int32_t num_heads = 32;
+  struct Shape {
+    int32_t batch;
+    int32_t prompt;
+  };
+  for (const int32_t num_kv_heads : {32, 8}) {
+    for (const Shape shape : {Shape{1, 512}, Shape{1, 2048}, Shape{4, 2048}, Shape{1, 8192}}) {
+      const int32_t blocks_per_seq = (shape.prompt + block_size - 1) / block_size;
+      const kv::KvLayout layout{1, num_kv_heads, head_dim, block_size, shape.batch * blocks_per_seq};
+      Device cache(layout.total_elements() * cuda::kDTypeBytes);
+      PAGEDLLM_CUDA_CHECK(cudaMemset(cache.p, 0x3c, layout.total_elements() * cuda::kDTypeBytes));
+      const int64_t num_tokens = int64_t{shape.batch} * shape.prompt;
+      const std::size_t q_bytes = static_cast<std::size_t>(num_tokens) * num_heads * head_dim * cuda::kDTypeBytes;
+      Device q(q_bytes), out(q_bytes);
+      PAGEDLLM_CUDA_CHECK(cudaMemset(q.p, 0x3c, q_bytes));
+      std::vector<int32_t> ids(static_cast<std::size_t>(layout.num_blocks));
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::vector<int32_t> query_starts, context_starts(static_cast<std::size_t>(shape.batch), 0);
+      for (int32_t s = 0; s <= shape.batch; ++s) query_starts.push_back(s * shape.prompt);
+      Device tables(ids.size() * sizeof(int32_t)), starts(query_starts.size() * sizeof(int32_t)),
+          contexts(context_starts.size() * sizeof(int32_t));
+      PAGEDLLM_CUDA_CHECK(cudaMemcpy(tables.p, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      PAGEDLLM_CUDA_CHECK(cudaMemcpy(starts.p, query_starts.data(), query_starts.size() * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice));
+      PAGEDLLM_CUDA_CHECK(cudaMemcpy(contexts.p, context_starts.data(), context_starts.size() * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice));
+      cuda::PrefillAttentionParams p;
+      p.dtype = cuda::DType::bf16;
+      p.layout = layout;
+      p.kv_cache = cache.p;
+      p.num_seqs = shape.batch;
+      p.num_heads = num_heads;
+      p.q = q.p;
+      p.out = out.p;
+      p.query_starts = static_cast<const int32_t*>(starts.p);
+      p.context_starts = static_cast<const int32_t*>(contexts.p);
+      p.block_tables = static_cast<const int32_t*>(tables.p);
+      p.max_blocks_per_seq = blocks_per_seq;
+      p.max_query_len = shape.prompt;
+      p.scale = 0.0883883f;
+      const double s = time_it([&] { cuda::prefill_attention(p, nullptr); });
+      const double pairs = static_cast<double>(shape.batch) * shape.prompt * (shape.prompt + 1.0) / 2.0;
+      const double flops = 4.0 * head_dim * num_heads * pairs;
+      std::printf("%2d/%-3d %-6d %-8d %10.1f %10.2f\n", num_heads, num_kv_heads, shape.batch, shape.prompt, s * 1e6,
+                  flops / s / 1e12);
+    }
+  }
+}
+
 void bench_copy_and_swap(double peak_gbps, std::mt19937_64& rng) {
   // A Llama-3-8B-like tier: 32 layers, 8 KV heads, head_dim 128, block 16 (32 KiB chunks).
   const kv::KvLayout device_layout{32, 8, 128, 16, 4096};
@@ -186,6 +245,7 @@ int main() {
     const double peak = memcpy_gbps();
     std::printf("device-to-device cudaMemcpy: %.1f GB/s (read + write)\n", peak);
     bench_decode(peak, query.devices.front().multiprocessors, rng);
+    bench_prefill(rng);
     bench_copy_and_swap(peak, rng);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_attention: %s\n", e.what());
