@@ -4,9 +4,14 @@
 // Each CUDA thread is a ucontext fiber; thread blocks run one after another. __syncthreads and
 // warp shuffles are cooperative barriers (a thread that waits at one while others of its warp or
 // block wait at another, or have exited, aborts with "EMU DEADLOCK"); __shared__ becomes a static
-// local; device memory is host memory (cudaMalloc/cudaMemcpy/... become malloc/memcpy). Fibers run
-// in a fixed order, so data races are NOT detected (use compute-sanitizer racecheck on a GPU),
-// curand is replaced by a splitmix stub (sampling logic only), and float math is the host's.
+// local; device memory is host memory (cudaMalloc/cudaMemcpy/... become malloc/memcpy). Each
+// thread runs from one barrier to the next without interruption, in an order EMU_SCHEDULE sets:
+// `forward` (default, thread 0 first), `reverse`, or `shuffle` (a fresh random order every round,
+// seeded by EMU_SEED). A race between barriers whose outcome depends on which thread goes first
+// (a read of a value another thread writes in the same interval) changes the results under another
+// order, so running the tests under all three is a CPU stand-in for racecheck; races that cannot
+// change a result at this granularity (within a warp, between barriers) stay for racecheck on a
+// GPU. curand is replaced by a splitmix stub (sampling logic only), and float math is the host's.
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -19,6 +24,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #undef __global__
@@ -50,6 +57,25 @@ inline unsigned long long shfl_buf[64][2][32];
 inline int shfl_parity[64][32];
 inline std::function<void()> body;
 
+// The order threads run in within one round of run_block (see the top of this file).
+enum class Schedule { forward, reverse, shuffle };
+inline Schedule schedule_from_env() {
+  const char* name = std::getenv("EMU_SCHEDULE");
+  if (name == nullptr || std::strcmp(name, "forward") == 0) return Schedule::forward;
+  if (std::strcmp(name, "reverse") == 0) return Schedule::reverse;
+  if (std::strcmp(name, "shuffle") == 0) return Schedule::shuffle;
+  std::fprintf(stderr, "EMU_SCHEDULE must be forward, reverse or shuffle, got '%s'\n", name);
+  std::abort();
+}
+inline const Schedule schedule = schedule_from_env();
+inline std::mt19937_64 schedule_rng(std::getenv("EMU_SEED") != nullptr ? std::strtoull(std::getenv("EMU_SEED"), nullptr, 10)
+                                                                       : 1);
+inline void order_round(std::vector<int>& order) {
+  std::iota(order.begin(), order.end(), 0);
+  if (schedule == Schedule::reverse) std::reverse(order.begin(), order.end());
+  if (schedule == Schedule::shuffle) std::shuffle(order.begin(), order.end(), schedule_rng);
+}
+
 inline void yield(State s) {
   fibers[current].state = s;
   asm volatile("" ::: "memory");
@@ -75,9 +101,11 @@ inline void run_block(int nthreads) {
     makecontext(&f.ctx, entry, 0);
   }
   const int num_warps = (nthreads + 31) / 32;
+  std::vector<int> order(static_cast<size_t>(nthreads));
   for (;;) {
     bool ran = false;
-    for (int t = 0; t < nthreads; ++t) {
+    order_round(order);
+    for (const int t : order) {
       if (fibers[static_cast<size_t>(t)].state != State::runnable) continue;
       current = t;
       cur_thread = dim3(static_cast<unsigned>(t), 0, 0);

@@ -6,6 +6,8 @@
 #   tests/cuda/cpu_emulation/run.sh [build dir] [boost --run_test filter]
 # e.g. tests/cuda/cpu_emulation/run.sh build/release decode_attention,prefill_attention
 # EMU_SANITIZE=1 builds it with AddressSanitizer + UBSan (a CPU stand-in for memcheck).
+# EMU_SCHEDULE=reverse or shuffle (EMU_SEED=N) runs the threads between barriers in another order
+# (a CPU stand-in for racecheck; emu.h).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$repo/build/release}" && pwd)
@@ -21,6 +23,9 @@ if [[ "${EMU_SANITIZE:-0}" == 1 ]]; then
   flags+=(-fsanitize=address,undefined -fno-omit-frame-pointer -DEMU_MALLOC_SLACK=0)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0:detect_leaks=0}
 fi
+# The schedule must really reorder threads, or a run under it proves nothing (emu_selftest.cpp).
+g++ "${flags[@]}" "$here/emu_selftest.cpp" -o "$out/emu_selftest"
+"$out/emu_selftest"
 objs=()
 for f in decode_attention prefill_attention cache_ops rms_norm rotary activation embedding sampling; do
   python3 "$here/prepare_kernels.py" "$repo/cuda/kernels/$f.cu" "$out/$f.cpp"

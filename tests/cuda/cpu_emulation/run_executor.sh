@@ -8,6 +8,8 @@
 #   tests/cuda/cpu_emulation/run_executor.sh [build dir] [boost --run_test filter]
 # e.g. tests/cuda/cpu_emulation/run_executor.sh build/release cuda_executor/cuda_graphs_match_eager
 # EMU_SANITIZE=1 builds it with AddressSanitizer + UBSan (a CPU stand-in for memcheck).
+# EMU_SCHEDULE=reverse or shuffle (EMU_SEED=N) runs the threads between barriers in another order
+# (a CPU stand-in for racecheck; emu.h).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$repo/build/release}" && pwd)
@@ -24,6 +26,9 @@ if [[ "${EMU_SANITIZE:-0}" == 1 ]]; then
   link_flags+=(-fsanitize=address,undefined)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_stack_use_after_return=0:detect_leaks=0}
 fi
+# The schedule must really reorder threads, or a run under it proves nothing (emu_selftest.cpp).
+g++ "${flags[@]}" "$here/emu_selftest.cpp" -o "$out/emu_selftest"
+"$out/emu_selftest"
 objs=()
 pids=()
 compile() {  # in the background; the failures are collected below
