@@ -128,6 +128,22 @@ class Renderer {
   std::string out_;
 };
 
+// continue_final_message as Hugging Face's apply_chat_template does it, so that prompts match
+// vLLM's token for token: the closed render is cut right after the last occurrence of the final
+// message's stripped content, keeping the content's trailing whitespace only where the text there
+// equals the content as given (no leading whitespace, not trimmed by the template). A blank final
+// message is refused by render() (Hugging Face would keep the turn closed).
+void cut_after_final_message(std::string& rendered, const std::string& final) {
+  const std::string core = python_strip(final);
+  const std::size_t at = rendered.rfind(core);
+  if (at == std::string::npos) {
+    throw ChatTemplateError("continue_final_message: the final message does not appear in the rendered chat");
+  }
+  const std::size_t leading = final.find(core);      // core starts at the first non-space character
+  const std::size_t kept = final.size() - leading;   // len(final.lstrip())
+  rendered.resize(rendered.compare(at, kept, final) == 0 ? at + kept : at + core.size());
+}
+
 [[noreturn]] void fail(const ChatFormat& format, std::size_t index, const std::string& problem) {
   throw ChatTemplateError("chat template '" + format.name + "': message " + std::to_string(index) +
                           ": " + problem);
@@ -183,6 +199,19 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
       fail(format_, i, "unknown role '" + role + "' (supported: system, user, assistant)");
     }
   }
+  if (options.continue_final_message) {
+    if (options.add_generation_prompt) {
+      throw ChatTemplateError("chat template '" + format_.name +
+                              "': continue_final_message and add_generation_prompt cannot both be set");
+    }
+    if (messages.back().role != "assistant") {
+      fail(format_, messages.size() - 1,
+           "continue_final_message needs a final assistant message to continue, found '" + messages.back().role + "'");
+    }
+    if (python_strip(messages.back().content).empty()) {
+      fail(format_, messages.size() - 1, "continue_final_message needs a final message with content to continue");
+    }
+  }
   const bool leading_system = messages.front().role == "system";
   const std::optional<std::string> system =
       leading_system ? std::optional<std::string>(messages.front().content) : format_.default_system_prompt;
@@ -223,6 +252,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
     }
   }
   if (options.add_generation_prompt) renderer.out() += format_.generation_prompt;
+  if (options.continue_final_message) cut_after_final_message(renderer.out(), messages.back().content);
   return std::move(renderer.out());
 }
 

@@ -86,6 +86,17 @@ struct RenderOptions {
   std::string bos_token;  // the text of the model's BOS token, e.g. "<|begin_of_text|>"
   std::string eos_token;
   std::optional<std::string> date_string;  // Llama 3.1's `date_string` template variable
+  // End the text inside the final message, which must be the assistant's and not blank, so that
+  // the model continues it (Hugging Face's and vLLM's continue_final_message, cut where Hugging
+  // Face cuts); excludes add_generation_prompt.
+  bool continue_final_message = false;
+};
+
+// How a chat prompt ends, as a request chooses it (vLLM's chat fields of the same names); the
+// model's BOS / EOS texts complete these into RenderOptions.
+struct ChatPromptOptions {
+  bool add_generation_prompt = true;    // open the assistant's turn
+  bool continue_final_message = false;  // end inside the final assistant message instead
 };
 
 class ChatTemplate {
@@ -110,7 +121,8 @@ class ChatTemplate {
   ChatFamily family() const noexcept { return format_.family; }
 
   // Throws ChatTemplateError naming the message at fault (an empty conversation, a role other
-  // than system / user / assistant, roles that do not alternate where the format requires it).
+  // than system / user / assistant, roles that do not alternate where the format requires it, a
+  // final message to continue that is not the assistant's).
   std::string render(const std::vector<ChatMessage>& messages, const RenderOptions& options = {}) const;
 
  private:

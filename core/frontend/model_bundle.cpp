@@ -61,13 +61,15 @@ model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightL
   return model::load_weights(model::SafetensorsCheckpoint(bundle.source.path), bundle.config, options);
 }
 
-std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages) {
+std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages,
+                                 const chat::ChatPromptOptions& options) {
   if (!bundle.chat_template) {
     throw chat::ChatTemplateError("cannot render a chat: " + bundle.chat_template_error +
                                   " (choose a format with --chat-template)");
   }
   chat::RenderOptions render;
-  render.add_generation_prompt = true;
+  render.add_generation_prompt = options.add_generation_prompt;
+  render.continue_final_message = options.continue_final_message;
   render.bos_token = bundle.bos_text;
   render.eos_token = bundle.eos_text;
   const std::string text = bundle.chat_template->render(messages, render);

@@ -41,9 +41,10 @@ ModelBundle open_model(const std::string& argument, const OpenModelOptions& opti
 // Loads and checks the weights of an opened model.
 model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightLoadOptions& options = {});
 
-// Renders a conversation with the model's chat template (adding the generation prompt) and
-// tokenizes it without adding BOS again. Throws chat::ChatTemplateError naming the problem.
-std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages);
+// Renders a conversation with the model's chat template and tokenizes it without adding BOS
+// again. Throws chat::ChatTemplateError naming the problem.
+std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages,
+                                 const chat::ChatPromptOptions& options = {});
 
 // Tokenizes a plain prompt (special tokens in the text are parsed; BOS as the tokenizer adds it).
 std::vector<TokenId> encode_prompt(const ModelBundle& bundle, const std::string& text);

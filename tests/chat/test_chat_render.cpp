@@ -109,6 +109,48 @@ BOOST_AUTO_TEST_CASE(mistral_requires_alternating_roles_and_names_the_message) {
   BOOST_TEST(first_answer.find("message 1") != std::string::npos, first_answer);
 }
 
+BOOST_AUTO_TEST_CASE(continue_final_message_leaves_the_assistant_turn_open) {
+  const auto continued = [](std::string_view name, const Messages& messages) {
+    RenderOptions options;
+    options.add_generation_prompt = false;
+    options.continue_final_message = true;
+    options.bos_token = "<BOS>";
+    options.eos_token = "<EOS>";
+    return ChatTemplate::named(name).render(messages, options);
+  };
+  const Messages prefilled = {{"user", "Name a colour."}, {"assistant", "The colour is "}};
+  BOOST_TEST(continued("chatml", prefilled) ==
+             "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\nThe colour is ");
+  // Trimming templates trim the continued content too (as Hugging Face's cut after it does).
+  BOOST_TEST(continued("llama3", prefilled) ==
+             "<BOS><|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
+             "<|start_header_id|>assistant<|end_header_id|>\n\nThe colour is");
+  BOOST_TEST(continued("mistral", {{"system", "S"}, {"user", "Q"}, {"assistant", " A \n"}}) == "<BOS>[INST] Q[/INST] A");
+  // Hugging Face's rule, kept for token-exact prompts: trailing whitespace stays only when the
+  // content has no leading whitespace.
+  BOOST_TEST(continued("chatml", {{"user", "Q"}, {"assistant", " Once upon \n"}}) ==
+             "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n Once upon");
+
+  // Only an assistant message can be continued, and not with a generation prompt after it.
+  try {
+    continued("chatml", {{"user", "Q"}});
+    BOOST_ERROR("a final user message was continued");
+  } catch (const ChatTemplateError& error) {
+    BOOST_TEST(std::string(error.what()).find("message 0: continue_final_message needs a final assistant message") !=
+               std::string::npos, error.what());
+  }
+  try {
+    continued("chatml", {{"user", "Q"}, {"assistant", " \n"}});
+    BOOST_ERROR("a blank final message was continued");
+  } catch (const ChatTemplateError& error) {
+    BOOST_TEST(std::string(error.what()).find("message 1: continue_final_message needs a final message with content") !=
+               std::string::npos, error.what());
+  }
+  RenderOptions both;
+  both.continue_final_message = true;
+  BOOST_CHECK_THROW(ChatTemplate::named("chatml").render(prefilled, both), ChatTemplateError);
+}
+
 BOOST_AUTO_TEST_CASE(unknown_roles_and_empty_conversations_are_refused) {
   const std::string tool = error_of("chatml", {{"user", "a"}, {"tool", "b"}});
   BOOST_TEST(tool.find("message 1: unknown role 'tool'") != std::string::npos, tool);

@@ -192,6 +192,21 @@ def features(server):
         check(status == 200 and body["choices"][0]["text"] == detok["prompt"],
               f"{list(extra)[-1]}: the text is token {forced} four times ({body['choices'][0]['text']!r})")
 
+    # vLLM's continue_final_message: the prompt ends inside the assistant's message, so it is
+    # shorter than the closed turn plus a fresh generation prompt; /tokenize takes the same fields.
+    prefilled = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Once upon"}]
+    _, closed = server.post("/tokenize", {"messages": prefilled})
+    _, open_turn = server.post("/tokenize", {"messages": prefilled, "add_generation_prompt": False,
+                                             "continue_final_message": True})
+    status, body = server.post("/v1/chat/completions", {"model": "tiny", "messages": prefilled, "max_tokens": 3,
+                                                        "add_generation_prompt": False, "continue_final_message": True})
+    check(status == 200 and body["usage"]["prompt_tokens"] == open_turn["count"] < closed["count"],
+          f"continue_final_message: {open_turn['count']} prompt tokens, fewer than {closed['count']} with the turn closed")
+    status, body = server.post("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}],
+                                                        "add_generation_prompt": False, "continue_final_message": True})
+    check(status == 400 and body["error"]["param"] == "messages",
+          "continue_final_message after a user message: 400 naming messages")
+
     status, body = server.post("/tokenize", {"prompt": "Hello world"})
     check(status == 200 and body["count"] == len(body["tokens"]) > 0, "/tokenize counts its tokens")
     status, detok = server.post("/detokenize", {"tokens": body["tokens"]})

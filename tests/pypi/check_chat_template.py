@@ -402,6 +402,8 @@ CONVERSATIONS = {
         message("assistant", "\n answer with\ttabs \u2003"),
         message("user", "x"),
     ],
+    # Continued (continue_final_message) with its spacing kept or trimmed by the template.
+    "prefilled answer": [message("user", "Name a colour."), message("assistant", " The colour is \n")],
     "unicode and braces": [message("user", "héllo {{ not jinja }} {% raw %} 😀 \\n")],
     "empty content": [message("user", ""), message("assistant", ""), message("user", " ")],
     # Rejected by the Mistral templates (roles must alternate), rendered by the others.
@@ -415,6 +417,17 @@ CONVERSATIONS = {
 
 class RaisedByTemplate(Exception):
     pass
+
+
+def hf_continue_final_message(rendered: str, final: str) -> str:
+    """What transformers' apply_chat_template(continue_final_message=True) makes of a render
+    without the generation prompt: the text cut right after the final message's content."""
+    if final.strip() not in rendered:
+        raise RaisedByTemplate("the final message is not in the rendered chat")
+    at = rendered.rindex(final.strip())
+    if rendered[at:at + len(final.lstrip())] == final:
+        return rendered[:at + len(final.lstrip())]
+    return rendered[:at + len(final.strip())]
 
 
 def jinja_render(template: str, messages: list[dict], generation_prompt: bool, bos: str, eos: str) -> str:
@@ -448,39 +461,48 @@ class Checker:
         for name, messages in CONVERSATIONS.items():
             messages_file = self.work / "messages.json"
             messages_file.write_text(json.dumps(messages, ensure_ascii=False), encoding="utf-8")
-            for generation_prompt in (True, False):
+            # (generation prompt, continue the final message): the latter only after an answer.
+            modes = [(True, False), (False, False)]
+            if messages[-1]["role"] == "assistant" and messages[-1]["content"].strip():
+                modes.append((False, True))
+            for generation_prompt, continue_final in modes:
                 self.comparisons += 1
                 try:
                     expected: str | None = jinja_render(template, messages, generation_prompt, bos, eos)
+                    if continue_final:
+                        expected = hf_continue_final_message(expected, messages[-1]["content"])
                 except RaisedByTemplate:
                     expected = None
                 args = [*source_args, "--messages-json", str(messages_file)]
                 if pass_tokens:
                     args += ["--bos", bos, "--eos", eos]
-                if not generation_prompt:
+                mode = "continue_final_message" if continue_final else f"add_generation_prompt={generation_prompt}"
+                if continue_final:
+                    args.append("--continue-final-message")
+                elif not generation_prompt:
                     args.append("--no-generation-prompt")
                 result = self.run(args)
                 if expected is None:
                     if result.returncode == 0:
-                        self.fail(label, name, generation_prompt, "Jinja raised, pagedllm rendered:\n"
+                        self.fail(label, name, mode, "Jinja raised, pagedllm rendered:\n"
                                   + repr(result.stdout.decode("utf-8", "replace")))
                     else:
                         rejected += 1
                     continue
                 if result.returncode != 0:
-                    self.fail(label, name, generation_prompt, "pagedllm failed: " + result.stderr.decode())
+                    self.fail(label, name, mode, "pagedllm failed: " + result.stderr.decode())
                     continue
                 actual = result.stdout.decode("utf-8")
                 if actual != expected:
-                    self.fail(label, name, generation_prompt,
+                    self.fail(label, name, mode,
                               f"\n  jinja2:   {expected!r}\n  pagedllm: {actual!r}")
                 else:
                     matched += 1
         print(f"{label:34s} {matched} renders identical, {rejected} rejected by both")
 
-    def fail(self, label: str, conversation: str, generation_prompt: bool, detail: str) -> None:
+    def fail(self, label: str, conversation: str, mode: str, detail: str) -> None:
         self.failures += 1
-        print(f"MISMATCH {label} / {conversation} / add_generation_prompt={generation_prompt}: {detail}")
+        print(f"MISMATCH {label} / {conversation} / {mode}: {detail}")
 
     def check_template(self, label: str, template: str, bos: str, eos: str) -> None:
         template_file = self.work / f"{label}.jinja"

@@ -123,6 +123,9 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::chat, chat(R"("logit_bias": {"5": "-100"})"), R"(logit_bias["5"])", "expected a number, got string"},
       {Endpoint::completions, completion(R"("logit_bias": {"7": 1, "07": 2})"), "logit_bias",
        "token id 7 appears twice"},
+      {Endpoint::chat, chat(R"("continue_final_message": true)"), "continue_final_message",
+       "cannot be true while add_generation_prompt is true"},
+      {Endpoint::chat, chat(R"("add_generation_prompt": "no")"), "add_generation_prompt", "expected a boolean"},
       {Endpoint::completions, completion(R"("allowed_token_ids": [])"), "allowed_token_ids", "must not be empty"},
       {Endpoint::completions, completion(R"("allowed_token_ids": 5)"), "allowed_token_ids", "expected an array"},
       {Endpoint::chat, chat(R"("allowed_token_ids": [3, -1])"), "allowed_token_ids[1]", "non-negative"},
@@ -396,6 +399,17 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_clamped_as_vllm_does_and_allowed_ids_kept_in_
                                                   "logit_bias": {"0": -1}})");
   BOOST_TEST_REQUIRE(chat_request.generation.sampling.logit_bias.size() == 1u);
   BOOST_TEST(chat_request.generation.sampling.logit_bias[0].second == -1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(chat_prompt_endings_default_to_a_generation_prompt) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"}])";
+  const ChatRequest plain = parse_chat(R"({"model": "m", )" + messages + "}");
+  BOOST_TEST(plain.prompt.add_generation_prompt);
+  BOOST_TEST(!plain.prompt.continue_final_message);
+  const ChatRequest continued = parse_chat(R"({"model": "m", "add_generation_prompt": false,
+                                               "continue_final_message": true, )" + messages + "}");
+  BOOST_TEST(!continued.prompt.add_generation_prompt);
+  BOOST_TEST(continued.prompt.continue_final_message);
 }
 
 BOOST_AUTO_TEST_CASE(use_beam_search_runs_n_beams) {

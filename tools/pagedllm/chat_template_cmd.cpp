@@ -33,6 +33,7 @@ struct ChatTemplateOptions {
   std::string gguf_path;
   std::string messages_path;
   bool no_generation_prompt = false;
+  bool continue_final_message = false;
   std::optional<std::string> bos;
   std::optional<std::string> eos;
   std::optional<std::string> date;
@@ -97,6 +98,8 @@ int run_chat_template(const std::vector<std::string>& args) {
        "the conversation: [{\"role\": \"system|user|assistant\", \"content\": \"...\"}, ...]")
       ("no-generation-prompt", po::bool_switch(&options.no_generation_prompt),
        "do not append the assistant turn opening")
+      ("continue-final-message", po::bool_switch(&options.continue_final_message),
+       "leave the final assistant message open for the model to continue (implies --no-generation-prompt)")
       ("bos", po::value<std::string>(), "BOS token text (default: the GGUF's, else empty)")
       ("eos", po::value<std::string>(), "EOS token text (default: the GGUF's, else empty)")
       ("date", po::value<std::string>(), "the date Llama 3.1 templates print (default: theirs)")
@@ -134,7 +137,8 @@ int run_chat_template(const std::vector<std::string>& args) {
   if (options.bos) render.bos_token = *options.bos;
   if (options.eos) render.eos_token = *options.eos;
   render.date_string = options.date;
-  render.add_generation_prompt = !options.no_generation_prompt;
+  render.continue_final_message = options.continue_final_message;
+  render.add_generation_prompt = !options.no_generation_prompt && !options.continue_final_message;
   std::cout << chat_template->render(read_messages(options.messages_path), render);
   std::cout.flush();
   return 0;

@@ -306,7 +306,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     if (generation.model != config_.served_model_name) {
       throw not_found("The model `" + generation.model + "` does not exist.", "model_not_found");
     }
-    prompts.push_back(frontend::encode_chat(bundle_, parsed.messages));
+    prompts.push_back(frontend::encode_chat(bundle_, parsed.messages, parsed.prompt));
     echo_text.emplace_back();
   } else {
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
@@ -403,7 +403,8 @@ void ApiServer::tokenize(const HttpRequest& request, const std::shared_ptr<Excha
   if (body.contains("messages")) {
     nlohmann::json chat_body = body;
     chat_body["model"] = config_.served_model_name;
-    tokens = frontend::encode_chat(bundle_, parse_chat_request(chat_body, config_.limits).messages);
+    const ChatRequest parsed = parse_chat_request(chat_body, config_.limits);
+    tokens = frontend::encode_chat(bundle_, parsed.messages, parsed.prompt);
   } else if (body.contains("prompt")) {
     if (!body["prompt"].is_string()) throw invalid_request("prompt", "prompt: expected a string");
     bool add_special_tokens = true;

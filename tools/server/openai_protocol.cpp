@@ -661,6 +661,17 @@ ChatRequest parse_chat_request(const json& body, const ProtocolLimits& limits) {
   GenerationRequest& generation = out.generation;
   parse_common(body, limits, generation);
   out.messages = parse_messages(body);
+  // vLLM's extras: how the prompt ends. Continuing the final (assistant) message replaces the
+  // generation prompt; the template checks that the final message is the assistant's.
+  if (const json* v = find_field(body, "add_generation_prompt")) {
+    out.prompt.add_generation_prompt = as_bool(*v, "add_generation_prompt");
+  }
+  if (const json* v = find_field(body, "continue_final_message")) {
+    out.prompt.continue_final_message = as_bool(*v, "continue_final_message");
+  }
+  if (out.prompt.continue_final_message && out.prompt.add_generation_prompt) {
+    refuse("continue_final_message", "cannot be true while add_generation_prompt is true (set it to false)");
+  }
 
   // max_completion_tokens is the current name; max_tokens the deprecated one. Both are checked;
   // the current name wins when both are given (vLLM).

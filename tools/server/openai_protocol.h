@@ -91,6 +91,7 @@ struct CompletionRequest {
 struct ChatRequest {
   GenerationRequest generation;
   std::vector<chat::ChatMessage> messages;  // content as a string, or text parts joined
+  chat::ChatPromptOptions prompt;           // add_generation_prompt, continue_final_message
 };
 
 // Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, an
