@@ -207,6 +207,15 @@ def features(server):
     check(status == 400 and body["error"]["param"] == "messages",
           "continue_final_message after a user message: 400 naming messages")
 
+    # vLLM's truncate_prompt_tokens keeps the prompt's last tokens: the same greedy text as the
+    # tail given alone.
+    long_prompt = list(range(300, 400)) * 3  # 300 token ids
+    tail = {"model": "tiny", "prompt": long_prompt[-20:], "max_tokens": 5, "temperature": 0}
+    status, alone = server.post("/v1/completions", tail)
+    status, body = server.post("/v1/completions", dict(tail, prompt=long_prompt, truncate_prompt_tokens=20))
+    check(status == 200 and body["usage"]["prompt_tokens"] == 20 and body["choices"][0]["text"] == alone["choices"][0]["text"],
+          "truncate_prompt_tokens=20: 20 prompt tokens, the text of the tail alone")
+
     status, body = server.post("/tokenize", {"prompt": "Hello world"})
     check(status == 200 and body["count"] == len(body["tokens"]) > 0, "/tokenize counts its tokens")
     status, detok = server.post("/detokenize", {"tokens": body["tokens"]})

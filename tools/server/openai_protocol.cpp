@@ -272,6 +272,11 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
   if (const json* v = find_field(body, "include_stop_str_in_output")) {
     out.include_stop_str_in_output = as_bool(*v, "include_stop_str_in_output");
   }
+  if (const json* v = find_field(body, "truncate_prompt_tokens")) {
+    const int64_t keep = as_integer_in(*v, "truncate_prompt_tokens", -1, kInt32Max);
+    if (keep == 0) refuse("truncate_prompt_tokens", "must be -1 (the model's context length) or at least 1, got 0");
+    out.truncate_prompt_tokens = static_cast<int32_t>(keep);
+  }
   if (const json* v = find_field(body, "priority")) {
     out.priority = static_cast<int32_t>(as_integer_in(*v, "priority", -kInt32Max, kInt32Max));
   }

@@ -74,6 +74,8 @@ struct GenerationRequest {
   int32_t priority = 0;            // vLLM's extra: lower runs first (needs --scheduling-policy priority)
   bool skip_special_tokens = true;          // vLLM's extra: special tokens left out of the text
   bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
+  // vLLM's extra: keep only the prompt's last this-many tokens; -1 = max_model_len.
+  std::optional<int32_t> truncate_prompt_tokens;
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
