@@ -99,6 +99,8 @@ class Server:
 def features(server):
     status, body = server.request("GET", "/health")
     check(status == 200, "/health is 200 once loaded")
+    status, body = server.request("GET", "/version")
+    check(status == 200 and json.loads(body)["version"].count(".") == 2, f"/version: {body!r}")
     status, body = server.request("GET", "/v1/models")
     models = json.loads(body)
     check(status == 200 and models["data"][0]["id"] == "tiny", "/v1/models lists the served model")

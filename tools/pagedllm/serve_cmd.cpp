@@ -78,7 +78,10 @@ int run_serve(const std::vector<std::string>& args) {
   const uint64_t open_files = server::raise_open_file_limit();
   server::ServerMetrics metrics(served_name);
   // The server listens while the weights load: /health answers 503 until they are in.
-  server::ApiServer api(server::ApiServerConfig{.served_model_name = served_name, .api_key = options.api_key, .limits = {}},
+  server::ApiServer api(server::ApiServerConfig{.served_model_name = served_name,
+                                                .api_key = options.api_key,
+                                                .limits = {},
+                                                .version = PAGEDLLM_VERSION},
                         bundle, metrics);
   server::HttpServer http(options.http, [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
     api.handle(std::move(request), std::move(exchange));

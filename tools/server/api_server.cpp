@@ -263,6 +263,11 @@ void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exc
     exchange->respond(200, std::string(kPrometheusContentType), metrics_.render());
     return;
   }
+  if (path == "/version") {  // as vLLM's: no key needed, answered while loading
+    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/version takes GET");
+    respond_json(*exchange, 200, {{"version", config_.version}});
+    return;
+  }
   if (path.starts_with("/v1/") && !config_.api_key.empty() && !same_secret(bearer_token(request), config_.api_key)) {
     throw ApiError(401, "authentication_error", "", "invalid_api_key", "Unauthorized: a wrong or missing API key");
   }

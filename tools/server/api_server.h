@@ -19,12 +19,13 @@ struct ApiServerConfig {
   std::string served_model_name;  // the id of GET /v1/models; requests must name it
   std::string api_key;            // "" = no authentication
   ProtocolLimits limits;
+  std::string version;            // GET /version's answer (the binary's version)
 };
 
 class ApiServer {
  public:
-  // Everything passed must outlive the server. Until attach(), every route but /health and
-  // /metrics answers 503 (the model is loading).
+  // Everything passed must outlive the server. Until attach(), every route but /health,
+  // /metrics and /version answers 503 (the model is loading).
   ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics);
 
   void handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange);
