@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of the model file parsers (GGUF and safetensors headers) with
-# clang, ASan and UBSan, and runs each for a bounded time on its seed corpus.
+# Builds the libFuzzer targets of the model file parsers (GGUF and safetensors headers) and of the
+# OpenAI request parser (the server's JSON bodies) with clang, ASan and UBSan, and runs each for a
+# bounded time on its seed corpus.
 #   tools/fuzz.sh [seconds per target]   (default 20)
-# A crash, leak, sanitizer report or any exception other than ModelFormatError fails the run;
+# A crash, leak, sanitizer report or any exception other than the parser's own error (ModelFormatError;
+# ApiError with a 4xx status) fails the run;
 # the input that caused it is left in build/fuzz/ as crash-* (or leak-*, timeout-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +17,9 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 declare -A sources=(
   [gguf_header]="core/model/gguf_file.cpp core/model/ggml_type.cpp core/model/mapped_file.cpp"
   [safetensors_header]="core/model/safetensors_file.cpp core/model/mapped_file.cpp"
+  [openai_request]="tools/server/openai_protocol.cpp core/sched/sampling_params.cpp"
 )
-for target in gguf_header safetensors_header; do
+for target in gguf_header safetensors_header openai_request; do
   echo "=== fuzz ${target}: build"
   # shellcheck disable=SC2086
   clang++ "${flags[@]}" "tests/fuzz/fuzz_${target}.cpp" ${sources[$target]} -o "$out/fuzz_${target}"

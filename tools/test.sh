@@ -2,7 +2,7 @@
 # Builds and runs every test tier; exits non-zero if anything fails.
 #   tools/test.sh [stage ...]   stages: release asan fuzz pypi   (default: all four, in order)
 #     release, asan  build that preset and run its CTest suites (asan = ASan + UBSan)
-#     fuzz           the model file parsers under libFuzzer for a bounded time (tools/fuzz.sh)
+#     fuzz           the model file and OpenAI request parsers under libFuzzer for a bounded time (tools/fuzz.sh)
 #     pypi           checks against independent implementations from PyPI (tools/test_pypi.sh);
 #                    skipped, with the reason printed, only when the registry cannot be reached
 set -euo pipefail
