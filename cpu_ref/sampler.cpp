@@ -368,7 +368,7 @@ void Sampler::apply_logits_processors(const SamplerInput& input) {
   work_.assign(input.logits.begin(), input.logits.end());
   const auto index = [](TokenId token) { return static_cast<size_t>(token); };
 
-  // allowed_token_ids, then logit_bias (vLLM v1's order: both before the penalties).
+  // allowed_token_ids, then bad words, then logit_bias (vLLM v1's order: all before the penalties).
   if (!params.allowed_token_ids.empty()) {
     check_tokens(params.allowed_token_ids, vocab, "allowed");
     if (seen_.size() != vocab) seen_.assign(vocab, 0);
@@ -377,6 +377,16 @@ void Sampler::apply_logits_processors(const SamplerInput& input) {
       if (seen_[i] == 0) work_[i] = -std::numeric_limits<float>::infinity();
     }
     for (const TokenId token : params.allowed_token_ids) seen_[index(token)] = 0;
+  }
+  // bad_words (vLLM v1: after the allowed ids, before the biases): a word's last token is
+  // banned where the output so far ends with its other tokens.
+  for (const std::vector<TokenId>& word : params.bad_words_token_ids) {
+    check_tokens(word, vocab, "bad word");
+    if (word.empty() || word.size() - 1 > input.output_tokens.size()) continue;
+    const size_t prefix = word.size() - 1;
+    if (std::equal(word.begin(), word.end() - 1, input.output_tokens.end() - static_cast<std::ptrdiff_t>(prefix))) {
+      work_[index(word.back())] = -std::numeric_limits<float>::infinity();
+    }
   }
   for (const auto& [token, bias] : params.logit_bias) {
     if (token < 0 || index(token) >= vocab) {

@@ -6,8 +6,9 @@
 //      logprobs returned, for the sampled tokens, the beam candidates and the top lists (vLLM's
 //      default `logprobs_mode = "raw_logprobs"`): biases, penalties, temperature and the filters
 //      change which token is drawn, never the logprob reported for it.
-//   2. allowed_token_ids (empty = off): every other token gets no mass; then each logit_bias
-//      entry is added to its token's logit;
+//   2. allowed_token_ids (empty = off): every other token gets no mass; bad words: the last
+//      token of a bad word gets no mass where the output so far ends with the word's other
+//      tokens; then each logit_bias entry is added to its token's logit;
 //   3. repetition penalty over every distinct token of prompt + output: a positive logit is
 //      divided by the penalty, any other multiplied by it (1 = off);
 //   4. frequency and presence penalties over the output tokens: logit -= frequency * count, then
@@ -130,7 +131,7 @@ class Sampler {
   SamplerOutput sample(const SamplerInput& input);
 
  private:
-  // work_ = the logits after steps 2-4 (allowed ids, biases, penalties, min_tokens).
+  // work_ = the logits after steps 2-4 (allowed ids, bad words, biases, penalties, min_tokens).
   void apply_logits_processors(const SamplerInput& input);
   // Weights, candidates, top_k and top_p; returns the sum of every weight (min_p aside).
   double prepare_random(const sched::SamplingParams& params, std::span<const float> processed, float scaled_max);

@@ -96,7 +96,7 @@ std::shared_ptr<const DeviceModel> upload_model(const model::ModelWeights& weigh
 std::vector<int32_t> decode_graph_batch_sizes(int32_t max_num_seqs);
 
 // Whether cpu_ref's sampler must handle this row (its logits are copied to the host): penalties,
-// logit_bias, allowed_token_ids, min_p, logprobs lists, several samples at once, beam candidates,
+// logit_bias, allowed_token_ids, bad words, min_p, logprobs lists, several samples at once, beam candidates,
 // stop tokens min_tokens still holds back.
 bool needs_host_sampling(const sched::ScheduledSequence& scheduled);
 

@@ -1,5 +1,6 @@
 #include "core/frontend/model_bundle.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -80,6 +81,23 @@ std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<ch
 
 std::vector<TokenId> encode_prompt(const ModelBundle& bundle, const std::string& text) {
   return bundle.tokenizer.encode(text);
+}
+
+std::vector<std::vector<TokenId>> encode_bad_words(const ModelBundle& bundle, const std::vector<std::string>& words) {
+  tokenizer::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  plain.parse_special = false;
+  std::vector<std::vector<TokenId>> out;
+  for (const std::string& word : words) {
+    const std::string bare = word.substr(std::min(word.find_first_not_of(" \t\n\r\f\v"), word.size()));
+    std::vector<TokenId> first = bundle.tokenizer.encode(bare, plain);
+    if (first.empty()) continue;  // nothing to ban (a blank word)
+    std::vector<TokenId> spaced = bundle.tokenizer.encode(" " + bare, plain);
+    const bool distinct = !spaced.empty() && spaced.front() != first.front() && spaced.size() == first.size();
+    out.push_back(std::move(first));
+    if (distinct) out.push_back(std::move(spaced));
+  }
+  return out;
 }
 
 }  // namespace pagedllm::frontend

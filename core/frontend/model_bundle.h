@@ -49,4 +49,9 @@ std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<ch
 // Tokenizes a plain prompt (special tokens in the text are parsed; BOS as the tokenizer adds it).
 std::vector<TokenId> encode_prompt(const ModelBundle& bundle, const std::string& text);
 
+// vLLM's tokenization of bad_words: each word (leading whitespace dropped) as it would start the
+// text, and with a leading space as it would follow another word, the latter only where it gives
+// a different first token and as many tokens. No special tokens are added or parsed.
+std::vector<std::vector<TokenId>> encode_bad_words(const ModelBundle& bundle, const std::vector<std::string>& words);
+
 }  // namespace pagedllm::frontend

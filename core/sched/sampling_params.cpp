@@ -64,6 +64,13 @@ void validate(const SamplingParams& params, int32_t num_prompt_tokens, const Req
   if (!params.allowed_token_ids.empty() && params.use_beam_search()) {
     throw InvalidRequestError("allowed_token_ids", "allowed_token_ids is not supported with beam search");
   }
+  for (const std::vector<TokenId>& word : params.bad_words_token_ids) {
+    if (word.empty()) throw InvalidRequestError("bad_words", "a bad word must hold at least one token");
+    for (const TokenId token : word) check_token("bad_words", token);
+  }
+  if (!params.bad_words_token_ids.empty() && params.use_beam_search()) {
+    throw InvalidRequestError("bad_words", "bad_words is not supported with beam search");
+  }
   for (const std::string& stop : params.stop) {
     if (stop.empty()) throw InvalidRequestError("stop", "stop strings must not be empty");
   }

@@ -38,6 +38,9 @@ struct SamplingParams {
   std::vector<std::pair<TokenId, float>> logit_bias;
   // vLLM's allowed_token_ids: non-empty = only these tokens may be sampled.
   std::vector<TokenId> allowed_token_ids;
+  // vLLM's bad_words, tokenized by the frontend (each word with and without a leading space): a
+  // sequence's last token gets no mass where the output so far ends with the rest of it.
+  std::vector<std::vector<TokenId>> bad_words_token_ids;
 
   bool use_beam_search() const { return beam_width > 0; }
   // Whether the token after num_output_tokens must not be a stop token (min_tokens not yet out).
@@ -45,10 +48,11 @@ struct SamplingParams {
     return num_output_tokens < min_tokens && !all_stop_token_ids.empty();
   }
   // Whether sampling the token after num_output_tokens changes the logits before temperature:
-  // penalties, logit_bias, allowed_token_ids, min_tokens' suppression.
+  // penalties, logit_bias, allowed_token_ids, bad words, min_tokens' suppression.
   bool adjusts_logits(int32_t num_output_tokens) const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty() || !allowed_token_ids.empty() || suppresses_stop_tokens(num_output_tokens);
+           !logit_bias.empty() || !allowed_token_ids.empty() || !bad_words_token_ids.empty() ||
+           suppresses_stop_tokens(num_output_tokens);
   }
   // Sequences a group runs at once: beams, or parallel samples.
   int32_t num_sequences() const { return use_beam_search() ? beam_width : n; }

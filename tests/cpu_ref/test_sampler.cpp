@@ -509,6 +509,27 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_added_before_the_penalties_and_logprobs_stay_
   expect_frequencies(counts, softmax({2.0f, 2.0f, 0.5f, -96.0f}, 1.0), kDraws);
 }
 
+BOOST_AUTO_TEST_CASE(bad_words_ban_their_last_token_after_their_prefix) {
+  cpu_ref::Sampler sampler;
+  const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f, 3.0f};  // by logit: 1, 2, 4, 0, 3
+  sched::SamplingParams params = greedy_params();
+  params.bad_words_token_ids = {{1}, {3, 2}, {0, 2}, {0, 0, 4}};
+  const auto sample_after = [&](std::vector<TokenId> output) {
+    cpu_ref::SamplerInput input = input_for(logits, params);
+    input.output_tokens = output;
+    return sample_one(sampler, input);
+  };
+  // A one-token word is banned everywhere; a longer one only right after its other tokens.
+  BOOST_TEST(sample_after({}) == 2);
+  BOOST_TEST(sample_after({3}) == 4);        // "3 2" would complete
+  BOOST_TEST(sample_after({3, 1}) == 2);     // its prefix is not at the end
+  BOOST_TEST(sample_after({1, 0}) == 4);     // "0 2" would complete; "0 0 4" needs two 0s
+  BOOST_TEST(sample_after({0, 0}) == 0);     // both would: 1, 2 and 4 banned
+  BOOST_TEST(sample_after({0}) == 4);        // a prefix longer than the output cannot match
+  params.bad_words_token_ids = {{5}};
+  BOOST_CHECK_THROW(sample_after({}), std::invalid_argument);  // outside the vocabulary
+}
+
 BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
   cpu_ref::Sampler sampler;
   const std::vector<float> logits = random_logits(300, 5, 1.0f);

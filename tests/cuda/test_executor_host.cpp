@@ -343,6 +343,7 @@ BOOST_AUTO_TEST_CASE(rows_the_device_sampler_cannot_serve_go_to_the_host) {
   BOOST_TEST(with([](sched::SamplingParams&, sched::ScheduledSequence& s) { s.num_beam_candidates = 4; }));
   BOOST_TEST(with([](sched::SamplingParams& p, sched::ScheduledSequence&) { p.logit_bias = {{3, -100.0f}}; }));
   BOOST_TEST(with([](sched::SamplingParams& p, sched::ScheduledSequence&) { p.allowed_token_ids = {3, 4}; }));
+  BOOST_TEST(with([](sched::SamplingParams& p, sched::ScheduledSequence&) { p.bad_words_token_ids = {{3}}; }));
 
   // min_tokens: the host sampler suppresses the stop tokens until that many outputs are out.
   const std::vector<TokenId> tokens = {5, 6, 7, 8, 9};  // 3 prompt tokens, 2 outputs so far

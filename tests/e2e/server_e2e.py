@@ -194,6 +194,15 @@ def features(server):
         check(status == 200 and body["choices"][0]["text"] == detok["prompt"],
               f"{list(extra)[-1]}: the text is token {forced} four times ({body['choices'][0]['text']!r})")
 
+    # vLLM's bad_words beat a +100 bias: the forced token never comes.
+    forced_text = detok["prompt"][:len(detok["prompt"]) // 4]
+    status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 4,
+                                                   "ignore_eos": True, "temperature": 0, "logprobs": 0,
+                                                   "logit_bias": {str(forced): 100}, "bad_words": [forced_text]})
+    tokens = body["choices"][0]["logprobs"]["tokens"] if status == 200 else None
+    check(status == 200 and forced_text not in tokens,
+          f"bad_words [{forced_text!r}] with logit_bias +100 on it: never sampled ({tokens!r})")
+
     # vLLM's continue_final_message: the prompt ends inside the assistant's message, so it is
     # shorter than the closed turn plus a fresh generation prompt; /tokenize takes the same fields.
     prefilled = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Once upon"}]

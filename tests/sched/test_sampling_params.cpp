@@ -204,6 +204,15 @@ BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_must_name_tokens_of_the_vocabula
   expect_refused(edited([](auto& p) { p.allowed_token_ids = {-4}; }), "allowed_token_ids", {"a negative id"});
 }
 
+BOOST_AUTO_TEST_CASE(bad_words_must_be_token_sequences_of_the_vocabulary) {
+  const Case c{.limits = {.max_model_len = 128, .max_logprobs = 20, .vocab_size = 1000}};
+  expect_valid(edited([](auto& p) { p.bad_words_token_ids = {{5}, {6, 999}}; }), c);
+  expect_refused(edited([](auto& p) { p.bad_words_token_ids = {{5}, {}}; }), "bad_words", {"at least one token"}, c);
+  expect_refused(edited([](auto& p) { p.bad_words_token_ids = {{5, 1000}}; }), "bad_words", {"token id 1000"}, c);
+  expect_refused(edited([](auto& p) { p.beam_width = 2; p.bad_words_token_ids = {{5}}; }), "bad_words",
+                 {"not supported with beam search"}, c);
+}
+
 BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_are_refused_with_beam_search) {
   expect_refused(edited([](auto& p) { p.beam_width = 2; p.logit_bias = {{3, 1.0f}}; }), "logit_bias",
                  {"not supported with beam search"});

@@ -129,6 +129,9 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::completions, completion(R"("truncate_prompt_tokens": 0)"), "truncate_prompt_tokens",
        "must be -1 (the model's context length) or at least 1, got 0"},
       {Endpoint::chat, chat(R"("truncate_prompt_tokens": -2)"), "truncate_prompt_tokens", "got -2"},
+      {Endpoint::completions, completion(R"("bad_words": "no")"), "bad_words", "expected an array"},
+      {Endpoint::chat, chat(R"("bad_words": ["ok", 3])"), "bad_words[1]", "expected a string, got integer"},
+      {Endpoint::completions, completion(R"("bad_words": ["ok", " \n"])"), "bad_words[1]", "must hold a word"},
       {Endpoint::completions, completion(R"("allowed_token_ids": [])"), "allowed_token_ids", "must not be empty"},
       {Endpoint::completions, completion(R"("allowed_token_ids": 5)"), "allowed_token_ids", "expected an array"},
       {Endpoint::chat, chat(R"("allowed_token_ids": [3, -1])"), "allowed_token_ids[1]", "non-negative"},
@@ -398,6 +401,8 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_clamped_as_vllm_does_and_allowed_ids_kept_in_
   }
   BOOST_TEST(r.generation.sampling.allowed_token_ids == (std::vector<TokenId>{9, 3, 9}),
              boost::test_tools::per_element());
+  const CompletionRequest words = parse_completion(R"({"model": "m", "prompt": "x", "bad_words": [" dragon", "a b"]})");
+  BOOST_TEST(words.generation.bad_words == (std::vector<std::string>{" dragon", "a b"}), boost::test_tools::per_element());
   const ChatRequest chat_request = parse_chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
                                                   "logit_bias": {"0": -1}})");
   BOOST_TEST_REQUIRE(chat_request.generation.sampling.logit_bias.size() == 1u);

@@ -340,6 +340,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     throw invalid_request("priority", "priority scheduling is not enabled (serve --scheduling-policy priority)");
   }
   const int32_t max_model_len = scheduler.max_model_len;
+  generation.sampling.bad_words_token_ids = frontend::encode_bad_words(bundle_, generation.bad_words);
   if (generation.truncate_prompt_tokens) {
     // vLLM's truncation: the prompt's last tokens are kept (the echoed text stays the prompt as given).
     const int32_t keep = *generation.truncate_prompt_tokens == -1 ? max_model_len : *generation.truncate_prompt_tokens;

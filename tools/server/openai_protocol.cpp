@@ -272,6 +272,16 @@ void parse_common(const json& body, const ProtocolLimits& limits, GenerationRequ
   if (const json* v = find_field(body, "include_stop_str_in_output")) {
     out.include_stop_str_in_output = as_bool(*v, "include_stop_str_in_output");
   }
+  if (const json* v = find_field(body, "bad_words")) {
+    const json& words = as_array(*v, "bad_words");
+    for (size_t i = 0; i < words.size(); ++i) {
+      const std::string& word = as_string(words[i], indexed("bad_words", i));
+      if (word.find_first_not_of(" \t\n\r\f\v") == std::string::npos) {
+        refuse(indexed("bad_words", i), "must hold a word, got " + quote(word));
+      }
+      out.bad_words.push_back(word);
+    }
+  }
   if (const json* v = find_field(body, "truncate_prompt_tokens")) {
     const int64_t keep = as_integer_in(*v, "truncate_prompt_tokens", -1, kInt32Max);
     if (keep == 0) refuse("truncate_prompt_tokens", "must be -1 (the model's context length) or at least 1, got 0");

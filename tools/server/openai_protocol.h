@@ -66,7 +66,8 @@ struct GenerationRequest {
   std::string model;
   sched::SamplingParams sampling;  // n, temperature, top_p, top_k, min_p, penalties, seed, stop,
                                    // stop_token_ids, ignore_eos, min_tokens, logit_bias,
-                                   // allowed_token_ids, beams, logprobs (as top-k count)
+                                   // allowed_token_ids, beams, logprobs (as top-k count); the
+                                   // server fills bad_words_token_ids from bad_words
   std::optional<int32_t> max_tokens;
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage (only with stream)
@@ -76,6 +77,7 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
   // vLLM's extra: keep only the prompt's last this-many tokens; -1 = max_model_len.
   std::optional<int32_t> truncate_prompt_tokens;
+  std::vector<std::string> bad_words;  // vLLM's extra: tokenized by the server (encode_bad_words)
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
