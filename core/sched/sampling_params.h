@@ -72,7 +72,7 @@ class InvalidRequestError : public std::invalid_argument {
 struct RequestLimits {
   int32_t max_model_len = 0;  // prompt + output tokens the model accepts
   int32_t max_logprobs = 20;
-  int32_t vocab_size = 0;     // > 0: token ids of logit_bias and allowed_token_ids must be below it
+  int32_t vocab_size = 0;     // > 0: token ids of logit_bias, allowed_token_ids, bad words must be below it
 };
 
 // Throws InvalidRequestError naming the first field out of range. A prompt that with max_tokens
