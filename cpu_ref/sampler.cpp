@@ -378,8 +378,7 @@ void Sampler::apply_logits_processors(const SamplerInput& input) {
     }
     for (const TokenId token : params.allowed_token_ids) seen_[index(token)] = 0;
   }
-  // bad_words (vLLM v1: after the allowed ids, before the biases): a word's last token is
-  // banned where the output so far ends with its other tokens.
+  // A bad word's last token is banned where the output so far ends with its other tokens.
   for (const std::vector<TokenId>& word : params.bad_words_token_ids) {
     check_tokens(word, vocab, "bad word");
     if (word.empty() || word.size() - 1 > input.output_tokens.size()) continue;
