@@ -27,12 +27,15 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const LlamaModel> model, const CpuExecu
     : model_(std::move(model)),
       config_(config),
       cache_(kv_layout_for(model_->config(), config.cache.block_size, config.cache.num_device_blocks),
-             config.cache.num_host_blocks) {
-  if (config_.num_threads > 0) omp_set_num_threads(config_.num_threads);
-}
+             config.cache.num_host_blocks) {}
 
 sched::StepResult CpuExecutor::execute(const sched::StepPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
+  // OpenMP's thread count is a setting of the calling thread, so it is applied here, on the
+  // thread that runs the forward pass (a server's engine thread, not the one that built us).
+  if (config_.num_threads > 0 && omp_get_max_threads() != config_.num_threads) {
+    omp_set_num_threads(config_.num_threads);
+  }
   cache_.apply_block_operations(plan);
 
   batch_.clear();

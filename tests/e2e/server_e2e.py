@@ -33,11 +33,11 @@ def check(condition, what):
 class Server:
     """The real binary on an ephemeral port, with the tiny model in a private cache."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, threads=1):
         self.cache = tempfile.mkdtemp(prefix="pagedllm_e2e_")
         env = dict(os.environ, PAGEDLLM_CACHE=self.cache)
         self.log = open(os.path.join(self.cache, "serve.log"), "w+")
-        self.process = subprocess.Popen([BINARY, "serve", "--port", "0", "--threads", "1", *extra],
+        self.process = subprocess.Popen([BINARY, "serve", "--port", "0", "--threads", str(threads), *extra],
                                         stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.port = None
         deadline = time.time() + 120
@@ -94,6 +94,9 @@ class Server:
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=30)
+
+    def num_threads(self):
+        return len(os.listdir(f"/proc/{self.process.pid}/task"))
 
 
 def features(server):
@@ -237,6 +240,116 @@ def features(server):
           "/metrics counts finished requests")
     check(any(name.startswith("pagedllm:time_to_first_token_seconds_bucket") for name in metrics),
           "/metrics has the TTFT histogram")
+
+
+def read_until_closed(sock):
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def stream_raw(port, version, body):
+    """A streaming completion over a raw socket in HTTP/`version`: (head, body) once the server closes."""
+    payload = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(f"POST /v1/completions HTTP/{version}\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Connection: close\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)
+    data = read_until_closed(sock)
+    sock.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), rest
+
+
+def protocol(server):
+    """HTTP/1.0 streaming, OPTIONS, /v1/models/{id}, 405 with Allow, and --threads honoured."""
+    # --threads 1: the main thread, one HTTP I/O thread and the engine loop; no OpenMP helper,
+    # although OpenMP alone would start one per core on the engine thread.
+    check(server.num_threads() == 3, f"--threads 1: 3 threads in the server after serving ({server.num_threads()})")
+
+    request = {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 5, "temperature": 0, "stream": True}
+    head, body = stream_raw(server.port, "1.0", request)
+    check("200 OK" in head and "Transfer-Encoding" not in head and "Connection: close" in head,
+          "HTTP/1.0 stream: 200, no chunked coding (RFC 9112), Connection: close")
+    events = [line[6:] for line in body.decode().split("\n") if line.startswith("data: ")]
+    check(len(events) >= 2 and events[-1] == "[DONE]" and json.loads(events[0])["object"] == "text_completion",
+          "HTTP/1.0 stream: the events as sent, ended by [DONE] and the close")
+    head, body = stream_raw(server.port, "1.1", request)
+    check("Transfer-Encoding: chunked" in head and body.endswith(b"0\r\n\r\n"), "HTTP/1.1 stream: still chunked")
+
+    status, body = server.request("GET", "/v1/models/tiny")
+    model = json.loads(body)
+    check(status == 200 and model["id"] == "tiny" and model["object"] == "model", "GET /v1/models/tiny: the model")
+    status, body = server.request("GET", "/v1/models/gpt-5")
+    check(status == 404 and json.loads(body)["error"]["code"] == "model_not_found", "GET /v1/models/gpt-5: 404")
+
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("OPTIONS", "/v1/chat/completions")
+    response = connection.getresponse()
+    response.read()
+    check(response.status == 200 and response.getheader("Allow") == "POST, OPTIONS",
+          f"OPTIONS /v1/chat/completions: 200, Allow: POST, OPTIONS ({response.status})")
+    connection.request("OPTIONS", "/v1/chat/completions", headers={
+        "Origin": "https://a.example", "Access-Control-Request-Method": "POST"})
+    response = connection.getresponse()
+    response.read()
+    check(response.status == 200 and response.getheader("Access-Control-Allow-Origin") is None,
+          "a preflight without --allowed-origins: no cross-origin access granted")
+    connection.request("DELETE", "/v1/models")
+    response = connection.getresponse()
+    response.read()
+    check(response.status == 405 and response.getheader("Allow") == "GET, HEAD, OPTIONS",
+          "DELETE /v1/models: 405 with Allow")
+    connection.close()
+
+
+def cors_and_full_queue():
+    """--allowed-origins (vLLM's CORS flags), Retry-After on a full queue, and --threads 2."""
+    server = Server("--allowed-origins", '["https://a.example"]', "--max-pending-requests", "1", threads=2)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        for origin, status, allowed in (("https://a.example", 200, "https://a.example"),
+                                        ("https://evil.example", 400, None)):
+            connection.request("OPTIONS", "/v1/completions", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type, authorization"})
+            response = connection.getresponse()
+            response.read()
+            check(response.status == status and response.getheader("Access-Control-Allow-Origin") == allowed,
+                  f"preflight from {origin}: {response.status}, Access-Control-Allow-Origin "
+                  f"{response.getheader('Access-Control-Allow-Origin')}")
+        connection.request("POST", "/v1/completions", body=json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}),
+                           headers={"Content-Type": "application/json", "Origin": "https://a.example"})
+        response = connection.getresponse()
+        response.read()
+        check(response.status == 200 and response.getheader("Access-Control-Allow-Origin") == "https://a.example",
+              "a request from an allowed origin: its answer names the origin")
+        connection.close()
+        # --threads 2: one OpenMP helper beside the engine thread, now that a step has run.
+        check(server.num_threads() == 4, f"--threads 2: 4 threads in the server ({server.num_threads()})")
+
+        # One request pending at most: a long stream holds the place, the next one gets 503 + Retry-After.
+        body = json.dumps({"model": "tiny", "prompt": "Tell me", "max_tokens": 1500, "ignore_eos": True,
+                           "stream": True}).encode()
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        data = b""
+        while b'"text"' not in data:
+            data += sock.recv(65536)
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("POST", "/v1/completions", body=json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}),
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        error = json.loads(response.read())
+        check(response.status == 503 and response.getheader("Retry-After") == "1" and "queue is full" in
+              error["error"]["message"], f"a full queue: 503 with Retry-After: 1 ({response.status})")
+        connection.close()
+        sock.close()
+    finally:
+        server.stop()
 
 
 def raw_exchange(port, payload, delay=0.0):
@@ -404,6 +517,13 @@ def bench(server):
     check(metrics["completed"] == 60 and metrics["failed"] == 0, "bench: 60 of 60 completed")
     check(metrics["total_output_tokens"] == 480, "bench: 8 output tokens each (ignore_eos)")
     check(all(r["success"] and r["ttft_ms"] <= r["e2el_ms"] for r in report["requests"]), "bench: TTFT <= E2EL each")
+    # Token-id prompts to the chat endpoint: one error before anything is sent, not one per request.
+    result = subprocess.run([BINARY, "bench", "--base-url", f"http://127.0.0.1:{server.port}", "--dataset", "random",
+                             "--endpoint", "/v1/chat/completions", "--num-prompts", "50", "-q"],
+                            capture_output=True, text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    check(result.returncode != 0 and len(lines) == 1 and "--dataset random" in lines[0] and "rejected" not in lines[0],
+          f"bench --dataset random to the chat endpoint: one upfront error ({lines[:3]!r})")
 
 
 def api_key():
@@ -459,12 +579,14 @@ def main():
     server = Server()
     try:
         features(server)
+        protocol(server)
         bad_input(server)
         disconnects(server)
         bench(server)
     finally:
         server.stop()
     api_key()
+    cors_and_full_queue()
     priority_scheduling()
     graceful_shutdown()
     if FAILURES:

@@ -197,6 +197,23 @@ BOOST_AUTO_TEST_CASE(chat_rejects_prompts_without_text) {
   BOOST_TEST(result.rejected[0].message.find("text prompts") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(chat_without_any_text_prompt_is_one_error_not_one_rejection_per_request) {
+  trace::Trace input;
+  input.requests = {length_request(0.0, 8, 1), length_request(0.1, 9, 1), length_request(0.2, 10, 1)};
+  server::BenchRequestConfig config;
+  config.body.endpoint = std::string(server::kChatCompletionsPath);
+  try {
+    server::build_bench_requests(input, config, "lengths.jsonl");
+    BOOST_FAIL("a chat run with no text prompt must be refused as a whole");
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    BOOST_TEST(message.find("lengths.jsonl: no request has a text prompt") != std::string::npos, message);
+    BOOST_TEST(message.find("/v1/completions") != std::string::npos, message);
+  }
+  config.body.endpoint = std::string(server::kCompletionsPath);  // the same trace is fine there
+  BOOST_TEST(server::build_bench_requests(input, config, "lengths.jsonl").requests.size() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(a_request_rate_replaces_the_trace_arrivals) {
   trace::Trace input;
   for (int i = 0; i < 100; ++i) input.requests.push_back(length_request(0.0, 4, 1));

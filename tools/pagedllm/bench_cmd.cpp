@@ -156,6 +156,11 @@ int run_bench(const std::vector<std::string>& args) {
     trace = read_trace_input(options.trace, nullptr, read_report, std::cerr);
     source = options.trace.path;
   } else if (options.dataset == "random") {
+    if (options.endpoint == server::kChatCompletionsPath) {
+      throw po::error("--dataset random: its prompts are token ids, which only " + std::string(server::kCompletionsPath) +
+                      " takes (vLLM's bench turns them into text with the model's tokenizer; this client has none): "
+                      "use --endpoint " + std::string(server::kCompletionsPath) + ", or a --trace with text prompts");
+    }
     options.random.request_rate = request_rate;
     options.random.burstiness = options.burstiness;
     options.random.seed = options.seed;

@@ -1,8 +1,11 @@
 #include "tools/pagedllm/executor_factory.h"
 
+#include <omp.h>
+
 #include <sstream>
 
 #include "cpu_ref/cpu_executor.h"
+#include "cpu_ref/openmp_wait.h"
 #include "sim/model_shape.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/sim_setup.h"
@@ -56,7 +59,8 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   setup.executor = std::make_unique<cpu_ref::CpuExecutor>(
       model, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = options.num_threads});
   std::ostringstream description;
-  description << "cpu_ref, " << bundle.source.path << ", KV blocks: " << cache.num_device_blocks << " ("
+  description << "cpu_ref (" << (options.num_threads > 0 ? options.num_threads : omp_get_max_threads())
+              << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path << ", KV blocks: " << cache.num_device_blocks << " ("
               << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), swap blocks: "
               << cache.num_host_blocks;
   setup.description = description.str();

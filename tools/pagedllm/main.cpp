@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu_ref/openmp_wait.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace {
@@ -62,6 +63,7 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pagedllm::cpu_ref::apply_openmp_wait_default(argv);  // may re-execute this program once (openmp_wait.h)
   if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -32,6 +32,10 @@ struct ServeOptions {
   std::string chat_template;
   server::HttpServerConfig http;
   std::string api_key;
+  std::string allowed_origins;  // vLLM's CORS flags, as JSON lists or comma-separated
+  std::string allowed_methods = "*";
+  std::string allowed_headers = "*";
+  bool allow_credentials = false;
   int32_t max_pending_requests = 1024;
   EngineOptions engine;
   ExecutorOptions executor;
@@ -56,6 +60,14 @@ int run_serve(const std::vector<std::string>& args) {
        "address to bind (0.0.0.0 for every interface: mind who can reach it)")
       ("port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")
       ("api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")
+      ("allowed-origins", po::value(&options.allowed_origins),
+       "origins whose web pages may call the API (CORS), as a JSON list or comma-separated; '*' for any "
+       "(vLLM's default; here none unless given)")
+      ("allowed-methods", po::value(&options.allowed_methods)->default_value(options.allowed_methods),
+       "CORS: methods allowed across origins")
+      ("allowed-headers", po::value(&options.allowed_headers)->default_value(options.allowed_headers),
+       "CORS: request headers allowed across origins")
+      ("allow-credentials", po::bool_switch(&options.allow_credentials), "CORS: allow cookies and credentials")
       ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
        "requests queued or running at most; beyond it 503")
       ("io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads), "HTTP threads")
@@ -72,6 +84,15 @@ int run_serve(const std::vector<std::string>& args) {
     throw po::error("--executor " + options.executor.executor + ": serving needs an executor that computes tokens (cpu)");
   }
   const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
+  server::CorsConfig cors;
+  try {
+    cors = {.allowed_origins = server::parse_cors_list(options.allowed_origins, "--allowed-origins"),
+            .allowed_methods = server::parse_cors_list(options.allowed_methods, "--allowed-methods"),
+            .allowed_headers = server::parse_cors_list(options.allowed_headers, "--allowed-headers"),
+            .allow_credentials = options.allow_credentials};
+  } catch (const std::invalid_argument& error) {
+    throw po::error(error.what());
+  }
 
   frontend::ModelBundle bundle =
       frontend::open_model(resolve_model_argument(options.model), {.chat_template = options.chat_template});
@@ -81,7 +102,8 @@ int run_serve(const std::vector<std::string>& args) {
   server::ApiServer api(server::ApiServerConfig{.served_model_name = served_name,
                                                 .api_key = options.api_key,
                                                 .limits = {},
-                                                .version = PAGEDLLM_VERSION},
+                                                .version = PAGEDLLM_VERSION,
+                                                .cors = cors},
                         bundle, metrics);
   server::HttpServer http(options.http, [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
     api.handle(std::move(request), std::move(exchange));

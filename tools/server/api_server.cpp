@@ -1,7 +1,9 @@
 #include "tools/server/api_server.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "core/sched/sampling_params.h"
@@ -11,6 +13,10 @@ namespace pagedllm::server {
 namespace {
 
 constexpr size_t kMaxStopStringBytes = 1024;
+// Retry-After on a 503: a full queue frees a place as soon as any request ends (the header's
+// smallest unit is a second); loading takes as long as reading the weights does.
+constexpr int kQueueFullRetrySeconds = 1;
+constexpr int kLoadingRetrySeconds = 5;
 const std::string kNoText;
 
 ApiError not_found(const std::string& message, std::string code = "") {
@@ -212,6 +218,36 @@ std::string bearer_token(const HttpRequest& request) {
   return found->second.starts_with(kBearer) ? found->second.substr(kBearer.size()) : "";
 }
 
+// The methods a path takes, as an Allow header lists them ("" = no such route). HEAD rides on GET.
+std::string allowed_methods(const std::string& path) {
+  if (path == "/health" || path == "/metrics" || path == "/version" || path == "/v1/models" ||
+      path.starts_with("/v1/models/")) {
+    return "GET, HEAD, OPTIONS";
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize") {
+    return "POST, OPTIONS";
+  }
+  return "";
+}
+
+// A path segment with its %XX escapes decoded ("" when an escape is malformed).
+std::optional<std::string> percent_decoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      return std::nullopt;
+    }
+    out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+    i += 2;
+  }
+  return out;
+}
+
 // Constant-time comparison: the key's prefix must not leak through response times.
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char difference = a.size() == b.size() ? 0 : 1;
@@ -225,7 +261,10 @@ void respond_json(Exchange& exchange, int status, const nlohmann::json& body) {
   exchange.respond(status, "application/json", dump_json(body));
 }
 
-void respond_error(Exchange& exchange, const ApiError& error) { respond_json(exchange, error.status(), to_json(error)); }
+void respond_error(Exchange& exchange, const ApiError& error) {
+  if (error.retry_after_seconds() > 0) exchange.add_header("Retry-After", std::to_string(error.retry_after_seconds()));
+  respond_json(exchange, error.status(), to_json(error));
+}
 
 ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics)
     : config_(std::move(config)), bundle_(bundle), metrics_(metrics), created_(unix_seconds()) {}
@@ -233,6 +272,11 @@ ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle
 void ApiServer::attach(ServingEngine& engine) { engine_ = &engine; }
 
 void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange) {
+  // Every answer but a preflight's carries the CORS headers: errors too, or a page could not
+  // read why it was refused.
+  if (!is_cors_preflight(request)) {
+    for (auto& [name, value] : cors_response_headers(config_.cors, request)) exchange->add_header(name, value);
+  }
   try {
     route(request, exchange);
   } catch (const ApiError& error) {
@@ -248,10 +292,31 @@ void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange
 
 void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
   const std::string& path = request.path;
-  const bool get = request.method == "GET" || request.method == "HEAD";  // HttpServer drops a HEAD's body
-  const bool post = request.method == "POST";
+  const std::string allow = allowed_methods(path);
+  if (request.method == "OPTIONS" && !allow.empty()) {
+    // A browser's preflight (before auth: it never carries a key), or a plain OPTIONS.
+    if (is_cors_preflight(request) && cors_enabled(config_.cors)) {
+      PreflightAnswer answer = answer_cors_preflight(config_.cors, request);
+      for (auto& [name, value] : answer.headers) exchange->add_header(name, value);
+      exchange->respond(answer.status, "text/plain", answer.body);
+      return;
+    }
+    exchange->add_header("Allow", allow);
+    exchange->respond(200, "", "");
+    return;
+  }
+  if (path.starts_with("/v1/") && !config_.api_key.empty() && !same_secret(bearer_token(request), config_.api_key)) {
+    throw ApiError(401, "authentication_error", "", "invalid_api_key", "Unauthorized: a wrong or missing API key");
+  }
+  if (allow.empty()) throw not_found("no route " + request.method + " " + path);  // after the key check, as vLLM
+  const bool get_route = allow.starts_with("GET");
+  const bool method_allowed = get_route ? request.method == "GET" || request.method == "HEAD"  // HttpServer drops a HEAD's body
+                                        : request.method == "POST";
+  if (!method_allowed) {
+    exchange->add_header("Allow", allow);
+    throw ApiError(405, "invalid_request_error", "", "", request.method + " is not allowed on " + path + " (" + allow + ")");
+  }
   if (path == "/health") {
-    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/health takes GET");
     ServingEngine* engine = engine_.load();
     const bool healthy = engine != nullptr && engine->alive();
     exchange->respond(healthy ? 200 : 503, "text/plain",
@@ -259,45 +324,42 @@ void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exc
     return;
   }
   if (path == "/metrics") {
-    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/metrics takes GET");
     exchange->respond(200, std::string(kPrometheusContentType), metrics_.render());
     return;
   }
   if (path == "/version") {  // as vLLM's: no key needed, answered while loading
-    if (!get) throw ApiError(405, "invalid_request_error", "", "", "/version takes GET");
     respond_json(*exchange, 200, {{"version", config_.version}});
     return;
   }
-  if (path.starts_with("/v1/") && !config_.api_key.empty() && !same_secret(bearer_token(request), config_.api_key)) {
-    throw ApiError(401, "authentication_error", "", "invalid_api_key", "Unauthorized: a wrong or missing API key");
+  if (engine_.load() == nullptr) {
+    throw ApiError(503, "service_unavailable", "", "", "the model is still loading").retry_after(kLoadingRetrySeconds);
   }
-  if (engine_.load() == nullptr) throw ApiError(503, "service_unavailable", "", "", "the model is still loading");
-  if (path == "/v1/models" && get) {
-    respond_json(*exchange, 200, models());
-  } else if (path == "/v1/completions" && post) {
+  if (path == "/v1/models") {
+    respond_json(*exchange, 200, {{"object", "list"}, {"data", nlohmann::json::array({model_card()})}});
+  } else if (path.starts_with("/v1/models/")) {  // OpenAI's retrieve; an id may hold slashes ("org/name")
+    const std::optional<std::string> id = percent_decoded(path.substr(std::string_view("/v1/models/").size()));
+    if (!id || *id != config_.served_model_name) {
+      throw not_found("The model `" + id.value_or(path) + "` does not exist.", "model_not_found");
+    }
+    respond_json(*exchange, 200, model_card());
+  } else if (path == "/v1/completions") {
     generate(request, exchange, false);
-  } else if (path == "/v1/chat/completions" && post) {
+  } else if (path == "/v1/chat/completions") {
     generate(request, exchange, true);
-  } else if (path == "/tokenize" && post) {
+  } else if (path == "/tokenize") {
     tokenize(request, exchange);
-  } else if (path == "/detokenize" && post) {
-    detokenize(request, exchange);
-  } else if (path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions" ||
-             path == "/tokenize" || path == "/detokenize") {
-    throw ApiError(405, "invalid_request_error", "", "", request.method + " is not allowed on " + path);
   } else {
-    throw not_found("no route " + request.method + " " + path);
+    detokenize(request, exchange);
   }
 }
 
-nlohmann::json ApiServer::models() const {
-  return {{"object", "list"},
-          {"data", nlohmann::json::array({{{"id", config_.served_model_name},
-                                           {"object", "model"},
-                                           {"created", created_},
-                                           {"owned_by", "pagedllm"},
-                                           {"root", bundle_.source.path},
-                                           {"max_model_len", engine_.load()->engine_config().scheduler.max_model_len}}})}};
+nlohmann::json ApiServer::model_card() const {
+  return {{"id", config_.served_model_name},
+          {"object", "model"},
+          {"created", created_},
+          {"owned_by", "pagedllm"},
+          {"root", bundle_.source.path},
+          {"max_model_len", engine_.load()->engine_config().scheduler.max_model_len}};
 }
 
 void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
@@ -404,9 +466,9 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     if (!engine.alive()) {
       throw ApiError(503, "service_unavailable", "", "", "the engine loop died: " + engine.failure());
     }
-    throw ApiError(503, "service_unavailable", "", "", "the server's queue is full (" +
-                                                           std::to_string(engine.num_pending()) +
-                                                           " requests pending): retry later");
+    throw ApiError(503, "service_unavailable", "", "",
+                   "the server's queue is full (" + std::to_string(engine.num_pending()) + " requests pending): retry later")
+        .retry_after(kQueueFullRetrySeconds);
   }
 }
 

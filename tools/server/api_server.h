@@ -1,6 +1,6 @@
 // The OpenAI-compatible routes over the serving engine: /v1/completions, /v1/chat/completions
-// (streaming or not), /v1/models, /health, /metrics, /tokenize, /detokenize; API-key checks and
-// OpenAI-shaped errors.
+// (streaming or not), /v1/models (and /v1/models/{id}), /health, /metrics, /version, /tokenize,
+// /detokenize; OPTIONS and CORS, API-key checks and OpenAI-shaped errors.
 #pragma once
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/frontend/model_bundle.h"
+#include "tools/server/cors.h"
 #include "tools/server/http_server.h"
 #include "tools/server/openai_protocol.h"
 #include "tools/server/server_metrics.h"
@@ -20,6 +21,7 @@ struct ApiServerConfig {
   std::string api_key;            // "" = no authentication
   ProtocolLimits limits;
   std::string version;            // GET /version's answer (the binary's version)
+  CorsConfig cors;                // cross-origin access (none unless origins are named)
 };
 
 class ApiServer {
@@ -37,7 +39,7 @@ class ApiServer {
   void generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat);
   void tokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
   void detokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
-  nlohmann::json models() const;
+  nlohmann::json model_card() const;
 
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;

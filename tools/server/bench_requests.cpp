@@ -1,5 +1,6 @@
 #include "tools/server/bench_requests.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <cmath>
@@ -80,6 +81,13 @@ nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const
 
 BenchRequests build_bench_requests(const trace::Trace& trace, const BenchRequestConfig& config,
                                    const std::string& file) {
+  if (is_chat(config.body) && !trace.requests.empty() &&
+      std::none_of(trace.requests.begin(), trace.requests.end(),
+                   [](const trace::TraceRequest& request) { return request.prompt_kind == trace::PromptKind::text; })) {
+    // One error for the run, not one rejection per request.
+    throw std::invalid_argument(file + ": no request has a text prompt, and " + std::string(kChatCompletionsPath) +
+                                " takes only text; token ids and lengths go to " + std::string(kCompletionsPath));
+  }
   // materialize_requests draws the synthetic prompts (and sampling seeds) exactly as replay does.
   // It cannot tokenize, so text prompts go in as one-token placeholders and come back out as text.
   trace::Trace untokenized = trace;

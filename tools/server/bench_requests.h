@@ -66,7 +66,8 @@ struct BenchRequests {
   std::vector<trace::TraceIssue> rejected; // left out, with why (an empty prompt, ...)
 };
 
-// `file` names the trace in issues. Throws std::invalid_argument for a bad config.
+// `file` names the trace in issues. Throws std::invalid_argument for a bad config, and for a
+// chat endpoint when no request of the trace has a text prompt.
 BenchRequests build_bench_requests(const trace::Trace& trace, const BenchRequestConfig& config,
                                    const std::string& file);
 

@@ -31,11 +31,13 @@ std::string status_line(int status) {
 }
 
 // `with_body` false answers a HEAD: the headers a GET would get, Content-Length included, no body.
+// `extra_headers`: whole header lines ("Name: value\r\n"), as Connection::add_header keeps them.
 std::string whole_response(int status, const std::string& content_type, const std::string& body, bool keep_alive,
-                           bool with_body = true) {
+                           bool with_body = true, const std::string& extra_headers = "") {
   std::string out = status_line(status);
-  out += "Server: pagedllm\r\nContent-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n";
+  out += "Server: pagedllm\r\n";
+  if (!content_type.empty()) out += "Content-Type: " + content_type + "\r\n";
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers;
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   if (with_body) out += body;
   return out;
@@ -72,28 +74,42 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Whether the exchange `id` may still write: it is this connection's open exchange, its last
   // write is not queued yet, and the client is still there.
   bool is_current(uint64_t id) const { return id == exchange_id_ && exchange_open_ && !ending_ && !peer_gone_; }
+  void add_header(uint64_t id, const std::string& name, const std::string& value) {
+    if (!is_current(id) || streaming_) return;
+    // Names and values come from our code or echo the client's own headers (an Origin): never
+    // let one carry a line break into the response.
+    if (name.find_first_of("\r\n:") != std::string::npos || value.find_first_of("\r\n") != std::string::npos) return;
+    extra_headers_ += name + ": " + value + "\r\n";
+  }
   void respond(uint64_t id, int status, const std::string& content_type, const std::string& body) {
     if (!is_current(id) || streaming_) return;
-    write(whole_response(status, content_type, body, keep_alive_, !head_request_), true);
+    write(whole_response(status, content_type, body, keep_alive_, !head_request_, extra_headers_), true);
   }
+  // HTTP/1.1 streams chunked and may keep the connection. HTTP/1.0 has no chunked coding (RFC 9112
+  // section 6.1: a server must not send it to a 1.0 client), so the stream's end is the
+  // connection's close.
   void start_stream(uint64_t id) {
     if (!is_current(id) || streaming_) return;
     streaming_ = true;
-    write(status_line(200) +
-              "Server: pagedllm\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-              "Transfer-Encoding: chunked\r\n" +
+    if (!chunked_) keep_alive_ = false;
+    write(status_line(200) + "Server: pagedllm\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+              extra_headers_ + (chunked_ ? "Transfer-Encoding: chunked\r\n" : "") +
               (keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"),
           false);
   }
   void send_chunk(uint64_t id, const std::string& data) {
     if (!is_current(id) || !streaming_ || data.empty()) return;
+    if (!chunked_) {
+      write(data, false);
+      return;
+    }
     std::ostringstream size;
     size << std::hex << data.size();
     write(size.str() + "\r\n" + data + "\r\n", false);
   }
   void end_stream(uint64_t id) {
     if (!is_current(id) || !streaming_) return;
-    write("0\r\n\r\n", true);
+    write(chunked_ ? "0\r\n\r\n" : "", true);  // close-delimited: the close after this ends it
   }
   void post(std::function<void()> work) { asio::post(stream_.get_executor(), std::move(work)); }
   void set_on_disconnect(uint64_t id, std::function<void()> callback) {
@@ -147,7 +163,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     request.body = std::move(message.body());
     keep_alive_ = message.keep_alive();
+    chunked_ = message.version() >= 11;
     head_request_ = message.method() == http::verb::head;
+    extra_headers_.clear();
     open_exchange();
     streaming_ = false;
     ++exchange_id_;
@@ -269,7 +287,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool ending_ = false;             // the last write of the exchange is queued
   bool keep_alive_ = true;
+  bool chunked_ = true;        // the client speaks HTTP/1.1: a stream may use chunked coding
   bool head_request_ = false;  // the open exchange answers a HEAD: headers only
+  std::string extra_headers_;  // header lines for the open exchange's response (add_header)
   bool exchange_open_ = false;
   bool streaming_ = false;
   bool peer_gone_ = false;
@@ -284,6 +304,10 @@ class ConnectionExchange final : public Exchange {
   void respond(int status, std::string content_type, std::string body) override {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_, status, type = std::move(content_type),
                                              body = std::move(body)] { c->respond(id, status, type, body); });
+  }
+  void add_header(std::string name, std::string value) override {
+    asio::dispatch(connection_->executor(), [c = connection_, id = id_, name = std::move(name),
+                                             value = std::move(value)] { c->add_header(id, name, value); });
   }
   void start_stream() override {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_] { c->start_stream(id); });

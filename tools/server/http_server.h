@@ -1,4 +1,4 @@
-// An asynchronous HTTP/1.1 server on Boost.Beast: a few I/O threads serve every connection (no
+// An asynchronous HTTP/1.1 (and 1.0) server on Boost.Beast: a few I/O threads serve every connection (no
 // thread per connection); each request becomes an Exchange that a handler answers at once, or
 // later from another thread, as one response or as a stream of chunks (server-sent events).
 #pragma once
@@ -29,9 +29,13 @@ struct HttpRequest {
 class Exchange {
  public:
   virtual ~Exchange() = default;
-  // A whole response (Content-Length). Ends the exchange.
+  // A header for this exchange's response, whole or streamed: call it before respond() or
+  // start_stream(). A name or value with a line break is dropped.
+  virtual void add_header(std::string name, std::string value) = 0;
+  // A whole response (Content-Length; no Content-Type when `content_type` is empty). Ends the exchange.
   virtual void respond(int status, std::string content_type, std::string body) = 0;
-  // A streamed response: status 200, chunked, Content-Type text/event-stream.
+  // A streamed response: status 200, Content-Type text/event-stream; chunked for HTTP/1.1,
+  // ended by closing the connection for HTTP/1.0.
   virtual void start_stream() = 0;
   virtual void send_chunk(std::string data) = 0;
   virtual void end_stream() = 0;  // ends the exchange

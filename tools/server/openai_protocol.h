@@ -31,12 +31,19 @@ class ApiError : public std::runtime_error {
   const std::string& type() const { return type_; }    // "invalid_request_error", "authentication_error", ...
   const std::string& param() const { return param_; }  // the field at fault ("" = none: JSON null)
   const std::string& code() const { return code_; }    // "context_length_exceeded", ... ("" = JSON null)
+  // Seconds a client should wait before it tries again (a Retry-After header; 0 = none).
+  int retry_after_seconds() const { return retry_after_seconds_; }
+  ApiError& retry_after(int seconds) {
+    retry_after_seconds_ = seconds;
+    return *this;
+  }
 
  private:
   int status_;
   std::string type_;
   std::string param_;
   std::string code_;
+  int retry_after_seconds_ = 0;
 };
 
 // 400 invalid_request_error naming `param`.

@@ -1,0 +1,71 @@
+// The executor's thread count holds on whichever thread runs its steps. OpenMP's thread count is
+// a per-thread setting, and a server runs the steps on its engine thread, not on the thread that
+// built the executor: counted here as the threads the process gains when a step runs there.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <iterator>
+#include <memory>
+#include <thread>
+
+#include "core/engine/clock.h"
+#include "core/engine/engine.h"
+#include "core/frontend/model_bundle.h"
+#include "cpu_ref/cpu_executor.h"
+#include "tools/make_model/tiny_model.h"
+
+namespace pagedllm::cpu_ref {
+namespace {
+
+std::shared_ptr<const LlamaModel> tiny_model() {
+  static const std::shared_ptr<const LlamaModel> model = [] {
+    const auto directory = std::filesystem::temp_directory_path() / "pagedllm_test_cpu_executor_threads";
+    make_model::write_tiny_model(make_model::TinyModelSpec{}, directory.string());
+    return std::make_shared<const LlamaModel>(frontend::load_weights(frontend::open_model(directory.string())));
+  }();
+  return model;
+}
+
+int64_t num_threads_in_process() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+}
+
+// Builds the executor here, runs a request through it on a new thread, and returns how many
+// threads that thread's steps added to the process (OpenMP keeps a team's threads between steps).
+int64_t threads_added_by_steps_on_another_thread(int32_t num_threads) {
+  engine::EngineConfig config;
+  config.cache.block_size = 16;
+  config.cache.num_device_blocks = 32;
+  config.scheduler.max_model_len = 256;
+  CpuExecutor executor(tiny_model(), CpuExecutorConfig{.cache = config.cache, .num_threads = num_threads});
+  int64_t added = -1;
+  std::thread engine_thread([&] {
+    engine::VirtualClock clock;
+    engine::Engine engine(config, executor, clock);
+    sched::SamplingParams params;
+    params.max_tokens = 4;
+    params.ignore_eos = true;
+    engine.add_request({.id = 1, .prompt_tokens = {5, 6, 7, 8, 9, 10, 11, 12}, .params = params});
+    const int64_t before = num_threads_in_process();
+    while (engine.has_unfinished()) engine.step();
+    added = num_threads_in_process() - before;
+  });
+  engine_thread.join();
+  return added;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cpu_executor_threads)
+
+BOOST_AUTO_TEST_CASE(the_thread_count_holds_on_the_thread_that_runs_the_steps) {
+  // 1 and 3: at least one of them differs from OpenMP's default on any machine.
+  for (const int32_t num_threads : {1, 3}) {
+    BOOST_TEST(threads_added_by_steps_on_another_thread(num_threads) == num_threads - 1,
+               "--threads " << num_threads << ": the steps' thread and " << num_threads - 1 << " helpers");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace pagedllm::cpu_ref
