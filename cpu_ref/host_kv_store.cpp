@@ -70,13 +70,13 @@ void HostKvStore::move_block(const kv::KvLayout& from_layout, const float* from_
 
 void HostKvStore::swap_out(std::span<const kv::BlockMove> moves) {
   for (const kv::BlockMove& m : moves) {
-    move_block(device_layout_, device_.data(), m.from, host_layout_, host_.data(), m.to);
+    move_block(device_layout_, device_.data(), m.src, host_layout_, host_.data(), m.dst);
   }
 }
 
 void HostKvStore::swap_in(std::span<const kv::BlockMove> moves) {
   for (const kv::BlockMove& m : moves) {
-    move_block(host_layout_, host_.data(), m.from, device_layout_, device_.data(), m.to);
+    move_block(host_layout_, host_.data(), m.src, device_layout_, device_.data(), m.dst);
   }
 }
 

@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
+#include "core/kv/block_ops.h"
 #include "core/kv/block_pool.h"
-#include "core/kv/kv_event_log.h"
 #include "core/kv/kv_layout.h"
 
 namespace pagedllm::sched {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "sim/preset_lookup.h"
+#include "core/common/preset_lookup.h"
 
 namespace pagedllm::sim {
 namespace {

@@ -48,7 +48,7 @@ void validate(const RooflineConfig& config) {
   validate(config.hardware);
   validate(config.model);
   const int64_t n = config.tensor_parallel;
-  const ModelShape& model = config.model;
+  const model::ModelShape& model = config.model;
   require(n >= 1, "tensor_parallel", concat("must be at least 1, got ", n));
   require(model.num_heads % n == 0, "tensor_parallel",
           concat("(", n, ") must divide num_heads (", model.num_heads, ")"));
@@ -74,7 +74,7 @@ int64_t num_kv_heads_per_gpu(const RooflineConfig& config) {
 }
 
 double kv_bytes_per_token_per_gpu(const RooflineConfig& config) {
-  const ModelShape& model = config.model;
+  const model::ModelShape& model = config.model;
   return 2.0 * static_cast<double>(model.num_layers * num_kv_heads_per_gpu(config) * model.head_dim) *
          model.kv_bytes_per_element;
 }
@@ -128,7 +128,7 @@ StepCost RooflineCostModel::step_cost(const sched::StepPlan& plan) const {
 // matmul parameter; the lm_head runs only on the rows that sample (one row per sampled
 // sequence: parallel samples and beam candidates come from the same logits).
 void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) const {
-  const ModelShape& model = config_.model;
+  const model::ModelShape& model = config_.model;
   int64_t num_tokens = 0;
   int64_t num_sampled_rows = 0;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) {
@@ -160,7 +160,7 @@ void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) 
 // bound: a prefill chunk is compute bound while the decodes beside it are memory bound.
 void RooflineCostModel::add_attention(const sched::ScheduledSequence& scheduled, StepCost& cost) const {
   if (scheduled.num_new_tokens() <= 0) return;
-  const ModelShape& model = config_.model;
+  const model::ModelShape& model = config_.model;
   const double read = kv_bytes_per_token_ * scheduled.end;
   const double written = kv_bytes_per_token_ * scheduled.num_new_tokens();
   const double heads_per_gpu = static_cast<double>(model.num_heads / config_.tensor_parallel);

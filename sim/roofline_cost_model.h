@@ -8,7 +8,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 
 namespace pagedllm::sim {
 
@@ -43,7 +43,7 @@ struct RooflineOverheads {
 
 struct RooflineConfig {
   HardwareSpec hardware;
-  ModelShape model;
+  model::ModelShape model;
   int32_t tensor_parallel = 1;  // GPUs that split every layer (Megatron-style)
   int32_t block_size = 16;      // tokens per KV block: must equal the engine's KvCacheConfig
   double activation_bytes_per_element = 2.0;  // bf16 activations (the all-reduce payload)

@@ -92,8 +92,8 @@ void ScriptedExecutor::apply_block_operations(const sched::StepPlan& plan) {
     std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(src) * block_size), block_size,
                 to.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dst) * block_size));
   };
-  for (const kv::BlockMove& move : plan.swap_out) copy_block(device_slots_, move.from, host_slots_, move.to);
-  for (const kv::BlockMove& move : plan.swap_in) copy_block(host_slots_, move.from, device_slots_, move.to);
+  for (const kv::BlockMove& move : plan.swap_out) copy_block(device_slots_, move.src, host_slots_, move.dst);
+  for (const kv::BlockMove& move : plan.swap_in) copy_block(host_slots_, move.src, device_slots_, move.dst);
   for (const kv::BlockCopy& copy : plan.copies) copy_block(device_slots_, copy.src, device_slots_, copy.dst);
 }
 

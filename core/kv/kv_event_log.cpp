@@ -103,9 +103,9 @@ void KvEventLog::append_moves(const char* key, std::span<const BlockMove> moves)
   for (size_t i = 0; i < moves.size(); ++i) {
     if (i > 0) line_ += ',';
     line_ += '[';
-    append_int(line_, moves[i].from);
+    append_int(line_, moves[i].src);
     line_ += ',';
-    append_int(line_, moves[i].to);
+    append_int(line_, moves[i].dst);
     line_ += ']';
   }
   line_ += ']';

@@ -11,23 +11,10 @@
 #include <string>
 
 #include "core/common/types.h"
+#include "core/kv/block_ops.h"
 #include "core/kv/block_pool.h"
 
 namespace pagedllm::kv {
-
-// One block moved between tiers: swap out copies device `from` to host `to`, swap in the reverse.
-struct BlockMove {
-  BlockId from = kNoBlock;
-  BlockId to = kNoBlock;
-  friend bool operator==(const BlockMove&, const BlockMove&) = default;
-};
-
-// A copy-on-write within the device tier: the executor copies block `src` into `dst`.
-struct BlockCopy {
-  BlockId src = kNoBlock;
-  BlockId dst = kNoBlock;
-  friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
-};
 
 class KvEventLog {
  public:

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/kv/block_ops.h"
 #include "core/kv/block_pool.h"
-#include "core/kv/kv_event_log.h"
 #include "core/sched/request.h"
 #include "core/sched/sequence.h"
 

@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "core/model/model_config.h"
+#include "core/model/model_shape.h"
 #include "core/sched/step_plan.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_executor.h"
 #include "cuda/device_info.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_model.h"
-#include "sim/model_shape.h"
 
 namespace cuda = pagedllm::cuda;
 namespace kv = pagedllm::kv;
@@ -96,7 +96,7 @@ std::optional<Options> parse(int argc, char** argv) {
   return options;
 }
 
-pagedllm::model::ModelConfig config_of(const pagedllm::sim::ModelShape& shape) {
+pagedllm::model::ModelConfig config_of(const pagedllm::model::ModelShape& shape) {
   pagedllm::model::ModelConfig config;
   config.architecture = shape.attention_bias ? "qwen2" : "llama";
   config.hidden_size = shape.hidden_size;
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
                 "tok/s");
     for (const std::string& name : options.models) {
       const auto model = std::make_shared<const cuda::DeviceModel>(
-          config_of(pagedllm::sim::find_model_shape(name)), options.dtype, cuda::RandomWeights{.seed = 1});
+          config_of(pagedllm::model::find_model_shape(name)), options.dtype, cuda::RandomWeights{.seed = 1});
       for (const int32_t block_size : options.block_sizes) {
         for (const int32_t batch : options.batches) {
           const Result r = run_batch(model, options, batch, block_size, bandwidth);

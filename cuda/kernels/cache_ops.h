@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/kv/kv_event_log.h"
+#include "core/kv/block_ops.h"
 #include "core/kv/kv_layout.h"
 #include "cuda/kernels/dtype.h"
 

@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(swap_out_swap_in_and_copy_move_exactly_the_named_blocks) {
   const std::vector<Chunk> host0 = snapshot(store, kv::Tier::host);
 
   // Swap out device 2 -> host 1 and device 4 -> host 0.
-  const std::vector<kv::BlockMove> out = {{.from = 2, .to = 1}, {.from = 4, .to = 0}};
+  const std::vector<kv::BlockMove> out = {{.src = 2, .dst = 1}, {.src = 4, .dst = 0}};
   store.swap_out(out);
   const std::vector<Chunk> host1 = snapshot(store, kv::Tier::host);
   BOOST_TEST((snapshot(store, kv::Tier::device) == device0));  // the source stays
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(swap_out_swap_in_and_copy_move_exactly_the_named_blocks) {
     }
 
   // Swap in host 1 -> device 0.
-  const std::vector<kv::BlockMove> in = {{.from = 1, .to = 0}};
+  const std::vector<kv::BlockMove> in = {{.src = 1, .dst = 0}};
   store.swap_in(in);
   const std::vector<Chunk> device1 = snapshot(store, kv::Tier::device);
   BOOST_TEST((snapshot(store, kv::Tier::host) == host1));
@@ -160,8 +160,8 @@ BOOST_AUTO_TEST_CASE(a_plan_applies_swap_out_then_swap_in_then_copies) {
   // Only this order gives device 1 == device 2 == the old device 3: device 3 goes out to host 0,
   // host 0 comes back into device 1, device 1 is copied to device 2.
   pagedllm::sched::StepPlan plan;
-  plan.swap_out = {{.from = 3, .to = 0}};
-  plan.swap_in = {{.from = 0, .to = 1}};
+  plan.swap_out = {{.src = 3, .dst = 0}};
+  plan.swap_in = {{.src = 0, .dst = 1}};
   plan.copies = {{.src = 1, .dst = 2}};
   store.apply_block_operations(plan);
   const std::vector<Chunk> after = snapshot(store, kv::Tier::device);

@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(swap_out_and_in_round_trips_bit_exactly_in_runs) {
   device_sync();
   BOOST_TEST(out_calls == 4 * 2 * device_layout.num_layers);
   std::vector<uint16_t> expected_host(host_layout.total_elements(), 0xffff);
-  for (const kv::BlockMove& m : out_moves) copy_chunk(device_layout, device, m.from, host_layout, expected_host, m.to);
+  for (const kv::BlockMove& m : out_moves) copy_chunk(device_layout, device, m.src, host_layout, expected_host, m.dst);
   std::vector<uint16_t> host(host_layout.total_elements());
   std::memcpy(host.data(), pinned, host_bytes);
   BOOST_TEST((host == expected_host));
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(swap_out_and_in_round_trips_bit_exactly_in_runs) {
   const std::vector<kv::BlockMove> in_moves{{10, 25}, {11, 26}, {12, 27}, {0, 1}, {13, 7}, {2, 8}};
   cuda::swap_blocks(params, in_moves, nullptr);
   const std::vector<uint16_t> got = device_dev.download<uint16_t>();
-  for (const kv::BlockMove& m : in_moves) copy_chunk(host_layout, expected_host, m.from, device_layout, device, m.to);
+  for (const kv::BlockMove& m : in_moves) copy_chunk(host_layout, expected_host, m.src, device_layout, device, m.dst);
   BOOST_TEST((got == device));
 }
 

@@ -75,8 +75,8 @@ BOOST_AUTO_TEST_CASE(preemption_by_swap_moves_groups_out_and_back_in_policy_orde
   const StepRecord& r1_out = harness.steps()[13];
   const StepRecord& back_in = harness.steps()[14];
   BOOST_TEST_REQUIRE(back_in.swap_in.size() == 8u);
-  for (size_t i = 0; i < 5; ++i) BOOST_TEST(back_in.swap_in[i].from == r1_out.swap_out[i].to);
-  for (size_t i = 0; i < 3; ++i) BOOST_TEST(back_in.swap_in[5 + i].from == r2_out.swap_out[i].to);
+  for (size_t i = 0; i < 5; ++i) BOOST_TEST(back_in.swap_in[i].src == r1_out.swap_out[i].dst);
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST(back_in.swap_in[5 + i].src == r2_out.swap_out[i].dst);
   BOOST_TEST(harness.output(1).times.num_preemptions_swap == 1);
   BOOST_TEST(harness.output(2).times.num_preemptions_swap == 1);
   BOOST_TEST(harness.output(2).times.num_preemptions_recompute == 0);

@@ -16,7 +16,7 @@ namespace {
 std::shared_ptr<const sim::CostModel> cost_model() {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware("h100-sxm");
-  roofline.model = sim::find_model_shape("llama-2-7b");
+  roofline.model = model::find_model_shape("llama-2-7b");
   return std::make_shared<const sim::RooflineCostModel>(roofline);
 }
 

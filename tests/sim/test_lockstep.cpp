@@ -10,7 +10,7 @@
 #include "core/frontend/model_bundle.h"
 #include "cpu_ref/cpu_executor.h"
 #include "sim/lockstep.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/make_model/tiny_model.h"
@@ -73,7 +73,7 @@ engine::EngineConfig small_engine(std::optional<sched::PreemptionMode> mode) {
 std::shared_ptr<const sim::CostModel> clock_model(double step_overhead = 500e-6) {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware("h100-sxm");
-  roofline.model = sim::model_shape_from_config(tiny_model().bundle->config, "tiny");
+  roofline.model = model::model_shape_from_config(tiny_model().bundle->config, "tiny");
   roofline.block_size = 4;
   roofline.overheads.step_seconds = step_overhead;
   return std::make_shared<const sim::RooflineCostModel>(roofline);

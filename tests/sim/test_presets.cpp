@@ -8,7 +8,7 @@
 
 #include "core/model/model_config.h"
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 
 namespace pagedllm::test {
@@ -70,30 +70,30 @@ BOOST_AUTO_TEST_CASE(an_unknown_hardware_name_lists_the_valid_ones) {
 }
 
 BOOST_AUTO_TEST_CASE(model_presets_have_the_published_parameter_counts) {
-  BOOST_TEST(sim::find_model_shape("llama-2-7b").num_params() == 6738415616);
-  BOOST_TEST(sim::find_model_shape("llama-3-8b").num_params() == 8030261248);
-  BOOST_TEST(sim::find_model_shape("mistral-7b").num_params() == 7241732096);
-  BOOST_TEST(sim::find_model_shape("smollm2-135m").num_params() == 134515008);
+  BOOST_TEST(model::find_model_shape("llama-2-7b").num_params() == 6738415616);
+  BOOST_TEST(model::find_model_shape("llama-3-8b").num_params() == 8030261248);
+  BOOST_TEST(model::find_model_shape("mistral-7b").num_params() == 7241732096);
+  BOOST_TEST(model::find_model_shape("smollm2-135m").num_params() == 134515008);
   const auto about = boost::test_tools::tolerance(0.01);
-  BOOST_TEST(static_cast<double>(sim::find_model_shape("llama-2-13b").num_params()) == 13.0e9, about);
-  BOOST_TEST(static_cast<double>(sim::find_model_shape("llama-2-70b").num_params()) == 69.0e9, about);
-  BOOST_TEST(static_cast<double>(sim::find_model_shape("llama-3-70b").num_params()) == 70.6e9, about);
-  for (const sim::ModelShape& preset : sim::model_shape_presets()) {
-    BOOST_TEST_CONTEXT(preset.name) { BOOST_CHECK_NO_THROW(sim::validate(preset)); }
+  BOOST_TEST(static_cast<double>(model::find_model_shape("llama-2-13b").num_params()) == 13.0e9, about);
+  BOOST_TEST(static_cast<double>(model::find_model_shape("llama-2-70b").num_params()) == 69.0e9, about);
+  BOOST_TEST(static_cast<double>(model::find_model_shape("llama-3-70b").num_params()) == 70.6e9, about);
+  for (const model::ModelShape& preset : model::model_shape_presets()) {
+    BOOST_TEST_CONTEXT(preset.name) { BOOST_CHECK_NO_THROW(model::validate(preset)); }
   }
 }
 
 BOOST_AUTO_TEST_CASE(kv_bytes_per_token_follow_the_kv_heads) {
   // 2 (K and V) x layers x kv heads x head_dim x 2 bytes.
-  BOOST_TEST(sim::find_model_shape("llama-2-7b").kv_bytes_per_token() == 2.0 * 32 * 32 * 128 * 2);  // 512 KiB
-  BOOST_TEST(sim::find_model_shape("llama-3-8b").kv_bytes_per_token() == 2.0 * 32 * 8 * 128 * 2);   // GQA: 128 KiB
-  BOOST_TEST(sim::find_model_shape("smollm2-135m").kv_bytes_per_token() == 2.0 * 30 * 3 * 64 * 2);
+  BOOST_TEST(model::find_model_shape("llama-2-7b").kv_bytes_per_token() == 2.0 * 32 * 32 * 128 * 2);  // 512 KiB
+  BOOST_TEST(model::find_model_shape("llama-3-8b").kv_bytes_per_token() == 2.0 * 32 * 8 * 128 * 2);   // GQA: 128 KiB
+  BOOST_TEST(model::find_model_shape("smollm2-135m").kv_bytes_per_token() == 2.0 * 30 * 3 * 64 * 2);
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_model_name_lists_the_valid_ones) {
-  const std::string message = error_of([] { sim::find_model_shape("llama-4"); });
+  const std::string message = error_of([] { model::find_model_shape("llama-4"); });
   BOOST_TEST(contains(message, "llama-4"));
-  for (const sim::ModelShape& preset : sim::model_shape_presets()) {
+  for (const model::ModelShape& preset : model::model_shape_presets()) {
     BOOST_TEST(contains(message, preset.name), preset.name);
   }
 }
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(a_config_json_gives_the_same_shape_as_the_preset) {
       {"vocab_size", 49152},                   {"max_position_embeddings", 8192},
       {"tie_word_embeddings", true},           {"rope_theta", 100000},     {"rms_norm_eps", 1e-5}};
   const model::ModelConfig config = model::parse_hf_config(config_json, "config.json");
-  const sim::ModelShape shape = sim::model_shape_from_config(config, "smollm2");
-  const sim::ModelShape preset = sim::find_model_shape("smollm2-135m");
+  const model::ModelShape shape = model::model_shape_from_config(config, "smollm2");
+  const model::ModelShape preset = model::find_model_shape("smollm2-135m");
   BOOST_TEST(shape.name == "smollm2");
   BOOST_TEST(shape.head_dim == 64);
   BOOST_TEST(shape.num_params() == preset.num_params());
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(a_config_json_gives_the_same_shape_as_the_preset) {
 BOOST_AUTO_TEST_CASE(device_blocks_follow_vllm_sizing) {
   sim::RooflineConfig config;
   config.hardware = sim::find_hardware("h100-sxm");
-  config.model = sim::find_model_shape("llama-2-7b");
+  config.model = model::find_model_shape("llama-2-7b");
   // (80 GiB x 0.9 - 13.48 GB of weights) / (16 tokens x 512 KiB) = 7609.4
   BOOST_TEST(sim::num_device_blocks(config, 0.9, 0) == 7609);
   // A 1 GiB activation reserve costs 1 GiB / 8 MiB = 128 blocks.
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(device_blocks_follow_vllm_sizing) {
 BOOST_AUTO_TEST_CASE(a_model_that_does_not_fit_gets_no_blocks) {
   sim::RooflineConfig config;
   config.hardware = sim::find_hardware("l4");
-  config.model = sim::find_model_shape("llama-2-70b");
+  config.model = model::find_model_shape("llama-2-70b");
   BOOST_TEST(sim::num_device_blocks(config, 0.9, 0) == 0);
   config.tensor_parallel = 8;  // 17 GB of weights per GPU: fits 24 GiB
   BOOST_TEST(sim::num_device_blocks(config, 0.9, 0) > 0);
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_model_that_does_not_fit_gets_no_blocks) {
 BOOST_AUTO_TEST_CASE(kv_heads_are_replicated_when_gpus_outnumber_them) {
   sim::RooflineConfig config;
   config.hardware = sim::find_hardware("h100-sxm");
-  config.model = sim::find_model_shape("llama-3-70b");  // 8 KV heads
+  config.model = model::find_model_shape("llama-3-70b");  // 8 KV heads
   config.tensor_parallel = 4;
   BOOST_TEST(sim::num_kv_heads_per_gpu(config) == 2);
   config.tensor_parallel = 16;
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(kv_heads_are_replicated_when_gpus_outnumber_them) {
 BOOST_AUTO_TEST_CASE(bad_sizing_arguments_are_refused) {
   sim::RooflineConfig config;
   config.hardware = sim::find_hardware("h100-sxm");
-  config.model = sim::find_model_shape("llama-2-7b");
+  config.model = model::find_model_shape("llama-2-7b");
   BOOST_TEST(contains(error_of([&] { sim::num_device_blocks(config, 1.5, 0); }), "gpu_memory_utilization"));
   BOOST_TEST(contains(error_of([&] { sim::num_device_blocks(config, 0.9, -1); }), "activation_reserve_bytes"));
   BOOST_TEST(contains(error_of([&] { sim::num_host_blocks(config, -1); }), "swap_space_bytes"));

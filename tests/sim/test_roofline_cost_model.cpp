@@ -18,8 +18,8 @@ using sim::StepCost;
 // A model small enough to count by hand: q_dim 8, kv_dim 4.
 //   matmuls per layer: 8 x (8 + 2 x 4) + 8 x 8 + 3 x 8 x 16 = 576; params per layer 576 + 2 x 8 = 592
 //   lm_head 10 x 8 = 80; KV per token 2 x 2 layers x 4 x 2 bytes = 32
-sim::ModelShape tiny_shape() {
-  sim::ModelShape shape;
+model::ModelShape tiny_shape() {
+  model::ModelShape shape;
   shape.name = "tiny";
   shape.num_layers = 2;
   shape.hidden_size = 8;
@@ -56,7 +56,7 @@ RooflineConfig tiny_config() {
 RooflineConfig preset_config(const char* hardware, const char* model, int32_t tensor_parallel = 1) {
   RooflineConfig config;
   config.hardware = sim::find_hardware(hardware);
-  config.model = sim::find_model_shape(model);
+  config.model = model::find_model_shape(model);
   config.tensor_parallel = tensor_parallel;
   return config;
 }

@@ -21,7 +21,7 @@ namespace {
 sim::RooflineConfig llama_on_a100() {
   sim::RooflineConfig config;
   config.hardware = sim::find_hardware("a100-40gb");
-  config.model = sim::find_model_shape("llama-2-7b");
+  config.model = model::find_model_shape("llama-2-7b");
   return config;
 }
 

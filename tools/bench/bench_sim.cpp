@@ -58,7 +58,7 @@
 #include "core/trace/trace.h"
 #include "core/trace/trace_synth.h"
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/bench/bench_timing.h"
@@ -71,6 +71,7 @@ namespace {
 
 namespace engine = pagedllm::engine;
 namespace kv = pagedllm::kv;
+namespace model = pagedllm::model;
 namespace sched = pagedllm::sched;
 namespace sim = pagedllm::sim;
 namespace trace = pagedllm::trace;
@@ -114,7 +115,7 @@ struct BenchConfig {
 sim::RooflineConfig roofline_config() {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(kHardware);
-  roofline.model = sim::find_model_shape(kModel);
+  roofline.model = model::find_model_shape(kModel);
   roofline.block_size = kBlockSize;
   return roofline;
 }

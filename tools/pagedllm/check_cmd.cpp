@@ -15,7 +15,7 @@
 #include "core/trace/materialize.h"
 #include "cpu_ref/cpu_executor.h"
 #include "sim/lockstep.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/cli_options.h"
@@ -122,8 +122,8 @@ int run_check(const std::vector<std::string>& args) {
 
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.hardware);
-  roofline.model = options.sim_model.empty() ? sim::model_shape_from_config(bundle.config, bundle.source.path)
-                                             : sim::find_model_shape(options.sim_model);
+  roofline.model = options.sim_model.empty() ? model::model_shape_from_config(bundle.config, bundle.source.path)
+                                             : model::find_model_shape(options.sim_model);
   roofline.block_size = cache.block_size;
   const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   engine::ScriptedExecutorConfig script = sim::default_sim_tokens();

@@ -6,7 +6,7 @@
 
 #include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/openmp_wait.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/sim_setup.h"
 
@@ -26,7 +26,7 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
       ("hardware", po::value(&options.hardware)->default_value(options.hardware),
        ("sim: " + sim::hardware_names()).c_str())
       ("sim-model", po::value(&options.sim_model),
-       ("sim: a model shape preset instead of --model's config: " + sim::model_shape_names()).c_str())
+       ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())
       ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1), "sim: GPUs per replica")
       ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
        "sim, cuda: fraction of GPU memory for weights, activations and KV")
@@ -75,8 +75,8 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
     throw po::error("--profile: the profile fixes the model; drop --sim-model");
   }
   const bool own_shape = options.sim_model.empty();
-  const sim::ModelShape shape = own_shape ? sim::model_shape_from_config(bundle.config, bundle.source.path)
-                                          : sim::find_model_shape(options.sim_model);
+  const model::ModelShape shape = own_shape ? model::model_shape_from_config(bundle.config, bundle.source.path)
+                                          : model::find_model_shape(options.sim_model);
   const SimBackend backend = make_sim_backend(options, shape, own_shape ? &bundle.config : nullptr, config);
   sim::SimExecutorConfig sim_config;
   sim_config.cost_model = backend.cost_model;

@@ -17,7 +17,7 @@
 #include "core/frontend/model_bundle.h"
 #include "core/kv/kv_event_log.h"
 #include "core/trace/materialize.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/step_prediction.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/default_model.h"
@@ -147,7 +147,7 @@ int run_replay(const std::vector<std::string>& args) {
     profile_options.profile = options.check_profile;
     engine::EngineConfig profile_config = config;  // sized already: the profile checks, not sizes
     const SimBackend backend =
-        make_sim_backend(profile_options, sim::model_shape_from_config(bundle.config, bundle.source.path),
+        make_sim_backend(profile_options, model::model_shape_from_config(bundle.config, bundle.source.path),
                          &bundle.config, profile_config);
     predicting.emplace(*setup.executor, backend.cost_model);
     prediction_description = backend.description;

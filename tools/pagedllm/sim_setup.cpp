@@ -14,18 +14,18 @@
 namespace pagedllm::cli {
 
 SimModel resolve_sim_model(const std::string& argument) {
-  for (const sim::ModelShape& preset : sim::model_shape_presets()) {
+  for (const model::ModelShape& preset : model::model_shape_presets()) {
     if (preset.name == argument) return {preset, std::nullopt};
   }
   frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(argument));
-  sim::ModelShape shape = sim::model_shape_from_config(bundle.config, bundle.source.path);
+  model::ModelShape shape = model::model_shape_from_config(bundle.config, bundle.source.path);
   return {std::move(shape), std::move(bundle)};
 }
 
 namespace {
 
 // --hardware, --tensor-parallel-size on `shape`, for engines of `block_size`.
-sim::RooflineConfig make_roofline(const ExecutorOptions& options, const sim::ModelShape& shape, int32_t block_size) {
+sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::ModelShape& shape, int32_t block_size) {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.hardware);
   roofline.model = shape;
@@ -66,7 +66,7 @@ std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOp
   return description.str();
 }
 
-SimBackend make_roofline_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+SimBackend make_roofline_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                                  engine::EngineConfig& config) {
   const sim::RooflineConfig roofline = make_roofline(options, shape, config.cache.block_size);
   SimBackend backend;
@@ -81,7 +81,7 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const sim::Mode
   return backend;
 }
 
-sim::ProfileModel profile_model_of(const sim::ModelShape& shape) {
+sim::ProfileModel profile_model_of(const model::ModelShape& shape) {
   return {.name = shape.name,
           .num_layers = shape.num_layers,
           .hidden_size = shape.hidden_size,
@@ -95,7 +95,7 @@ sim::ProfileModel profile_model_of(const sim::ModelShape& shape) {
 // The simulator on a measured profile: the profile must come from this model shape and block
 // size, and the KV tiers are those the profiled executor would have, so that the simulated run
 // has the real run's blocks.
-SimBackend make_profile_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+SimBackend make_profile_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                                 const model::ModelConfig* model_config, engine::EngineConfig& config) {
   const std::string where = "--profile " + options.profile + ": ";
   if (options.tensor_parallel != 1) {
@@ -156,7 +156,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const sim::Model
 
 }  // namespace
 
-SimBackend make_sim_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, engine::EngineConfig& config) {
   if (options.profile.empty()) return make_roofline_backend(options, shape, config);
   return make_profile_backend(options, shape, model_config, config);

@@ -13,7 +13,7 @@
 #include "core/engine/engine_config.h"
 #include "core/frontend/model_bundle.h"
 #include "sim/cluster.h"
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "tools/pagedllm/executor_factory.h"
 
@@ -22,7 +22,7 @@ namespace pagedllm::cli {
 // A shape preset ("llama-2-7b"), or a model (directory, .gguf, fetched name, 'tiny') whose config
 // gives the shape and whose tokenizer is then at hand for text prompts.
 struct SimModel {
-  sim::ModelShape shape;
+  model::ModelShape shape;
   std::optional<frontend::ModelBundle> bundle;
 };
 SimModel resolve_sim_model(const std::string& argument);
@@ -43,7 +43,7 @@ struct SimBackend {
 // `model_config` is the model's own config where there is one (null for a shape preset); a
 // profile of the CPU engine needs it, as the CPU engine sizes its KV tiers from it. Throws
 // std::invalid_argument when the profile was measured on another shape or block size.
-SimBackend make_sim_backend(const ExecutorOptions& options, const sim::ModelShape& shape,
+SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, engine::EngineConfig& config);
 
 // One simulation: `num_replicas` engines of `config`, each on a SimExecutor over `cost_model`.

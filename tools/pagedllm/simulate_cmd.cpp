@@ -54,7 +54,7 @@ int run_simulate(const std::vector<std::string>& args) {
   description.add_options()
       ("help,h", "show this help")
       ("model,m", po::value(&options.model)->default_value(options.model),
-       ("a shape preset (" + sim::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
+       ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
       ("time", po::value(&options.time)->default_value(options.time), "virtual (arrivals as traced) or fast (all at time 0)")
       ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
       ("over-length", po::value(&options.over_length)->default_value(options.over_length),

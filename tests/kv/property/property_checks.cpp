@@ -61,9 +61,9 @@ void PropertyRun::check_moves(const std::vector<BlockMove>& moves, Tier to_tier)
   bool ok = true;
   for (size_t i = 0; i < group_blocks_.size() && ok; ++i) {
     if (group_targets_[i] != kNoBlock) continue;
-    ok = next < moves.size() && moves[next].from == group_blocks_[i];
+    ok = next < moves.size() && moves[next].src == group_blocks_[i];
     if (!ok) break;
-    const BlockId to = moves[next++].to;
+    const BlockId to = moves[next++].dst;
     ok = to >= 0 && to < pool(to_tier).num_blocks() && refs(to_tier)[static_cast<size_t>(to)] == 0 &&
          taken[static_cast<size_t>(to)] == 0;
     if (ok) {
@@ -73,7 +73,7 @@ void PropertyRun::check_moves(const std::vector<BlockMove>& moves, Tier to_tier)
   }
   ok = ok && next == moves.size();
   for (const BlockMove& move : moves) {
-    if (move.to >= 0 && move.to < pool(to_tier).num_blocks()) taken[static_cast<size_t>(move.to)] = 0;
+    if (move.dst >= 0 && move.dst < pool(to_tier).num_blocks()) taken[static_cast<size_t>(move.dst)] = 0;
   }
   require(ok, "swap moves are not the group's blocks to copy, in first-use order, into distinct free blocks");
 }

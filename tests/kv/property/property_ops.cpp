@@ -334,7 +334,7 @@ bool PropertyRun::op_swap_out() {
   group_targets_.assign(group_blocks_.size(), kNoBlock);  // every block is copied
   check_moves(moves, Tier::host);
   check_group_tables();
-  for (const BlockMove& move : moves) memory_.copy(Tier::device, move.from, Tier::host, move.to);
+  for (const BlockMove& move : moves) memory_.copy(Tier::device, move.src, Tier::host, move.dst);
   for (const SeqId id : group_) model(id).tier = Tier::host;
   require(num_free(Tier::host) == host_free - needed, "swap out took another number of host blocks");
   require(num_free(Tier::device) == device_free + released, "swap out freed another number of device blocks");
@@ -408,7 +408,7 @@ bool PropertyRun::op_swap_in() {
   const std::vector<BlockMove> moves = manager_.swap_in(group_);
   check_moves(moves, Tier::device);  // reused blocks need no move; verify() checks their content
   check_group_tables();
-  for (const BlockMove& move : moves) memory_.copy(Tier::host, move.from, Tier::device, move.to);
+  for (const BlockMove& move : moves) memory_.copy(Tier::host, move.src, Tier::device, move.dst);
   for (const SeqId id : group_) model(id).tier = Tier::device;
   require(num_free(Tier::device) == device_free - consumed, "swap in took another number of device blocks");
   require(num_free(Tier::host) == host_free + distinct, "swap in freed another number of host blocks");

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagedllm::sim {
+namespace pagedllm {
 
 template <class Preset>
 std::string preset_names(const std::vector<Preset>& presets) {
@@ -31,4 +31,4 @@ const Preset* find_preset(const std::vector<Preset>& presets, std::string_view n
   return found == presets.end() ? nullptr : &*found;
 }
 
-}  // namespace pagedllm::sim
+}  // namespace pagedllm

@@ -1,4 +1,5 @@
-// The shape of a Llama-family model as the cost models see it: sizes only, no weights.
+// The shape of a Llama-family model: sizes only, no weights. What cost models, benchmarks and
+// memory sizing need, from a preset or from any config the model readers accept.
 #pragma once
 
 #include <cstdint>
@@ -7,10 +8,8 @@
 #include <vector>
 
 namespace pagedllm::model {
-struct ModelConfig;
-}
 
-namespace pagedllm::sim {
+struct ModelConfig;
 
 struct ModelShape {
   std::string name;
@@ -55,6 +54,6 @@ ModelShape find_model_shape(std::string_view name);
 std::string model_shape_names();
 
 // Any config.json or GGUF the model readers accept (bf16 weights and KV assumed).
-ModelShape model_shape_from_config(const model::ModelConfig& config, std::string name = "config");
+ModelShape model_shape_from_config(const ModelConfig& config, std::string name = "config");
 
-}  // namespace pagedllm::sim
+}  // namespace pagedllm::model

@@ -1,12 +1,12 @@
-#include "sim/model_shape.h"
+#include "core/model/model_shape.h"
 
 #include <stdexcept>
 #include <utility>
 
 #include "core/model/model_config.h"
-#include "sim/preset_lookup.h"
+#include "core/common/preset_lookup.h"
 
-namespace pagedllm::sim {
+namespace pagedllm::model {
 namespace {
 
 // Figures from each model's config.json on the Hugging Face hub (hidden_size,
@@ -101,7 +101,7 @@ std::string model_shape_names() {
   return preset_names(model_shape_presets());
 }
 
-ModelShape model_shape_from_config(const model::ModelConfig& config, std::string name) {
+ModelShape model_shape_from_config(const ModelConfig& config, std::string name) {
   ModelShape shape;
   shape.name = std::move(name);
   shape.num_layers = config.num_layers;
@@ -118,4 +118,4 @@ ModelShape model_shape_from_config(const model::ModelConfig& config, std::string
   return shape;
 }
 
-}  // namespace pagedllm::sim
+}  // namespace pagedllm::model
