@@ -15,9 +15,9 @@
 
 #include "core/engine/executor.h"
 #include "core/kv/kv_cache_config.h"
+#include "core/sampling/sampler.h"
 #include "cpu_ref/host_kv_store.h"
 #include "cpu_ref/llama_model.h"
-#include "cpu_ref/sampler.h"
 
 namespace pagedllm::cpu_ref {
 
@@ -42,7 +42,7 @@ class CpuExecutor final : public engine::Executor {
   CpuExecutorConfig config_;
   HostKvStore cache_;
   ForwardBatch batch_;  // reused every step
-  Sampler sampler_;     // keeps its buffers between steps
+  sampling::Sampler sampler_;  // keeps its buffers between steps
 };
 
 // The KV layout of a tier of `num_blocks` blocks for this model.

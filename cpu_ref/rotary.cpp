@@ -2,58 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "core/common/check.h"
+#include "core/model/rope_frequencies.h"
 
 namespace pagedllm::cpu_ref {
-namespace {
-
-// transformers' _compute_default_rope_parameters:
-//   1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-// All in fp32: the exponent float(2j) / float(dim), the power with base rounded to fp32, the
-// reciprocal.
-std::vector<float> default_inv_freq(std::int32_t head_dim, double rope_theta) {
-  const std::int32_t half = head_dim / 2;
-  const float base = static_cast<float>(rope_theta);
-  std::vector<float> inv_freq(static_cast<std::size_t>(half));
-  for (std::int32_t j = 0; j < half; ++j) {
-    const float exponent = static_cast<float>(2 * j) / static_cast<float>(head_dim);
-    inv_freq[j] = 1.0f / std::pow(base, exponent);
-  }
-  return inv_freq;
-}
-
-// transformers' _compute_llama3_parameters, in the same fp32 operations (Python scalars are
-// rounded to fp32 when they meet the fp32 tensor):
-//   wavelen = 2 * math.pi / inv_freq
-//   inv_freq_llama = where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-//   smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-//   smoothed = (1 - smooth) * inv_freq_llama / factor + smooth * inv_freq_llama
-//   medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen)
-//   inv_freq_llama = where(medium, smoothed, inv_freq_llama)
-void apply_llama3_scaling(const model::RopeScaling& s, std::vector<float>& inv_freq) {
-  const double old_context_len = static_cast<double>(s.original_max_position_embeddings);
-  const float low_freq_wavelen = static_cast<float>(old_context_len / s.low_freq_factor);
-  const float high_freq_wavelen = static_cast<float>(old_context_len / s.high_freq_factor);
-  const float two_pi = static_cast<float>(2.0 * std::numbers::pi);
-  const float factor = static_cast<float>(s.factor);
-  const float old_len = static_cast<float>(old_context_len);
-  const float low = static_cast<float>(s.low_freq_factor);
-  const float high_minus_low = static_cast<float>(s.high_freq_factor - s.low_freq_factor);
-  for (float& f : inv_freq) {
-    const float wavelen = two_pi / f;
-    float scaled = wavelen > low_freq_wavelen ? f / factor : f;
-    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
-    if (medium) {
-      const float smooth = (old_len / wavelen - low) / high_minus_low;
-      scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
-    }
-    f = scaled;
-  }
-}
-
-}  // namespace
 
 RotaryConfig rotary_config(const model::ModelConfig& config, std::int32_t max_cached_positions) {
   RotaryConfig rotary;
@@ -71,17 +24,7 @@ RotaryEmbedding::RotaryEmbedding(const RotaryConfig& config)
                   "rotary: head_dim must be positive and even");
   PAGEDLLM_ASSERT(num_cached_positions_ >= 0, "rotary: negative cache size");
   PAGEDLLM_ASSERT(config.rope_theta > 0.0, "rotary: rope_theta must be positive");
-  inv_freq_ = default_inv_freq(head_dim_, config.rope_theta);
-  switch (config.scaling.kind) {
-    case model::RopeScaling::Kind::none: break;
-    case model::RopeScaling::Kind::linear: {
-      // transformers' _compute_linear_scaling_rope_parameters: inv_freq /= factor (fp32).
-      const float factor = static_cast<float>(config.scaling.factor);
-      for (float& f : inv_freq_) f = f / factor;
-      break;
-    }
-    case model::RopeScaling::Kind::llama3: apply_llama3_scaling(config.scaling, inv_freq_); break;
-  }
+  inv_freq_ = model::rope_inv_freq(head_dim_, config.rope_theta, config.scaling);
   const std::size_t half = static_cast<std::size_t>(head_dim_ / 2);
   cos_.resize(static_cast<std::size_t>(num_cached_positions_) * half);
   sin_.resize(cos_.size());

@@ -4,13 +4,8 @@
 //   out[j + h] = x[j + half] * cos + x[j] * sin
 // (HF: q * cos + rotate_half(q) * sin, rotate_half(x) = cat(-x2, x1); the same fp32 operations.)
 //
-// Frequencies are computed in fp32 as transformers does (modeling_rope_utils.py):
-//   default: inv_freq[j] = 1 / theta^(float(2j) / head_dim)
-//   linear:  inv_freq[j] / factor
-//   llama3:  _compute_llama3_parameters: wavelengths 2 pi / inv_freq shorter than
-//            original_max_position_embeddings / high_freq_factor keep their frequency, longer
-//            than original / low_freq_factor are divided by factor, those between are blended.
-// and the angles as LlamaRotaryEmbedding.forward: freqs = float(position) * inv_freq[j] in
+// Frequencies come from core/model/rope_frequencies.h (fp32, as transformers computes them), and
+// the angles as LlamaRotaryEmbedding.forward: freqs = float(position) * inv_freq[j] in
 // fp32, then cos and sin in fp32 (attention scaling is 1 for these kinds).
 //
 // cos/sin tables are precomputed for positions [0, num_cached_positions); later positions are

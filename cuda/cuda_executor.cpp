@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "core/common/check.h"
-#include "cpu_ref/sampler.h"
+#include "core/sampling/sampler.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
 #include "cuda/device_memory.h"
@@ -93,7 +93,7 @@ struct CudaExecutor::State {
   std::string sizing_description;
 
   StepBatch batch;
-  cpu_ref::Sampler host_sampler;
+  sampling::Sampler host_sampler;
   std::vector<int32_t> graph_sizes;
   std::map<int32_t, cudaGraphExec_t> graphs;  // decode batch size -> its captured forward pass
 
@@ -353,7 +353,7 @@ void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32
     const sched::ScheduledSequence& scheduled =
         plan.sequences[static_cast<std::size_t>(s.batch.logits_sequence[static_cast<std::size_t>(row)])];
     const sched::SamplingParams& params = *scheduled.params;
-    arena.seeds(host)[row] = cpu_ref::stream_seed(params, scheduled.request);
+    arena.seeds(host)[row] = sampling::stream_seed(params, scheduled.request);
     arena.temperatures(host)[row] = params.temperature;
     arena.top_k(host)[row] = params.top_k;
     arena.top_p(host)[row] = params.top_p;
@@ -419,18 +419,18 @@ std::vector<int32_t> copy_logits_rows(CudaExecutor::State& s, const sched::StepP
 sched::SequenceOutput sample_on_host(CudaExecutor::State& s, const sched::ScheduledSequence& scheduled,
                                      std::span<const float> logits) {
   const auto num_prompt = static_cast<std::size_t>(scheduled.num_prompt_tokens);
-  const cpu_ref::SamplerInput input{
+  const sampling::SamplerInput input{
       .logits = logits,
       .params = scheduled.params,
       .prompt_tokens = scheduled.tokens.first(num_prompt),
       .output_tokens = scheduled.tokens.subspan(num_prompt),
-      .seed = cpu_ref::stream_seed(*scheduled.params, scheduled.request),
+      .seed = sampling::stream_seed(*scheduled.params, scheduled.request),
       .position = static_cast<int32_t>(scheduled.tokens.size() - num_prompt),
       .num_samples = scheduled.num_samples,
       .first_stream_index = scheduled.sample_index,
       .num_beam_candidates = scheduled.num_beam_candidates,
   };
-  cpu_ref::SamplerOutput sampled = s.host_sampler.sample(input);
+  sampling::SamplerOutput sampled = s.host_sampler.sample(input);
   return sched::SequenceOutput{.seq = scheduled.seq,
                                .samples = std::move(sampled.samples),
                                .top_logprobs = std::move(sampled.top_logprobs)};

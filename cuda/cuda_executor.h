@@ -14,7 +14,7 @@
 //   4. sampling on the device (greedy, temperature, top-k, top-p with per-request Philox streams;
 //      the sampled token's raw logprob): only token ids and logprobs come back. Rows that ask for
 //      what the device sampler does not do (penalties, min_p, logprobs lists, parallel sampling's
-//      first step, beam candidates) have their logits row copied back and go through cpu_ref's
+//      first step, beam candidates) have their logits row copied back and go through core's host
 //      sampler, so every request is served with the same semantics as on the CPU engine.
 //
 // KV sizing as vLLM: after the weights are uploaded, a profiling forward pass at the largest
@@ -95,7 +95,7 @@ std::shared_ptr<const DeviceModel> upload_model(const model::ModelWeights& weigh
 // max_num_seqs (capped at 256, as vLLM). A step of n sequences replays the smallest >= n.
 std::vector<int32_t> decode_graph_batch_sizes(int32_t max_num_seqs);
 
-// Whether cpu_ref's sampler must handle this row (its logits are copied to the host): penalties,
+// Whether the host sampler (core/sampling) must handle this row (its logits are copied to the host): penalties,
 // logit_bias, allowed_token_ids, bad words, min_p, logprobs lists, several samples at once, beam candidates,
 // stop tokens min_tokens still holds back.
 bool needs_host_sampling(const sched::ScheduledSequence& scheduled);

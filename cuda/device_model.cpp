@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "core/model/half.h"
+#include "core/model/rope_frequencies.h"
 #include "core/model/tensor_names.h"
-#include "cpu_ref/rotary.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/fill_random.h"
 
@@ -138,10 +138,10 @@ void DeviceModel::bind(const DeviceWeightLayout& layout) {
   final_norm_ = base + layout.final_norm;
   lm_head_ = base + layout.lm_head;
 
-  const cpu_ref::RotaryEmbedding rotary(cpu_ref::rotary_config(config_, 0));
-  const std::span<const float> inv_freq = rotary.inv_freq();
-  inv_freq_ = DeviceBuffer(inv_freq.size_bytes());
-  PAGEDLLM_CUDA_CHECK(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size_bytes(), cudaMemcpyHostToDevice));
+  const std::vector<float> inv_freq = model::rope_inv_freq(config_);
+  const size_t inv_freq_bytes = inv_freq.size() * sizeof(float);
+  inv_freq_ = DeviceBuffer(inv_freq_bytes);
+  PAGEDLLM_CUDA_CHECK(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq_bytes, cudaMemcpyHostToDevice));
 }
 
 }  // namespace pagedllm::cuda

@@ -79,7 +79,7 @@ struct RandomWeights {
 class DeviceModel {
  public:
   // Uploads every tensor of `weights` (fp32 or bf16 on the host) as `dtype`, and the rotary
-  // inverse frequencies (fp32, computed by cpu_ref's RotaryEmbedding so they match bit for bit).
+  // inverse frequencies (fp32, core/model/rope_frequencies.h: the ones cpu_ref uses, bit for bit).
   // Uses the current CUDA device.
   DeviceModel(const model::ModelWeights& weights, DType dtype);
   // A model of `config`'s shape with random weights written on the device (nothing on the host).

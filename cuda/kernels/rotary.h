@@ -3,8 +3,8 @@
 //   out[j]        = x[j] * cos - x[j + half] * sin
 //   out[j + half] = x[j + half] * cos + x[j] * sin,   angle = float(position) * inv_freq[j]
 // inv_freq ([head_dim / 2] fp32, after default / linear / Llama-3 scaling) is computed on the host
-// once per model, e.g. cpu_ref::RotaryEmbedding(config).inv_freq(), so that the frequencies are
-// the reference's bit for bit; cos and sin are computed on the device in fp32 (sincosf, full
+// once per model by model::rope_inv_freq (core/model/rope_frequencies.h), so that the frequencies
+// are the reference's bit for bit; cos and sin are computed on the device in fp32 (sincosf, full
 // range reduction) per token.
 #pragma once
 

@@ -1,11 +1,11 @@
 // Token selection on the device from fp32 logits [num_rows][vocab_size]:
-//   - argmax: greedy, ties to the lowest id (as cpu_ref's sampler);
+//   - argmax: greedy, ties to the lowest id (as core/sampling's sampler);
 //   - sample_top_k_top_p: temperature, then top-k, then top-p (nucleus), then one draw, per row
 //     with its own parameters and random stream. Rows with temperature < kGreedyTemperatureCuda
 //     take the argmax.
 // Randomness: Philox4x32-10 (curand) keyed by the row's seed, subsequence (stream << 32 | position):
 // a pure function of (seed, stream, position), independent of the batch. Not bit-identical to
-// cpu_ref's mix64 draws (different generators); greedy is identical.
+// the host sampler's mix64 draws (different generators); greedy is identical.
 // Penalties and min_p are not applied here (see docs/CUDA_KERNELS.md).
 #pragma once
 
@@ -17,7 +17,7 @@
 
 namespace pagedllm::cuda {
 
-// cpu_ref::kGreedyTemperature (vLLM's _SAMPLING_EPS).
+// sampling::kGreedyTemperature (vLLM's _SAMPLING_EPS).
 inline constexpr float kGreedyTemperatureCuda = 1e-5f;
 
 // Views only; device pointers.

@@ -3,7 +3,7 @@
 // temperature and filters):
 //   out[r] = logits[r][tokens[r]] - (max_r + log(sum_j exp(logits[r][j] - max_r)))
 // in fp32: per-thread fp32 partial sums and a block reduction, one thread block per row.
-// cpu_ref/sampler.h computes the same in double (its sum) and agrees to about 1e-5 relative.
+// core/sampling/sampler.h computes the same in double (its sum) and agrees to about 1e-5 relative.
 #pragma once
 
 #include <cuda_runtime_api.h>

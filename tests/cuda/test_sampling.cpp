@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/sampling/sampler.h"
 #include "core/sched/sampling_params.h"
-#include "cpu_ref/sampler.h"
 #include "cuda/kernels/sampling.h"
 #include "tests/cuda/gpu_test_util.h"
 
@@ -120,7 +120,7 @@ std::vector<int32_t> sample_rows(const std::vector<float>& logits, const Filter&
 
 BOOST_AUTO_TEST_SUITE(sampling)
 
-// Greedy must equal cpu_ref's sampler exactly: ties to the lowest id, -inf entries, both the
+// Greedy must equal the host sampler (core/sampling) exactly: ties to the lowest id, -inf entries, both the
 // argmax kernel and the temperature-0 rows of the sampling kernel.
 BOOST_AUTO_TEST_CASE(greedy_matches_cpu_ref_sampler_exactly) {
   if (skip_without_gpu()) return;
@@ -140,10 +140,10 @@ BOOST_AUTO_TEST_CASE(greedy_matches_cpu_ref_sampler_exactly) {
 
   pagedllm::sched::SamplingParams greedy;
   greedy.temperature = 0.0f;
-  pagedllm::cpu_ref::Sampler sampler;
+  pagedllm::sampling::Sampler sampler;
   std::vector<int32_t> expected;
   for (int32_t r = 0; r < rows; ++r) {
-    pagedllm::cpu_ref::SamplerInput input;
+    pagedllm::sampling::SamplerInput input;
     input.logits = std::span<const float>(logits.data() + static_cast<std::size_t>(r) * vocab, static_cast<std::size_t>(vocab));
     input.params = &greedy;
     expected.push_back(sampler.sample(input).samples.at(0).token);

@@ -77,7 +77,7 @@
 #include "core/sched/sampling_params.h"
 #include "core/sched/step_plan.h"
 
-namespace pagedllm::cpu_ref {
+namespace pagedllm::sampling {
 
 // Temperatures below this sample greedily (vLLM's _SAMPLING_EPS).
 inline constexpr float kGreedyTemperature = 1e-5f;
@@ -156,4 +156,4 @@ class Sampler {
   double mass_ = 0.0;              // the mass a draw scales u by
 };
 
-}  // namespace pagedllm::cpu_ref
+}  // namespace pagedllm::sampling

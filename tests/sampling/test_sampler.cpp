@@ -1,4 +1,4 @@
-// cpu_ref::Sampler: greedy, seeded streams, temperature / min_p / top_k / top_p, penalties, beam
+// sampling::Sampler: greedy, seeded streams, temperature / min_p / top_k / top_p, penalties, beam
 // candidates and raw logprobs, checked against double-precision references.
 #include <boost/test/unit_test.hpp>
 
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/common/mix.h"
-#include "cpu_ref/sampler.h"
+#include "core/sampling/sampler.h"
 
-namespace cpu_ref = pagedllm::cpu_ref;
+namespace sampling = pagedllm::sampling;
 namespace sched = pagedllm::sched;
 using pagedllm::TokenId;
 
@@ -22,9 +22,9 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-cpu_ref::SamplerInput input_for(const std::vector<float>& logits, const sched::SamplingParams& params,
+sampling::SamplerInput input_for(const std::vector<float>& logits, const sched::SamplingParams& params,
                                 uint64_t seed = 7, int32_t position = 0) {
-  cpu_ref::SamplerInput input;
+  sampling::SamplerInput input;
   input.logits = logits;
   input.params = &params;
   input.seed = seed;
@@ -71,8 +71,8 @@ std::vector<float> random_logits(size_t vocab, uint64_t seed, float scale) {
   return logits;
 }
 
-TokenId sample_one(cpu_ref::Sampler& sampler, const cpu_ref::SamplerInput& input) {
-  const cpu_ref::SamplerOutput output = sampler.sample(input);
+TokenId sample_one(sampling::Sampler& sampler, const sampling::SamplerInput& input) {
+  const sampling::SamplerOutput output = sampler.sample(input);
   BOOST_REQUIRE_EQUAL(output.samples.size(), 1u);
   return output.samples.front().token;
 }
@@ -80,7 +80,7 @@ TokenId sample_one(cpu_ref::Sampler& sampler, const cpu_ref::SamplerInput& input
 // Draws `num_draws` tokens (positions 0..num_draws-1 of one stream) and counts them.
 std::vector<int> histogram(const std::vector<float>& logits, const sched::SamplingParams& params, int num_draws,
                            uint64_t seed = 12345) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   std::vector<int> counts(logits.size(), 0);
   for (int position = 0; position < num_draws; ++position) {
     ++counts[static_cast<size_t>(sample_one(sampler, input_for(logits, params, seed, position)))];
@@ -164,13 +164,13 @@ TokenId reference_draw(const std::vector<float>& logits, const sched::SamplingPa
 BOOST_AUTO_TEST_SUITE(sampler)
 
 BOOST_AUTO_TEST_CASE(greedy_picks_the_argmax_and_breaks_ties_to_the_lowest_id) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{1.0f, 3.0f, 2.0f, 3.0f, -kInf};
   for (const float temperature : {0.0f, 1e-6f, 9.9e-6f}) {
     sched::SamplingParams params = greedy_params();
     params.temperature = temperature;
     for (int32_t position = 0; position < 20; ++position) {
-      const cpu_ref::SamplerOutput output = sampler.sample(input_for(logits, params, 99, position));
+      const sampling::SamplerOutput output = sampler.sample(input_for(logits, params, 99, position));
       BOOST_REQUIRE_EQUAL(output.samples.size(), 1u);
       BOOST_TEST(output.samples[0].token == 1);
       BOOST_TEST(std::abs(output.samples[0].logprob - reference_logprobs(logits)[1]) <= 1e-6);
@@ -179,9 +179,9 @@ BOOST_AUTO_TEST_CASE(greedy_picks_the_argmax_and_breaks_ties_to_the_lowest_id) {
   }
   // Greedy with n samples: the same token n times.
   sched::SamplingParams params = greedy_params();
-  cpu_ref::SamplerInput input = input_for(logits, params);
+  sampling::SamplerInput input = input_for(logits, params);
   input.num_samples = 3;
-  const cpu_ref::SamplerOutput output = sampler.sample(input);
+  const sampling::SamplerOutput output = sampler.sample(input);
   BOOST_REQUIRE_EQUAL(output.samples.size(), 3u);
   for (const sched::SampledToken& sampled : output.samples) BOOST_TEST(sampled.token == 1);
 }
@@ -192,8 +192,8 @@ BOOST_AUTO_TEST_CASE(draws_depend_only_on_seed_stream_and_position) {
   for (uint64_t seed : {0ULL, 1ULL, 0xdeadbeefULL}) {
     for (int32_t stream = 0; stream < 8; ++stream) {
       for (int32_t position = 0; position < 256; ++position) {
-        const double u = cpu_ref::uniform_draw(seed, stream, position);
-        BOOST_TEST(u == cpu_ref::uniform_draw(seed, stream, position));
+        const double u = sampling::uniform_draw(seed, stream, position);
+        BOOST_TEST(u == sampling::uniform_draw(seed, stream, position));
         BOOST_TEST((u >= 0.0 && u < 1.0));
         values.insert(u);
       }
@@ -205,13 +205,13 @@ BOOST_AUTO_TEST_CASE(draws_depend_only_on_seed_stream_and_position) {
   const std::vector<float> logits = random_logits(1000, 3, 0.5f);
   sched::SamplingParams params;
   params.temperature = 1.0f;
-  cpu_ref::Sampler sampler;
-  cpu_ref::Sampler other;
+  sampling::Sampler sampler;
+  sampling::Sampler other;
   const std::vector<float> unrelated = random_logits(333, 4, 2.0f);
   int same_across_streams = 0;
   int same_across_positions = 0;
   for (int32_t position = 0; position < 200; ++position) {
-    cpu_ref::SamplerInput input = input_for(logits, params, 42, position);
+    sampling::SamplerInput input = input_for(logits, params, 42, position);
     const TokenId token = sample_one(sampler, input);
     // Reproducible: a fresh sampler, and a sampler that served other requests in between.
     BOOST_TEST(sample_one(other, input) == token);
@@ -229,9 +229,9 @@ BOOST_AUTO_TEST_CASE(draws_depend_only_on_seed_stream_and_position) {
   // Unseeded requests get a seed from their id; seeded ones use theirs.
   sched::SamplingParams seeded;
   seeded.seed = 1234;
-  BOOST_TEST(cpu_ref::stream_seed(seeded, 1) == 1234u);
-  BOOST_TEST(cpu_ref::stream_seed(params, 1) == cpu_ref::stream_seed(params, 1));
-  BOOST_TEST(cpu_ref::stream_seed(params, 1) != cpu_ref::stream_seed(params, 2));
+  BOOST_TEST(sampling::stream_seed(seeded, 1) == 1234u);
+  BOOST_TEST(sampling::stream_seed(params, 1) == sampling::stream_seed(params, 1));
+  BOOST_TEST(sampling::stream_seed(params, 1) != sampling::stream_seed(params, 2));
 }
 
 BOOST_AUTO_TEST_CASE(temperature_sampling_frequencies_match_the_softmax) {
@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(temperature_sampling_frequencies_match_the_softmax) {
 BOOST_AUTO_TEST_CASE(draws_follow_the_inverse_cdf_in_rank_order) {
   // Spread-out distributions, so draws walk deep into the rank order (the lazily sorted chunks
   // and the tail below the head band); every filter combination against the double reference.
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   struct Setting {
     float temperature;
     int32_t top_k;
@@ -275,7 +275,7 @@ BOOST_AUTO_TEST_CASE(draws_follow_the_inverse_cdf_in_rank_order) {
         logits[17] = *std::max_element(logits.begin(), logits.end()) + 9.0f;
       }
       for (int32_t position = 0; position < 150; ++position) {
-        const double u = cpu_ref::uniform_draw(77, 0, position);
+        const double u = sampling::uniform_draw(77, 0, position);
         BOOST_TEST_CONTEXT("temperature " << setting.temperature << " top_k " << setting.top_k << " top_p "
                                           << setting.top_p << " min_p " << setting.min_p << " u " << u) {
           BOOST_TEST(sample_one(sampler, input_for(logits, params, 77, position)) == reference_draw(logits, params, u));
@@ -288,7 +288,7 @@ BOOST_AUTO_TEST_CASE(draws_follow_the_inverse_cdf_in_rank_order) {
 }
 
 BOOST_AUTO_TEST_CASE(top_k_of_one_equals_greedy) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   sched::SamplingParams top1;
   top1.temperature = 1.3f;
   top1.top_k = 1;
@@ -314,7 +314,7 @@ BOOST_AUTO_TEST_CASE(top_k_keeps_the_k_most_likely_with_renormalized_mass) {
 }
 
 BOOST_AUTO_TEST_CASE(tiny_top_p_keeps_only_the_most_likely) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   sched::SamplingParams params;
   params.top_p = 1e-6f;
   for (uint64_t seed = 0; seed < 10; ++seed) {
@@ -351,17 +351,17 @@ BOOST_AUTO_TEST_CASE(min_p_drops_tokens_below_a_fraction_of_the_top_probability)
 }
 
 BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative_logits_of_seen_tokens) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   sched::SamplingParams params = greedy_params();
   params.repetition_penalty = 2.0f;
   {
     // Positive: 2.0 / 2 = 1.0 < 1.9, whether the token was in the prompt or the output.
     const std::vector<float> logits{2.0f, 1.9f, -1.0f};
     const std::vector<TokenId> seen{0};
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     BOOST_TEST(sample_one(sampler, input) == 0);
     input.prompt_tokens = seen;
-    cpu_ref::SamplerOutput output = sampler.sample(input);
+    sampling::SamplerOutput output = sampler.sample(input);
     BOOST_TEST(output.samples[0].token == 1);
     BOOST_TEST(std::abs(output.samples[0].logprob - reference_logprobs(logits)[1]) <= 1e-6);  // raw
     input.prompt_tokens = {};
@@ -372,7 +372,7 @@ BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative
     // Negative: -1.0 * 2 = -2.0 < -1.5.
     const std::vector<float> logits{-1.0f, -1.5f};
     const std::vector<TokenId> seen{0};
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     BOOST_TEST(sample_one(sampler, input) == 0);
     input.output_tokens = seen;
     BOOST_TEST(sample_one(sampler, input) == 1);
@@ -383,7 +383,7 @@ BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative
     const std::vector<float> logits{2.0f, 1.1f};
     const std::vector<TokenId> prompt{0, 0, 0};
     const std::vector<TokenId> output{0, 0};
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     input.prompt_tokens = prompt;
     input.output_tokens = output;
     BOOST_TEST(sample_one(sampler, input) == 0);
@@ -393,7 +393,7 @@ BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative
     params.repetition_penalty = 0.5f;
     const std::vector<float> logits{1.9f, 1.0f};
     const std::vector<TokenId> prompt{1};
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     input.prompt_tokens = prompt;
     BOOST_TEST(sample_one(sampler, input) == 1);
   }
@@ -405,9 +405,9 @@ BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative
     const std::vector<float> logits = logits_of({0.9, 0.1});
     const std::vector<TokenId> prompt{0};
     for (int32_t position = 0; position < 200; ++position) {
-      cpu_ref::SamplerInput input = input_for(logits, random, 3, position);
+      sampling::SamplerInput input = input_for(logits, random, 3, position);
       input.prompt_tokens = prompt;
-      const cpu_ref::SamplerOutput output = sampler.sample(input);
+      const sampling::SamplerOutput output = sampler.sample(input);
       BOOST_TEST(output.samples[0].token == 1);
       BOOST_TEST(std::abs(output.samples[0].logprob - reference_logprobs(logits)[1]) <= 1e-6);
     }
@@ -415,17 +415,17 @@ BOOST_AUTO_TEST_CASE(repetition_penalty_divides_positive_and_multiplies_negative
 }
 
 BOOST_AUTO_TEST_CASE(frequency_and_presence_penalties_subtract_per_output_count) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{3.0f, 2.5f, 2.0f};
   const std::vector<TokenId> output{0, 0, 0, 1};
   const auto greedy_with = [&](float frequency, float presence, std::span<const TokenId> prompt) {
     sched::SamplingParams params = greedy_params();
     params.frequency_penalty = frequency;
     params.presence_penalty = presence;
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     input.prompt_tokens = prompt;
     input.output_tokens = output;
-    const cpu_ref::SamplerOutput result = sampler.sample(input);
+    const sampling::SamplerOutput result = sampler.sample(input);
     BOOST_TEST(std::abs(result.samples[0].logprob -
                         reference_logprobs(logits)[static_cast<size_t>(result.samples[0].token)]) <= 1e-6);
     return result.samples[0].token;
@@ -447,13 +447,13 @@ BOOST_AUTO_TEST_CASE(frequency_and_presence_penalties_subtract_per_output_count)
   sched::SamplingParams params = greedy_params();
   params.frequency_penalty = 2.0f;
   params.presence_penalty = 2.0f;
-  cpu_ref::SamplerInput input = input_for(logits, params);
+  sampling::SamplerInput input = input_for(logits, params);
   input.prompt_tokens = prompt;
   BOOST_TEST(sample_one(sampler, input) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(min_tokens_gives_stop_tokens_no_mass_until_reached) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f};  // token 1 (a stop token) leads
   sched::SamplingParams params = greedy_params();
   params.min_tokens = 3;
@@ -482,19 +482,19 @@ BOOST_AUTO_TEST_CASE(min_tokens_gives_stop_tokens_no_mass_until_reached) {
 }
 
 BOOST_AUTO_TEST_CASE(logit_bias_is_added_before_the_penalties_and_logprobs_stay_raw) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{1.0f, 2.0f, 0.5f, 4.0f};
   const std::vector<double> reference = reference_logprobs(logits);
   sched::SamplingParams params = greedy_params();
   params.logit_bias = {{3, -100.0f}, {2, 3.0f}};  // 4 - 100 vs 0.5 + 3: token 2 leads
-  const cpu_ref::SamplerOutput output = sampler.sample(input_for(logits, params));
+  const sampling::SamplerOutput output = sampler.sample(input_for(logits, params));
   BOOST_REQUIRE_EQUAL(output.samples.size(), 1u);
   BOOST_TEST(output.samples[0].token == 2);
   BOOST_TEST(std::abs(output.samples[0].logprob - reference[2]) <= 1e-6);
   // Bias, then repetition penalty (vLLM's order): token 2 seen, (0.5 + 3) / 4 = 0.875 < 2, so
   // token 1 wins; the other order, 0.5 / 4 + 3 = 3.125, would keep token 2.
   params.repetition_penalty = 4.0f;
-  cpu_ref::SamplerInput input = input_for(logits, params);
+  sampling::SamplerInput input = input_for(logits, params);
   const std::vector<TokenId> seen{2};
   input.output_tokens = seen;
   BOOST_TEST(sample_one(sampler, input) == 1);
@@ -510,12 +510,12 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_added_before_the_penalties_and_logprobs_stay_
 }
 
 BOOST_AUTO_TEST_CASE(bad_words_ban_their_last_token_after_their_prefix) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f, 3.0f};  // by logit: 1, 2, 4, 0, 3
   sched::SamplingParams params = greedy_params();
   params.bad_words_token_ids = {{1}, {3, 2}, {0, 2}, {0, 0, 4}};
   const auto sample_after = [&](std::vector<TokenId> output) {
-    cpu_ref::SamplerInput input = input_for(logits, params);
+    sampling::SamplerInput input = input_for(logits, params);
     input.output_tokens = output;
     return sample_one(sampler, input);
   };
@@ -531,7 +531,7 @@ BOOST_AUTO_TEST_CASE(bad_words_ban_their_last_token_after_their_prefix) {
 }
 
 BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits = random_logits(300, 5, 1.0f);
   sched::SamplingParams params;
   params.allowed_token_ids = {17, 4, 250};
@@ -560,7 +560,7 @@ BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
 }
 
 BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   std::vector<float> logits = random_logits(500, 11, 2.0f);
   const float best = *std::max_element(logits.begin(), logits.end()) + 1.0f;
   logits[30] = logits[20] = logits[10] = best;  // ties rank by lower id
@@ -575,10 +575,10 @@ BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
   const std::vector<TokenId> seen{10, 20};
   for (const int32_t num_candidates : {1, 6, 100}) {
     for (const uint64_t seed : {1ULL, 2ULL}) {
-      cpu_ref::SamplerInput input = input_for(logits, params, seed, static_cast<int32_t>(seed));
+      sampling::SamplerInput input = input_for(logits, params, seed, static_cast<int32_t>(seed));
       input.num_beam_candidates = num_candidates;
       input.prompt_tokens = seen;
-      const cpu_ref::SamplerOutput output = sampler.sample(input);
+      const sampling::SamplerOutput output = sampler.sample(input);
       BOOST_REQUIRE_EQUAL(output.samples.size(), static_cast<size_t>(num_candidates));
       for (size_t i = 0; i < output.samples.size(); ++i) {
         BOOST_TEST(output.samples[i].token == ranked[i]);
@@ -597,7 +597,7 @@ BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
 }
 
 BOOST_AUTO_TEST_CASE(beam_candidates_leave_out_stop_tokens_below_min_tokens_and_tokens_without_mass) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits{1.0f, 4.0f, 3.5f, 0.5f, -kInf};  // token 1, a stop token, leads
   const std::vector<double> reference = reference_logprobs(logits);
   sched::SamplingParams params;
@@ -606,9 +606,9 @@ BOOST_AUTO_TEST_CASE(beam_candidates_leave_out_stop_tokens_below_min_tokens_and_
   params.logprobs = 2;
   for (int32_t position = 0; position < 3; ++position) {
     BOOST_TEST_CONTEXT("position " << position) {
-      cpu_ref::SamplerInput input = input_for(logits, params, 5, position);
+      sampling::SamplerInput input = input_for(logits, params, 5, position);
       input.num_beam_candidates = 5;
-      const cpu_ref::SamplerOutput output = sampler.sample(input);
+      const sampling::SamplerOutput output = sampler.sample(input);
       // Token 4 has no mass: never a candidate. Token 1 only once min_tokens are out.
       const std::vector<TokenId> expected =
           position < 2 ? std::vector<TokenId>{2, 0, 3} : std::vector<TokenId>{1, 2, 0, 3};
@@ -630,7 +630,7 @@ BOOST_AUTO_TEST_CASE(beam_candidates_leave_out_stop_tokens_below_min_tokens_and_
 }
 
 BOOST_AUTO_TEST_CASE(logprob_lists_match_a_double_precision_log_softmax) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   struct Case {
     size_t vocab;
     float scale;
@@ -649,10 +649,10 @@ BOOST_AUTO_TEST_CASE(logprob_lists_match_a_double_precision_log_softmax) {
       params.top_p = 0.9f;
       params.frequency_penalty = 0.5f;  // processing never shows in the logprobs
       const std::vector<TokenId> output_tokens{5, 5, 9};
-      cpu_ref::SamplerInput input = input_for(logits, params, 3, 4);
+      sampling::SamplerInput input = input_for(logits, params, 3, 4);
       input.output_tokens = output_tokens;
       input.num_samples = 2;
-      const cpu_ref::SamplerOutput output = sampler.sample(input);
+      const sampling::SamplerOutput output = sampler.sample(input);
       BOOST_REQUIRE_EQUAL(output.top_logprobs.size(), 2u);
       // Rounded fp32 results: 1e-6 absolute where the logprobs are small, relative beyond.
       const auto tolerance = [](double value) { return 1e-6 * std::max(1.0, std::abs(value) / 8.0); };
@@ -678,21 +678,21 @@ BOOST_AUTO_TEST_CASE(logprob_lists_match_a_double_precision_log_softmax) {
   sched::SamplingParams params;
   params.logprobs = 0;
   const std::vector<float> logits{0.5f, 0.25f};
-  const cpu_ref::SamplerOutput output = sampler.sample(input_for(logits, params));
+  const sampling::SamplerOutput output = sampler.sample(input_for(logits, params));
   BOOST_REQUIRE_EQUAL(output.top_logprobs.size(), 1u);
   BOOST_TEST(output.top_logprobs[0].empty());
   // Small logits: 1e-6 absolute everywhere.
   const std::vector<float> small = random_logits(200, 8, 1.0f);
   const std::vector<double> reference = reference_logprobs(small);
   params.logprobs = 20;
-  const cpu_ref::SamplerOutput small_output = sampler.sample(input_for(small, params));
+  const sampling::SamplerOutput small_output = sampler.sample(input_for(small, params));
   for (const sched::SampledToken& entry : small_output.top_logprobs[0]) {
     BOOST_TEST(std::abs(entry.logprob - reference[static_cast<size_t>(entry.token)]) <= 1e-6);
   }
 }
 
 BOOST_AUTO_TEST_CASE(parallel_samples_come_from_consecutive_streams) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const std::vector<float> logits = random_logits(3000, 21, 1.0f);
   sched::SamplingParams params;
   params.top_k = 200;
@@ -700,15 +700,15 @@ BOOST_AUTO_TEST_CASE(parallel_samples_come_from_consecutive_streams) {
   params.logprobs = 2;
   std::set<TokenId> distinct;
   for (int32_t position = 0; position < 30; ++position) {
-    cpu_ref::SamplerInput input = input_for(logits, params, 555, position);
+    sampling::SamplerInput input = input_for(logits, params, 555, position);
     input.num_samples = 3;
-    const cpu_ref::SamplerOutput output = sampler.sample(input);
+    const sampling::SamplerOutput output = sampler.sample(input);
     BOOST_REQUIRE_EQUAL(output.samples.size(), 3u);
     BOOST_REQUIRE_EQUAL(output.top_logprobs.size(), 3u);
     for (int32_t j = 0; j < 3; ++j) {
-      cpu_ref::SamplerInput single = input_for(logits, params, 555, position);
+      sampling::SamplerInput single = input_for(logits, params, 555, position);
       single.first_stream_index = j;
-      const cpu_ref::SamplerOutput alone = sampler.sample(single);
+      const sampling::SamplerOutput alone = sampler.sample(single);
       BOOST_TEST(output.samples[static_cast<size_t>(j)].token == alone.samples[0].token);
       BOOST_TEST(output.samples[static_cast<size_t>(j)].logprob == alone.samples[0].logprob);
       distinct.insert(output.samples[static_cast<size_t>(j)].token);
@@ -718,13 +718,13 @@ BOOST_AUTO_TEST_CASE(parallel_samples_come_from_consecutive_streams) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_input_is_refused) {
-  cpu_ref::Sampler sampler;
+  sampling::Sampler sampler;
   const sched::SamplingParams params;
   const std::vector<float> logits{0.0f, 1.0f};
-  const auto refused = [&](const cpu_ref::SamplerInput& input) {
+  const auto refused = [&](const sampling::SamplerInput& input) {
     BOOST_CHECK_THROW(sampler.sample(input), std::invalid_argument);
   };
-  cpu_ref::SamplerInput input = input_for(logits, params);
+  sampling::SamplerInput input = input_for(logits, params);
   input.params = nullptr;
   refused(input);
   refused(input_for({}, params));

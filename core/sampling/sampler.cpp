@@ -1,4 +1,4 @@
-#include "cpu_ref/sampler.h"
+#include "core/sampling/sampler.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,7 +12,7 @@
 #include "core/common/check.h"
 #include "core/common/mix.h"
 
-namespace pagedllm::cpu_ref {
+namespace pagedllm::sampling {
 namespace {
 
 // Four fp32 lanes (GCC / Clang vector extensions: one SSE / NEON register; plain IEEE operations,
@@ -546,4 +546,4 @@ TokenId Sampler::draw(double u) {
   return key_token(keys_[static_cast<size_t>(chosen - cum_.begin())]);
 }
 
-}  // namespace pagedllm::cpu_ref
+}  // namespace pagedllm::sampling
