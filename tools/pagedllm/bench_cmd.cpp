@@ -20,8 +20,8 @@
 #include "tools/pagedllm/run_report.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
-#include "tools/server/bench_requests.h"
-#include "tools/server/http_load_client.h"
+#include "tools/bench/bench_requests.h"
+#include "tools/bench/http_load_client.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -30,20 +30,20 @@ namespace po = boost::program_options;
 
 struct BenchOptions {
   std::string base_url = "http://127.0.0.1:8000";
-  std::string endpoint = std::string(server::kCompletionsPath);
+  std::string endpoint = std::string(bench::kCompletionsPath);
   std::string model;  // "" = the first of GET /v1/models
   std::string api_key;
   TraceInputOptions trace;
   std::string dataset;  // "random" (without --trace)
-  server::RandomDatasetConfig random;
+  bench::RandomDatasetConfig random;
   std::string request_rate = "inf";
   double burstiness = 1.0;
   double rate_scale = 1.0;
   int32_t max_concurrency = 0;
   uint64_t seed = 0;
   bool ignore_eos = true;
-  std::string synthetic_token_range = std::to_string(server::kDefaultSyntheticTokenBegin) + ":" +
-                                      std::to_string(server::kDefaultSyntheticTokenEnd);
+  std::string synthetic_token_range = std::to_string(bench::kDefaultSyntheticTokenBegin) + ":" +
+                                      std::to_string(bench::kDefaultSyntheticTokenEnd);
   std::string extra_body;
   double request_timeout = 0.0;
   double idle_timeout = 600.0;
@@ -65,7 +65,7 @@ std::pair<TokenId, TokenId> parse_token_range(const std::string& text) {
 
 // The id of the first model GET /v1/models lists.
 std::string first_served_model(const BenchOptions& options) {
-  const std::string body = server::http_get(options.base_url, "/v1/models", options.api_key);
+  const std::string body = bench::http_get(options.base_url, "/v1/models", options.api_key);
   const nlohmann::json models = nlohmann::json::parse(body, nullptr, false);
   if (models.is_discarded() || !models.contains("data") || !models["data"].is_array() || models["data"].empty() ||
       !models["data"][0].contains("id") || !models["data"][0]["id"].is_string()) {
@@ -134,7 +134,7 @@ int run_bench(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
 
-  if (options.endpoint != server::kCompletionsPath && options.endpoint != server::kChatCompletionsPath) {
+  if (options.endpoint != bench::kCompletionsPath && options.endpoint != bench::kChatCompletionsPath) {
     throw po::error("--endpoint: expected /v1/completions or /v1/chat/completions, got '" + options.endpoint + "'");
   }
   const double request_rate = parse_number(options.request_rate, "--request-rate", true);
@@ -156,22 +156,22 @@ int run_bench(const std::vector<std::string>& args) {
     trace = read_trace_input(options.trace, nullptr, read_report, std::cerr);
     source = options.trace.path;
   } else if (options.dataset == "random") {
-    if (options.endpoint == server::kChatCompletionsPath) {
-      throw po::error("--dataset random: its prompts are token ids, which only " + std::string(server::kCompletionsPath) +
+    if (options.endpoint == bench::kChatCompletionsPath) {
+      throw po::error("--dataset random: its prompts are token ids, which only " + std::string(bench::kCompletionsPath) +
                       " takes (vLLM's bench turns them into text with the model's tokenizer; this client has none): "
-                      "use --endpoint " + std::string(server::kCompletionsPath) + ", or a --trace with text prompts");
+                      "use --endpoint " + std::string(bench::kCompletionsPath) + ", or a --trace with text prompts");
     }
     options.random.request_rate = request_rate;
     options.random.burstiness = options.burstiness;
     options.random.seed = options.seed;
-    trace = server::random_dataset(options.random);
+    trace = bench::random_dataset(options.random);
     source = "random";
   } else {
     throw po::error(options.dataset.empty() ? "give --trace FILE or --dataset random"
                                             : "--dataset: only 'random' is built in (use --trace for others)");
   }
 
-  server::BenchRequestConfig request_config;
+  bench::BenchRequestConfig request_config;
   request_config.body.endpoint = options.endpoint;
   request_config.body.model = options.model.empty() ? first_served_model(options) : options.model;
   request_config.body.ignore_eos = options.ignore_eos;
@@ -185,16 +185,16 @@ int run_bench(const std::vector<std::string>& args) {
     request_config.request_rate = request_rate;
     request_config.burstiness = options.burstiness;
   }
-  const server::BenchRequests bench = server::build_bench_requests(trace, request_config, source);
-  for (const trace::TraceIssue& issue : bench.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
-  if (bench.requests.empty()) throw std::runtime_error(source + ": no request to send");
+  const bench::BenchRequests prepared = bench::build_bench_requests(trace, request_config, source);
+  for (const trace::TraceIssue& issue : prepared.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+  if (prepared.requests.empty()) throw std::runtime_error(source + ": no request to send");
 
-  std::cerr << "bench: " << bench.requests.size() << " requests from " << source << " to " << options.base_url
+  std::cerr << "bench: " << prepared.requests.size() << " requests from " << source << " to " << options.base_url
             << options.endpoint << " (model " << request_config.body.model << "), max concurrency "
             << (options.max_concurrency > 0 ? std::to_string(options.max_concurrency) : "unlimited") << '\n';
-  const auto num_requests = static_cast<int64_t>(bench.requests.size());
+  const auto num_requests = static_cast<int64_t>(prepared.requests.size());
   ProgressBar progress("bench", num_requests, !options.quiet);
-  server::LoadClientConfig client;
+  bench::LoadClientConfig client;
   client.base_url = options.base_url;
   client.api_key = options.api_key;
   client.max_concurrency = options.max_concurrency;
@@ -203,7 +203,7 @@ int run_bench(const std::vector<std::string>& args) {
   client.on_finished = [&](int64_t num_finished, int64_t num_in_flight) {
     progress.update(num_finished, "in flight " + std::to_string(num_in_flight));
   };
-  const server::LoadResult result = server::run_load(bench.requests, client);
+  const bench::LoadResult result = bench::run_load(prepared.requests, client);
   progress.finish("done");
 
   metrics::MetricsOptions with_duration = metric_options;
@@ -211,7 +211,7 @@ int run_bench(const std::vector<std::string>& args) {
   const metrics::ServingMetrics serving = metrics::compute_serving_metrics(result.records, with_duration);
   std::cout << "Server: " << options.base_url << options.endpoint << " (model " << request_config.body.model << ")\n"
             << "Requests: " << source << ": " << num_requests << " sent";
-  if (!bench.rejected.empty()) std::cout << ", " << bench.rejected.size() << " rejected before sending";
+  if (!prepared.rejected.empty()) std::cout << ", " << prepared.rejected.size() << " rejected before sending";
   std::cout << "; max concurrency "
             << (options.max_concurrency > 0 ? std::to_string(options.max_concurrency) : "unlimited") << " (reached "
             << result.max_in_flight << ")\n";
@@ -231,7 +231,7 @@ int run_bench(const std::vector<std::string>& args) {
                           {"max_in_flight", result.max_in_flight},
                           {"seed", options.seed},
                           {"ignore_eos", options.ignore_eos},
-                          {"rejected", bench.rejected.size()}};
+                          {"rejected", prepared.rejected.size()}};
     document["metrics"] = metrics::to_json(serving);
     nlohmann::json requests = nlohmann::json::array();
     for (const metrics::RequestRecord& record : result.records) requests.push_back(request_json(record));

@@ -19,7 +19,7 @@
 #include "tools/server/api_server.h"
 #include "tools/server/http_server.h"
 #include "tools/server/server_metrics.h"
-#include "tools/server/serving_engine.h"
+#include "core/frontend/serving_engine.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -125,7 +125,7 @@ int run_serve(const std::vector<std::string>& args) {
             << served_name << "', open files limit " << open_files << "), loading weights\n";
 
   const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
-  server::ServingEngineConfig config;
+  frontend::ServingEngineConfig config;
   config.engine = engine_config_from(options.engine, model_max_len);
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   if (!bundle.eos_token_ids.empty()) config.engine.eos_token_id = bundle.eos_token_ids.front();
@@ -138,7 +138,7 @@ int run_serve(const std::vector<std::string>& args) {
                     ") is larger than the KV cache holds (" + std::to_string(num_cache_tokens) +
                     " tokens): give more --kv-cache-mib or a smaller --max-model-len");
   }
-  server::ServingEngine engine(config, *setup.executor, bundle.tokenizer, &metrics);
+  frontend::ServingEngine engine(config, *setup.executor, bundle.tokenizer, &metrics);
   api.attach(engine);
   std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
             << config.engine.scheduler.max_model_len << '\n'

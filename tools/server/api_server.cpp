@@ -52,7 +52,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     std::vector<int32_t> num_prompt_tokens;
   };
 
-  GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, ServingEngine& engine,
+  GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, frontend::ServingEngine& engine,
                 const tokenizer::Tokenizer& tokenizer)
       : setup_(std::move(setup)), exchange_(std::move(exchange)), engine_(engine), tokenizer_(tokenizer) {
     const size_t num_choices = setup_.num_prompt_tokens.size() * static_cast<size_t>(setup_.num_samples);
@@ -63,10 +63,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   }
 
   // Submits every prompt; false when the engine's queue is full (nothing was left running).
-  bool submit(std::vector<ServingRequest> requests) {
+  bool submit(std::vector<frontend::ServingRequest> requests) {
     auto self = shared_from_this();
     for (size_t prompt = 0; prompt < requests.size(); ++prompt) {
-      std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](RequestUpdate&& update) {
+      std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](frontend::RequestUpdate&& update) {
         self->exchange_->post([self, prompt, update = std::move(update)]() mutable {
           self->on_update(prompt, std::move(update));
         });
@@ -96,14 +96,14 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   }
 
  private:
-  void on_update(size_t prompt, RequestUpdate&& update) {
+  void on_update(size_t prompt, frontend::RequestUpdate&& update) {
     if (finished_) return;
     if (!update.error.empty()) {
       fail(update.error);
       return;
     }
     usage_.completion_tokens += update.num_output_tokens - output_tokens_seen(prompt, update.num_output_tokens);
-    for (CompletionUpdate& news : update.completions) {
+    for (frontend::CompletionUpdate& news : update.completions) {
       const size_t index = prompt * static_cast<size_t>(setup_.num_samples) + static_cast<size_t>(news.index);
       if (index >= choices_.size()) continue;
       ChoiceDelta delta;
@@ -145,7 +145,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     return before;
   }
 
-  std::vector<TokenLogprob> logprobs_of(const CompletionUpdate& news) const {
+  std::vector<TokenLogprob> logprobs_of(const frontend::CompletionUpdate& news) const {
     std::vector<TokenLogprob> entries;
     for (size_t i = 0; i < news.tokens.size(); ++i) {
       TokenLogprob entry;
@@ -200,7 +200,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   Setup setup_;
   std::shared_ptr<Exchange> exchange_;
-  ServingEngine& engine_;
+  frontend::ServingEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
   std::vector<sched::RequestId> ids_;
   std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
@@ -269,7 +269,7 @@ void respond_error(Exchange& exchange, const ApiError& error) {
 ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics)
     : config_(std::move(config)), bundle_(bundle), metrics_(metrics), created_(unix_seconds()) {}
 
-void ApiServer::attach(ServingEngine& engine) { engine_ = &engine; }
+void ApiServer::attach(frontend::ServingEngine& engine) { engine_ = &engine; }
 
 void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange) {
   // Every answer but a preflight's carries the CORS headers: errors too, or a page could not
@@ -317,7 +317,7 @@ void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exc
     throw ApiError(405, "invalid_request_error", "", "", request.method + " is not allowed on " + path + " (" + allow + ")");
   }
   if (path == "/health") {
-    ServingEngine* engine = engine_.load();
+    frontend::ServingEngine* engine = engine_.load();
     const bool healthy = engine != nullptr && engine->alive();
     exchange->respond(healthy ? 200 : 503, "text/plain",
                       healthy ? "" : (engine != nullptr ? "engine loop died: " + engine->failure() : "loading"));
@@ -410,7 +410,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
       if (static_cast<int64_t>(prompt.size()) > keep) prompt.erase(prompt.begin(), prompt.end() - keep);
     }
   }
-  std::vector<ServingRequest> requests;
+  std::vector<frontend::ServingRequest> requests;
   GenerationJob::Setup setup;
   for (std::vector<TokenId>& prompt : prompts) {
     const auto num_prompt_tokens = static_cast<int32_t>(prompt.size());
@@ -427,7 +427,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
                                 (chat ? "messages" : "prompt") + " or completion.",
                             "context_length_exceeded");
     }
-    ServingRequest serving;
+    frontend::ServingRequest serving;
     serving.priority = generation.priority;
     serving.decode.skip_special_tokens = generation.skip_special_tokens;
     serving.include_stop_str_in_output = generation.include_stop_str_in_output;
@@ -460,7 +460,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
       throw invalid_request("stop", "stop strings may have at most " + std::to_string(kMaxStopStringBytes) + " bytes");
     }
   }
-  ServingEngine& engine = *engine_.load();
+  frontend::ServingEngine& engine = *engine_.load();
   auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, engine, bundle_.tokenizer);
   if (!job->submit(std::move(requests))) {
     if (!engine.alive()) {

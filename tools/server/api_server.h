@@ -12,7 +12,7 @@
 #include "tools/server/http_server.h"
 #include "tools/server/openai_protocol.h"
 #include "tools/server/server_metrics.h"
-#include "tools/server/serving_engine.h"
+#include "core/frontend/serving_engine.h"
 
 namespace pagedllm::server {
 
@@ -32,7 +32,7 @@ class ApiServer {
 
   void handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange);
   // The engine, once the weights are loaded: the server is ready. It must outlive the server.
-  void attach(ServingEngine& engine);
+  void attach(frontend::ServingEngine& engine);
 
  private:
   void route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
@@ -43,7 +43,7 @@ class ApiServer {
 
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;
-  std::atomic<ServingEngine*> engine_{nullptr};
+  std::atomic<frontend::ServingEngine*> engine_{nullptr};
   const ServerMetrics& metrics_;
   int64_t created_ = 0;  // unix seconds when the server started
 };

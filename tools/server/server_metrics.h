@@ -1,16 +1,16 @@
 // The server's Prometheus metrics: what vLLM exports, under a `pagedllm:` prefix, fed by the
-// engine loop (ServingObserver) and rendered for GET /metrics.
+// engine loop (frontend::ServingObserver) and rendered for GET /metrics.
 #pragma once
 
 #include <mutex>
 #include <string>
 
 #include "tools/server/prometheus.h"
-#include "tools/server/serving_engine.h"
+#include "core/frontend/serving_engine.h"
 
 namespace pagedllm::server {
 
-class ServerMetrics final : public ServingObserver {
+class ServerMetrics final : public frontend::ServingObserver {
  public:
   explicit ServerMetrics(const std::string& model_name);
 

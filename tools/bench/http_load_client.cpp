@@ -1,4 +1,4 @@
-#include "tools/server/http_load_client.h"
+#include "tools/bench/http_load_client.h"
 
 #include <sys/resource.h>
 
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace pagedllm::server {
+namespace pagedllm::bench {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -529,4 +529,4 @@ std::string http_get(const std::string& base_url, const std::string& path, const
   return response.body();
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::bench

@@ -19,9 +19,9 @@
 #include "core/common/types.h"
 #include "core/sched/sampling_params.h"
 #include "core/trace/trace.h"
-#include "tools/server/http_load_client.h"
+#include "tools/bench/http_load_client.h"
 
-namespace pagedllm::server {
+namespace pagedllm::bench {
 
 inline constexpr std::string_view kCompletionsPath = "/v1/completions";
 inline constexpr std::string_view kChatCompletionsPath = "/v1/chat/completions";
@@ -91,4 +91,4 @@ struct RandomDatasetConfig {
 };
 trace::Trace random_dataset(const RandomDatasetConfig& config);
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::bench

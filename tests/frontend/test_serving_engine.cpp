@@ -9,9 +9,9 @@
 
 #include "core/engine/scripted_executor.h"
 #include "tests/tokenizer/tiny_tokenizers.h"
-#include "tools/server/serving_engine.h"
+#include "core/frontend/serving_engine.h"
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 namespace {
 
 // The scripted executor at the pace of a small real model (half a millisecond a step), so that
@@ -287,4 +287,4 @@ BOOST_AUTO_TEST_CASE(shutting_down_ends_every_request_with_an_error) {
 }
 
 }  // namespace
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend

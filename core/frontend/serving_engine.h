@@ -19,9 +19,9 @@
 #include "core/engine/engine.h"
 #include "core/engine/executor.h"
 #include "core/tokenizer/tokenizer.h"
-#include "tools/server/text_stream.h"
+#include "core/frontend/text_stream.h"
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 
 struct ServingRequest {
   std::vector<TokenId> prompt_tokens;
@@ -146,4 +146,4 @@ class ServingEngine {
 
 std::string finish_reason_text(sched::FinishReason reason);
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend

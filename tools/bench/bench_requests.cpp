@@ -1,4 +1,4 @@
-#include "tools/server/bench_requests.h"
+#include "tools/bench/bench_requests.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include "core/trace/materialize.h"
 #include "core/trace/trace_synth.h"
 
-namespace pagedllm::server {
+namespace pagedllm::bench {
 
 namespace {
 
@@ -187,4 +187,4 @@ trace::Trace random_dataset(const RandomDatasetConfig& config) {
   return trace::synthesize_trace(synth);
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::bench

@@ -17,7 +17,7 @@
 
 #include "core/metrics/request_record.h"
 
-namespace pagedllm::server {
+namespace pagedllm::bench {
 
 struct LoadRequest {
   int64_t id = 0;              // copied into the record
@@ -109,4 +109,4 @@ class SseAccumulator {
 // (shortened).
 std::string error_message_from_body(std::string_view body);
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::bench

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/trace/trace_synth.h"
-#include "tools/server/bench_requests.h"
+#include "tools/bench/bench_requests.h"
 
-namespace server = pagedllm::server;
+namespace bench = pagedllm::bench;
 namespace trace = pagedllm::trace;
 using nlohmann::json;
 using pagedllm::TokenId;
@@ -35,7 +35,7 @@ trace::TraceRequest length_request(double arrival, int32_t prompt_len, int32_t o
   return request;
 }
 
-std::vector<TokenId> prompt_ids(const server::LoadRequest& request) {
+std::vector<TokenId> prompt_ids(const bench::LoadRequest& request) {
   return json::parse(request.body)["prompt"].get<std::vector<TokenId>>();
 }
 
@@ -44,9 +44,9 @@ std::vector<TokenId> prompt_ids(const server::LoadRequest& request) {
 BOOST_AUTO_TEST_SUITE(bench_request_bodies)
 
 BOOST_AUTO_TEST_CASE(completion_body_with_token_ids_is_exact) {
-  server::BenchBodyConfig config;
+  bench::BenchBodyConfig config;
   config.model = "tiny";
-  const json body = server::request_body(std::vector<TokenId>{300, 301}, 7, greedy(), config);
+  const json body = bench::request_body(std::vector<TokenId>{300, 301}, 7, greedy(), config);
   const json expected = {{"model", "tiny"},
                          {"prompt", {300, 301}},
                          {"max_tokens", 7},
@@ -58,19 +58,19 @@ BOOST_AUTO_TEST_CASE(completion_body_with_token_ids_is_exact) {
 }
 
 BOOST_AUTO_TEST_CASE(chat_body_takes_text_and_refuses_token_ids) {
-  server::BenchBodyConfig config;
-  config.endpoint = std::string(server::kChatCompletionsPath);
+  bench::BenchBodyConfig config;
+  config.endpoint = std::string(bench::kChatCompletionsPath);
   config.model = "m";
   config.ignore_eos = false;
   config.include_usage = false;
-  const json body = server::request_body(std::string("hello"), 3, greedy(), config);
+  const json body = bench::request_body(std::string("hello"), 3, greedy(), config);
   const json expected = {{"model", "m"},
                          {"messages", {{{"role", "user"}, {"content", "hello"}}}},
                          {"max_tokens", 3},
                          {"stream", true},
                          {"temperature", 0.0}};
   BOOST_TEST(body == expected, body.dump());
-  BOOST_CHECK_THROW(server::request_body(std::vector<TokenId>{1}, 3, greedy(), config), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::request_body(std::vector<TokenId>{1}, 3, greedy(), config), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(sampling_fields_are_sent_when_not_default) {
@@ -81,10 +81,10 @@ BOOST_AUTO_TEST_CASE(sampling_fields_are_sent_when_not_default) {
   sampling.top_k = 40;
   sampling.seed = 42;
   sampling.logprobs = 2;
-  server::BenchBodyConfig config;
+  bench::BenchBodyConfig config;
   config.model = "m";
   config.extra_body = {{"top_k", 5}, {"priority", 1}};  // the caller's last word
-  const json body = server::request_body(std::string("x"), 4, sampling, config);
+  const json body = bench::request_body(std::string("x"), 4, sampling, config);
   BOOST_TEST(body["temperature"].get<double>() == 0.7);  // not 0.699999988...
   BOOST_TEST(body["top_p"].get<double>() == 0.9);
   BOOST_TEST(body["n"] == 3);
@@ -94,20 +94,20 @@ BOOST_AUTO_TEST_CASE(sampling_fields_are_sent_when_not_default) {
   BOOST_TEST(body["priority"] == 1);
   BOOST_TEST(!body.contains("min_p"));
   BOOST_TEST(!body.contains("presence_penalty"));
-  config.endpoint = std::string(server::kChatCompletionsPath);
+  config.endpoint = std::string(bench::kChatCompletionsPath);
   sampling.seed = std::numeric_limits<uint64_t>::max();
-  BOOST_TEST(server::request_body(std::string("x"), 4, sampling, config)["seed"] ==
+  BOOST_TEST(bench::request_body(std::string("x"), 4, sampling, config)["seed"] ==
              std::numeric_limits<int64_t>::max());
-  const json chat = server::request_body(std::string("x"), 4, sampling, config);
+  const json chat = bench::request_body(std::string("x"), 4, sampling, config);
   BOOST_TEST(chat["logprobs"] == true);
   BOOST_TEST(chat["top_logprobs"] == 2);
   // Beam search: vLLM's use_beam_search runs n beams, so only beam_width == n can be asked.
   sampling.n = 1;
   sampling.beam_width = 2;
-  BOOST_CHECK_THROW(server::request_body(std::string("x"), 4, sampling, config), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::request_body(std::string("x"), 4, sampling, config), std::invalid_argument);
   sampling.n = 2;
   sampling.length_penalty = 0.5f;
-  const json beams = server::request_body(std::string("x"), 4, sampling, config);
+  const json beams = bench::request_body(std::string("x"), 4, sampling, config);
   BOOST_TEST(beams["use_beam_search"] == true);
   BOOST_TEST(beams["n"] == 2);
   BOOST_TEST(beams["length_penalty"] == 0.5);
@@ -134,12 +134,12 @@ BOOST_AUTO_TEST_CASE(trace_prompts_go_out_as_text_ids_or_synthetic_ids) {
   tokens.output_len = 2;
   input.requests = {text, tokens, length_request(2.0, 10, 3, {0, 1, 2}), length_request(3.0, 6, 1, {0, 9}),
                     length_request(4.0, 0, 1)};  // the last: no prompt at all
-  server::BenchRequestConfig config;
+  bench::BenchRequestConfig config;
   config.body.model = "tiny";
   config.synthetic_token_begin = 300;
   config.synthetic_token_end = 310;
   config.rate_scale = 2.0;
-  const server::BenchRequests result = server::build_bench_requests(input, config, "t.jsonl");
+  const bench::BenchRequests result = bench::build_bench_requests(input, config, "t.jsonl");
 
   BOOST_TEST_REQUIRE(result.requests.size() == 4u);
   BOOST_TEST_REQUIRE(result.rejected.size() == 1u);
@@ -167,15 +167,15 @@ BOOST_AUTO_TEST_CASE(trace_prompts_go_out_as_text_ids_or_synthetic_ids) {
 BOOST_AUTO_TEST_CASE(synthetic_prompts_follow_the_seed) {
   trace::Trace input;
   input.requests = {length_request(0.0, 64, 1)};
-  server::BenchRequestConfig config;
-  const auto a = prompt_ids(server::build_bench_requests(input, config, "t").requests[0]);
-  const auto b = prompt_ids(server::build_bench_requests(input, config, "t").requests[0]);
+  bench::BenchRequestConfig config;
+  const auto a = prompt_ids(bench::build_bench_requests(input, config, "t").requests[0]);
+  const auto b = prompt_ids(bench::build_bench_requests(input, config, "t").requests[0]);
   config.seed = 1;
-  const auto c = prompt_ids(server::build_bench_requests(input, config, "t").requests[0]);
+  const auto c = prompt_ids(bench::build_bench_requests(input, config, "t").requests[0]);
   BOOST_TEST(a == b);
   BOOST_TEST(a != c);
   BOOST_TEST(std::all_of(a.begin(), a.end(), [](TokenId t) {
-    return t >= server::kDefaultSyntheticTokenBegin && t < server::kDefaultSyntheticTokenEnd;
+    return t >= bench::kDefaultSyntheticTokenBegin && t < bench::kDefaultSyntheticTokenEnd;
   }));
 }
 
@@ -187,9 +187,9 @@ BOOST_AUTO_TEST_CASE(chat_rejects_prompts_without_text) {
   text.prompt_text = "hi";
   text.output_len = 2;
   input.requests.push_back(text);
-  server::BenchRequestConfig config;
-  config.body.endpoint = std::string(server::kChatCompletionsPath);
-  const auto result = server::build_bench_requests(input, config, "t");
+  bench::BenchRequestConfig config;
+  config.body.endpoint = std::string(bench::kChatCompletionsPath);
+  const auto result = bench::build_bench_requests(input, config, "t");
   BOOST_TEST_REQUIRE(result.requests.size() == 1u);
   BOOST_TEST(result.requests[0].id == 1);
   BOOST_TEST(json::parse(result.requests[0].body)["messages"][0]["content"] == "hi");
@@ -200,29 +200,29 @@ BOOST_AUTO_TEST_CASE(chat_rejects_prompts_without_text) {
 BOOST_AUTO_TEST_CASE(chat_without_any_text_prompt_is_one_error_not_one_rejection_per_request) {
   trace::Trace input;
   input.requests = {length_request(0.0, 8, 1), length_request(0.1, 9, 1), length_request(0.2, 10, 1)};
-  server::BenchRequestConfig config;
-  config.body.endpoint = std::string(server::kChatCompletionsPath);
+  bench::BenchRequestConfig config;
+  config.body.endpoint = std::string(bench::kChatCompletionsPath);
   try {
-    server::build_bench_requests(input, config, "lengths.jsonl");
+    bench::build_bench_requests(input, config, "lengths.jsonl");
     BOOST_FAIL("a chat run with no text prompt must be refused as a whole");
   } catch (const std::invalid_argument& error) {
     const std::string message = error.what();
     BOOST_TEST(message.find("lengths.jsonl: no request has a text prompt") != std::string::npos, message);
     BOOST_TEST(message.find("/v1/completions") != std::string::npos, message);
   }
-  config.body.endpoint = std::string(server::kCompletionsPath);  // the same trace is fine there
-  BOOST_TEST(server::build_bench_requests(input, config, "lengths.jsonl").requests.size() == 3u);
+  config.body.endpoint = std::string(bench::kCompletionsPath);  // the same trace is fine there
+  BOOST_TEST(bench::build_bench_requests(input, config, "lengths.jsonl").requests.size() == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(a_request_rate_replaces_the_trace_arrivals) {
   trace::Trace input;
   for (int i = 0; i < 100; ++i) input.requests.push_back(length_request(0.0, 4, 1));
-  server::BenchRequestConfig config;
+  bench::BenchRequestConfig config;
   config.request_rate = 50.0;
   config.burstiness = 0.5;
   config.seed = 3;
-  const auto result = server::build_bench_requests(input, config, "t");
-  const auto times = server::arrival_times(100, 50.0, 0.5, 3);
+  const auto result = bench::build_bench_requests(input, config, "t");
+  const auto times = bench::arrival_times(100, 50.0, 0.5, 3);
   BOOST_TEST_REQUIRE(result.requests.size() == times.size());
   for (size_t i = 0; i < times.size(); ++i) BOOST_TEST(result.requests[i].send_time == times[i]);
   BOOST_TEST(times.back() > 0.0);
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_SUITE(bench_arrivals)
 BOOST_AUTO_TEST_CASE(gamma_arrivals_have_the_requested_rate) {
   constexpr int kCount = 20000;
   for (const double burstiness : {0.5, 1.0, 4.0}) {
-    const auto times = server::arrival_times(kCount, 10.0, burstiness, 7);
+    const auto times = bench::arrival_times(kCount, 10.0, burstiness, 7);
     BOOST_TEST_REQUIRE(times.size() == size_t{kCount});
     BOOST_TEST(times.front() == 0.0);
     BOOST_TEST(std::is_sorted(times.begin(), times.end()));
@@ -256,21 +256,21 @@ BOOST_AUTO_TEST_CASE(arrivals_match_the_synthesizer_and_infinity_sends_all_at_on
   synth.request_rate = 3.0;
   synth.burstiness = 2.0;
   const trace::Trace reference = trace::synthesize_trace(synth);
-  const auto times = server::arrival_times(50, 3.0, 2.0, 11);
+  const auto times = bench::arrival_times(50, 3.0, 2.0, 11);
   for (size_t i = 0; i < times.size(); ++i) BOOST_TEST(times[i] == reference.requests[i].arrival_time);
-  const auto at_once = server::arrival_times(5, std::numeric_limits<double>::infinity(), 1.0, 0);
+  const auto at_once = bench::arrival_times(5, std::numeric_limits<double>::infinity(), 1.0, 0);
   BOOST_TEST(at_once == std::vector<double>(5, 0.0), boost::test_tools::per_element());
-  BOOST_TEST(server::arrival_times(0, 1.0, 1.0, 0).empty());
+  BOOST_TEST(bench::arrival_times(0, 1.0, 1.0, 0).empty());
 }
 
 BOOST_AUTO_TEST_CASE(random_dataset_lengths_and_shared_prefix) {
-  server::RandomDatasetConfig config;
+  bench::RandomDatasetConfig config;
   config.num_prompts = 200;
   config.input_len = 100;
   config.output_len = 20;
   config.range_ratio = 0.5;
   config.prefix_len = 16;
-  const trace::Trace dataset = server::random_dataset(config);
+  const trace::Trace dataset = bench::random_dataset(config);
   BOOST_TEST_REQUIRE(dataset.requests.size() == 200u);
   int32_t min_prompt = std::numeric_limits<int32_t>::max(), max_prompt = 0;
   for (const auto& request : dataset.requests) {
@@ -283,14 +283,14 @@ BOOST_AUTO_TEST_CASE(random_dataset_lengths_and_shared_prefix) {
   BOOST_TEST(min_prompt >= 16 + 50);
   BOOST_TEST(max_prompt <= 16 + 150);
   BOOST_TEST(max_prompt - min_prompt > 50);  // the range is used, not one length
-  server::BenchRequestConfig bench;
-  const auto requests = server::build_bench_requests(dataset, bench, "random");
+  bench::BenchRequestConfig bench;
+  const auto requests = bench::build_bench_requests(dataset, bench, "random");
   const auto a = prompt_ids(requests.requests[0]);
   const auto b = prompt_ids(requests.requests[1]);
   BOOST_TEST(std::equal(a.begin(), a.begin() + 16, b.begin()));     // the shared prefix
   BOOST_TEST(!std::equal(a.begin() + 16, a.begin() + 32, b.begin() + 16));
   config.range_ratio = 1.0;
-  BOOST_CHECK_THROW(server::random_dataset(config), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::random_dataset(config), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,9 +1,9 @@
-#include "tools/server/text_stream.h"
+#include "core/frontend/text_stream.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 
 TextStream::TextStream(tokenizer::Tokenizer tokenizer, TextStreamOptions options)
     : detokenizer_(std::move(tokenizer), options.decode),
@@ -67,4 +67,4 @@ size_t TextStream::num_held_back() const {
   return longest;
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend

@@ -10,7 +10,7 @@
 #include "core/tokenizer/incremental_detokenizer.h"
 #include "core/tokenizer/tokenizer.h"
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 
 struct TextStreamOptions {
   // Stop strings (none empty): the text ends at the first one found. As vLLM, a stop string
@@ -51,4 +51,4 @@ class TextStream {
   std::string matched_stop_;
 };
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend

@@ -1,9 +1,9 @@
-#include "tools/server/serving_engine.h"
+#include "core/frontend/serving_engine.h"
 
 #include <chrono>
 #include <exception>
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 
 std::string finish_reason_text(sched::FinishReason reason) {
   switch (reason) {
@@ -275,4 +275,4 @@ ServingObserver::Snapshot ServingEngine::snapshot() const {
   return snapshot;
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend

@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "tools/server/http_load_client.h"
+#include "tools/bench/http_load_client.h"
 
-namespace server = pagedllm::server;
+namespace bench = pagedllm::bench;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(events_split_anywhere_give_the_same_chunks) {
                              "data: [DONE]\n\n";
   for (size_t piece : {size_t{1}, size_t{3}, size_t{17}, stream.size()}) {
     BOOST_TEST_CONTEXT("pieces of " << piece) {
-      server::SseAccumulator sse;
+      bench::SseAccumulator sse;
       double now = 0.0;
       for (size_t i = 0; i < stream.size(); i += piece) sse.feed(std::string_view(stream).substr(i, piece), now += 1.0);
       BOOST_TEST(sse.done());
@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(events_split_anywhere_give_the_same_chunks) {
 }
 
 BOOST_AUTO_TEST_CASE(a_chunk_is_timed_when_its_event_completes) {
-  server::SseAccumulator sse;
+  bench::SseAccumulator sse;
   sse.feed("data: {\"choices\":[{\"text\":\"x\"}]", 1.0);
   BOOST_TEST(sse.chunk_times().empty());
   sse.feed("}\n", 2.0);
@@ -278,28 +278,28 @@ BOOST_AUTO_TEST_CASE(a_chunk_is_timed_when_its_event_completes) {
 }
 
 BOOST_AUTO_TEST_CASE(error_events_and_malformed_json_are_errors) {
-  server::SseAccumulator error_event;
+  bench::SseAccumulator error_event;
   error_event.feed("data: {\"error\": {\"message\": \"engine died\", \"code\": 500}}\n\ndata: [DONE]\n\n", 1.0);
   BOOST_TEST(error_event.error().value_or("") == "engine died");
   BOOST_TEST(!error_event.done());  // nothing after an error counts
-  server::SseAccumulator malformed;
+  bench::SseAccumulator malformed;
   malformed.feed("data: {not json\n\n", 1.0);
   BOOST_TEST(malformed.error().value_or("").starts_with("malformed event"));
 }
 
 BOOST_AUTO_TEST_CASE(multi_line_data_is_joined) {
-  server::SseAccumulator sse;
+  bench::SseAccumulator sse;
   sse.feed("data: {\"choices\":\ndata: [{\"text\":\"x\"}]}\n\n", 1.0);
   BOOST_TEST(!sse.error());
   BOOST_TEST(sse.chunk_times().size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(error_bodies_give_their_message) {
-  BOOST_TEST(server::error_message_from_body(R"({"error": {"message": "too long", "type": "x"}})") == "too long");
-  BOOST_TEST(server::error_message_from_body(R"({"object": "error", "message": "old form"})") == "old form");
-  BOOST_TEST(server::error_message_from_body(R"({"detail": "Not Found"})") == "Not Found");
-  BOOST_TEST(server::error_message_from_body("Internal Server Error") == "Internal Server Error");
-  BOOST_TEST(server::error_message_from_body(std::string(500, 'x')).size() == 203u);
+  BOOST_TEST(bench::error_message_from_body(R"({"error": {"message": "too long", "type": "x"}})") == "too long");
+  BOOST_TEST(bench::error_message_from_body(R"({"object": "error", "message": "old form"})") == "old form");
+  BOOST_TEST(bench::error_message_from_body(R"({"detail": "Not Found"})") == "Not Found");
+  BOOST_TEST(bench::error_message_from_body("Internal Server Error") == "Internal Server Error");
+  BOOST_TEST(bench::error_message_from_body(std::string(500, 'x')).size() == 203u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -307,16 +307,16 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(http_load_client)
 
 BOOST_AUTO_TEST_CASE(base_urls_are_parsed_or_refused) {
-  const auto url = server::parse_base_url("http://localhost:8000/");
+  const auto url = bench::parse_base_url("http://localhost:8000/");
   BOOST_TEST(url.host == "localhost");
   BOOST_TEST(url.port == "8000");
-  BOOST_TEST(server::parse_base_url("http://10.0.0.1").port == "80");
-  BOOST_TEST(server::parse_base_url("http://[::1]:9000").host == "::1");
-  BOOST_CHECK_THROW(server::parse_base_url("https://x:1"), std::invalid_argument);
-  BOOST_CHECK_THROW(server::parse_base_url("http://x:1/v1"), std::invalid_argument);
-  BOOST_CHECK_THROW(server::parse_base_url("http://x:99999"), std::invalid_argument);
-  BOOST_CHECK_THROW(server::parse_base_url("http://:80"), std::invalid_argument);
-  BOOST_CHECK_THROW(server::parse_base_url("x:80"), std::invalid_argument);
+  BOOST_TEST(bench::parse_base_url("http://10.0.0.1").port == "80");
+  BOOST_TEST(bench::parse_base_url("http://[::1]:9000").host == "::1");
+  BOOST_CHECK_THROW(bench::parse_base_url("https://x:1"), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::parse_base_url("http://x:1/v1"), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::parse_base_url("http://x:99999"), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::parse_base_url("http://:80"), std::invalid_argument);
+  BOOST_CHECK_THROW(bench::parse_base_url("x:80"), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_limit) {
@@ -333,9 +333,9 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
       default: return i == 19 ? Kind::stall : Kind::completion;
     }
   };
-  std::vector<server::LoadRequest> requests;
+  std::vector<bench::LoadRequest> requests;
   for (int i = 0; i < kNumRequests; ++i) {
-    server::LoadRequest request;
+    bench::LoadRequest request;
     request.id = 1000 + i;
     request.send_time = 0.002 * (kNumRequests - i);  // given out of time order on purpose
     request.prompt_tokens = 5;                       // what the server reports nothing about
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
     }
     requests.push_back(request);
   }
-  server::LoadClientConfig config;
+  bench::LoadClientConfig config;
   config.base_url = fake.base_url();
   config.api_key = kApiKey;
   config.max_concurrency = kMaxConcurrency;
@@ -360,7 +360,7 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
     num_callbacks = num_finished;
     BOOST_TEST(num_in_flight < kMaxConcurrency);
   };
-  const server::LoadResult result = server::run_load(requests, config);
+  const bench::LoadResult result = bench::run_load(requests, config);
 
   BOOST_TEST(num_callbacks == kNumRequests);
   BOOST_TEST(fake.num_requests() == kNumRequests);
@@ -415,20 +415,20 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
 
 BOOST_AUTO_TEST_CASE(a_wrong_api_key_and_a_request_timeout_are_reported) {
   FakeServer fake(std::chrono::milliseconds(1));
-  std::vector<server::LoadRequest> requests(2);
+  std::vector<bench::LoadRequest> requests(2);
   requests[0].path = "/v1/completions";
   requests[0].body = completion_body(2, 3, true);
   requests[1].path = "/v1/stall";
   requests[1].body = completion_body(2, 3, true);
-  server::LoadClientConfig config;
+  bench::LoadClientConfig config;
   config.base_url = fake.base_url();
   config.api_key = "wrong";
   config.request_timeout = 0.3;
-  const auto result = server::run_load(requests, config);
+  const auto result = bench::run_load(requests, config);
   BOOST_TEST(result.records[0].error == "HTTP 401: bad key");
   BOOST_TEST(result.records[1].error == "HTTP 401: bad key");
   config.api_key = kApiKey;
-  const auto timed = server::run_load(requests, config);
+  const auto timed = bench::run_load(requests, config);
   BOOST_TEST(timed.records[0].success);
   BOOST_TEST(timed.records[1].error.starts_with("timeout: request took over"), timed.records[1].error);
 }
@@ -440,10 +440,10 @@ BOOST_AUTO_TEST_CASE(a_refused_connection_fails_every_request) {
     tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     base_url = "http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port());
   }  // closed: nothing listens there now
-  std::vector<server::LoadRequest> requests(3, server::LoadRequest{0, "/v1/completions", "{}", 0.0, 1});
-  server::LoadClientConfig config;
+  std::vector<bench::LoadRequest> requests(3, bench::LoadRequest{0, "/v1/completions", "{}", 0.0, 1});
+  bench::LoadClientConfig config;
   config.base_url = base_url;
-  const auto result = server::run_load(requests, config);
+  const auto result = bench::run_load(requests, config);
   for (const auto& record : result.records) {
     BOOST_TEST(!record.success);
     BOOST_TEST(record.error.starts_with("connect: "), record.error);
@@ -452,10 +452,10 @@ BOOST_AUTO_TEST_CASE(a_refused_connection_fails_every_request) {
 
 BOOST_AUTO_TEST_CASE(http_get_returns_the_body_or_the_error) {
   FakeServer fake(std::chrono::milliseconds(1));
-  const std::string models = server::http_get(fake.base_url(), "/v1/models", "");
+  const std::string models = bench::http_get(fake.base_url(), "/v1/models", "");
   BOOST_TEST(nlohmann::json::parse(models)["data"][0]["id"] == "tiny");
   try {
-    server::http_get(fake.base_url(), "/v1/other", "wrong");
+    bench::http_get(fake.base_url(), "/v1/other", "wrong");
     BOOST_FAIL("no error for a 401");
   } catch (const std::runtime_error& error) {
     BOOST_TEST(std::string(error.what()).ends_with("/v1/other: HTTP 401: bad key"), error.what());
@@ -466,12 +466,12 @@ BOOST_AUTO_TEST_CASE(http_get_returns_the_body_or_the_error) {
 BOOST_AUTO_TEST_CASE(a_thousand_concurrent_streams) {
   FakeServer fake(std::chrono::milliseconds(50));
   constexpr int kNumRequests = 1000;
-  std::vector<server::LoadRequest> requests(
-      kNumRequests, server::LoadRequest{0, "/v1/completions", completion_body(4, 8, true), 0.0, 8});
-  server::LoadClientConfig config;
+  std::vector<bench::LoadRequest> requests(
+      kNumRequests, bench::LoadRequest{0, "/v1/completions", completion_body(4, 8, true), 0.0, 8});
+  bench::LoadClientConfig config;
   config.base_url = fake.base_url();
   config.api_key = kApiKey;
-  const auto result = server::run_load(requests, config);
+  const auto result = bench::run_load(requests, config);
   const auto num_ok = std::count_if(result.records.begin(), result.records.end(), [](const auto& r) { return r.success; });
   BOOST_TEST(num_ok == kNumRequests);
   for (const auto& record : result.records) {

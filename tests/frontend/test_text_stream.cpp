@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "tests/tokenizer/tiny_tokenizers.h"
-#include "tools/server/text_stream.h"
+#include "core/frontend/text_stream.h"
 
-namespace pagedllm::server {
+namespace pagedllm::frontend {
 namespace {
 
 // Byte tokens only: token id = byte value, so a test spells its tokens as text.
@@ -129,4 +129,4 @@ BOOST_AUTO_TEST_CASE(special_tokens_are_kept_or_skipped_as_asked) {
 }
 
 }  // namespace
-}  // namespace pagedllm::server
+}  // namespace pagedllm::frontend
