@@ -26,15 +26,29 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
       kv_(config.cache, event_log),
       scheduler_(config.scheduler, kv_) {}
 
+void validate_request(const EngineConfig& config, const sched::SamplingParams& params, int32_t num_prompt_tokens) {
+  sched::validate(params, num_prompt_tokens,
+                  {.max_model_len = config.scheduler.max_model_len,
+                   .max_logprobs = config.max_logprobs,
+                   .vocab_size = config.vocab_size});
+}
+
 void Engine::add_request(sched::Request request) {
-  sched::validate(request.params, static_cast<int32_t>(request.prompt_tokens.size()),
-                  {config_.scheduler.max_model_len, config_.max_logprobs});
+  validate_request(config_, request.params, static_cast<int32_t>(request.prompt_tokens.size()));
+  add_validated_request(std::move(request));
+}
+
+void Engine::add_validated_request(sched::Request request) {
   sched::SamplingParams& params = request.params;
+  // vLLM's _all_stop_token_ids: the request's stop ids and, unless it ignores them, every EOS id.
   params.all_stop_token_ids = params.stop_token_ids;
-  if (!params.ignore_eos && config_.eos_token_id &&
-      std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), *config_.eos_token_id) ==
-          params.stop_token_ids.end()) {
-    params.all_stop_token_ids.push_back(*config_.eos_token_id);
+  if (!params.ignore_eos) {
+    for (const TokenId eos : config_.eos_token_ids) {
+      if (std::find(params.all_stop_token_ids.begin(), params.all_stop_token_ids.end(), eos) ==
+          params.all_stop_token_ids.end()) {
+        params.all_stop_token_ids.push_back(eos);
+      }
+    }
   }
   if (scheduler_.find(request.id) != nullptr) {
     throw std::invalid_argument("request id " + std::to_string(request.id) + " is already in use");
@@ -204,11 +218,10 @@ void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::Samp
 std::optional<FinishReason> Engine::stop_reason(const SequenceGroup& group, const Sequence& seq) const {
   const sched::SamplingParams& params = group.request.params;
   const TokenId last = seq.tokens.back();
-  if (seq.num_output_tokens() >= params.min_tokens) {
-    if (!params.ignore_eos && config_.eos_token_id && last == *config_.eos_token_id) return FinishReason::stop;
-    if (std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), last) != params.stop_token_ids.end()) {
-      return FinishReason::stop;
-    }
+  if (seq.num_output_tokens() >= params.min_tokens &&
+      std::find(params.all_stop_token_ids.begin(), params.all_stop_token_ids.end(), last) !=
+          params.all_stop_token_ids.end()) {
+    return FinishReason::stop;  // a stop id, or an EOS id unless ignore_eos
   }
   if (seq.num_output_tokens() >= params.max_tokens) return FinishReason::length;
   if (seq.num_tokens() >= config_.scheduler.max_model_len) return FinishReason::length;

@@ -27,10 +27,13 @@ class Engine {
   // The executor, the clock and the event log (optional) must outlive the engine.
   Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log = nullptr);
 
-  // Validates and queues. Throws sched::InvalidRequestError naming the field at fault, or
-  // std::invalid_argument for a request id already in use. A request that can never fit the KV
-  // cache is accepted and comes back from the next step() finished as `rejected`.
+  // Validates (validate_request) and queues. Throws sched::InvalidRequestError naming the field at
+  // fault, or std::invalid_argument for a request id already in use. A request that can never fit
+  // the KV cache is accepted and comes back from the next step() finished as `rejected`.
   void add_request(sched::Request request);
+  // add_request for a caller that validated the request already (a server validates on the
+  // thread that received it, before queueing it for the engine's thread): not validated again.
+  void add_validated_request(sched::Request request);
 
   // Frees the request's blocks in any state; its final output comes back from the next step().
   bool abort_request(sched::RequestId id);

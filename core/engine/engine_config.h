@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/common/types.h"
 #include "core/kv/kv_cache_config.h"
+#include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
 
 namespace pagedllm::engine {
@@ -20,10 +22,17 @@ enum class OutputKind : uint8_t {
 struct EngineConfig {
   kv::KvCacheConfig cache;
   sched::SchedulerConfig scheduler;
-  std::optional<TokenId> eos_token_id;  // the model's end-of-sequence token
+  // The model's end-of-sequence tokens (a generation config may list several): each ends a
+  // request unless it asks for ignore_eos. Frontends pass them all here and nowhere else.
+  std::vector<TokenId> eos_token_ids;
+  int32_t vocab_size = 0;               // > 0: token ids a request names are checked against it
   int32_t max_logprobs = 20;
   bool record_step_metrics = true;      // keep one StepMetrics per step
   OutputKind output_kind = OutputKind::cumulative;
 };
+
+// The one validation of a request's sampling parameters against an engine's limits (context
+// length, logprobs bound, vocabulary). Throws sched::InvalidRequestError naming the field.
+void validate_request(const EngineConfig& config, const sched::SamplingParams& params, int32_t num_prompt_tokens);
 
 }  // namespace pagedllm::engine

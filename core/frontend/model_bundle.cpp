@@ -100,4 +100,9 @@ std::vector<std::vector<TokenId>> encode_bad_words(const ModelBundle& bundle, co
   return out;
 }
 
+void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config) {
+  config.eos_token_ids = bundle.eos_token_ids;
+  config.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+}
+
 }  // namespace pagedllm::frontend

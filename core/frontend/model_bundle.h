@@ -9,6 +9,7 @@
 
 #include "core/chat/chat_template.h"
 #include "core/common/types.h"
+#include "core/engine/engine_config.h"
 #include "core/model/model_config.h"
 #include "core/model/model_source.h"
 #include "core/model/model_weights.h"
@@ -40,6 +41,10 @@ ModelBundle open_model(const std::string& argument, const OpenModelOptions& opti
 
 // Loads and checks the weights of an opened model.
 model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightLoadOptions& options = {});
+
+// What an engine takes from the model itself: every EOS id (each ends a request) and the
+// vocabulary size (token ids in requests are checked against it).
+void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config);
 
 // Renders a conversation with the model's chat template and tokenizes it without adding BOS
 // again. Throws chat::ChatTemplateError naming the problem.

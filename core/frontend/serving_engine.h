@@ -1,6 +1,7 @@
-// The engine behind the HTTP server: one thread runs the engine loop (schedule, execute, apply)
-// on a wall clock; HTTP threads submit requests and aborts through a queue and get each
-// request's progress back through its sink, as text (detokenized, cut at stop strings).
+// The engine behind a live frontend (the HTTP server): one thread runs the engine loop (schedule,
+// execute, apply) on a wall clock; other threads submit requests and aborts through a queue and
+// get each request's progress back through its sink, as text (RequestStream: detokenized, cut at
+// stop strings).
 #pragma once
 
 #include <condition_variable>
@@ -18,8 +19,8 @@
 #include "core/engine/clock.h"
 #include "core/engine/engine.h"
 #include "core/engine/executor.h"
+#include "core/frontend/request_stream.h"
 #include "core/tokenizer/tokenizer.h"
-#include "core/frontend/text_stream.h"
 
 namespace pagedllm::frontend {
 
@@ -31,22 +32,16 @@ struct ServingRequest {
   bool include_stop_str_in_output = false;  // the text ends with the stop string that ended it
 };
 
-// New output of one completion (sample) since the last update.
-struct CompletionUpdate {
-  int32_t index = 0;                 // the sample's index within the request
-  std::string text;                  // new text (held back while it may become a stop string)
-  std::vector<TokenId> tokens;       // new tokens
-  std::vector<float> token_logprobs; // per new token, when logprobs were asked
-  std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per new token, when asked
-  std::string finish_reason;         // "stop", "length", "abort"; empty while running
-};
+// A request that passed validation against one engine's limits. Only ServingEngine::validate makes
+// one, so a request is validated exactly once, on the thread that received it, before it is queued.
+class ValidatedRequest {
+ public:
+  const ServingRequest& request() const { return request_; }
 
-struct RequestUpdate {
-  std::vector<CompletionUpdate> completions;  // those with news
-  bool finished = false;
-  int32_t num_prompt_tokens = 0;
-  int64_t num_output_tokens = 0;  // every sample's tokens so far
-  std::string error;              // the engine refused the request (e.g. it can never fit the KV cache)
+ private:
+  friend class ServingEngine;
+  explicit ValidatedRequest(ServingRequest request) : request_(std::move(request)) {}
+  ServingRequest request_;
 };
 
 // Called on the engine thread: must return quickly (post the work elsewhere).
@@ -88,9 +83,12 @@ class ServingEngine {
   ServingEngine(const ServingEngine&) = delete;
   ServingEngine& operator=(const ServingEngine&) = delete;
 
+  // Thread-safe. Throws sched::InvalidRequestError naming the field when the request is invalid
+  // for this engine (its context length, logprobs bound, vocabulary).
+  ValidatedRequest validate(ServingRequest request) const;
   // Thread-safe. Returns the request id, or nothing when max_pending_requests are pending (the
-  // caller answers 503). Validation errors come back through the sink (update.error).
-  std::optional<sched::RequestId> submit(ServingRequest request, UpdateSink sink);
+  // caller answers 503). A request the KV cache can never hold comes back through the sink.
+  std::optional<sched::RequestId> submit(ValidatedRequest request, UpdateSink sink);
   // Thread-safe, idempotent; the request's final update ("abort") follows within one step.
   void abort(sched::RequestId id);
 
@@ -107,15 +105,9 @@ class ServingEngine {
   };
   struct Stream {  // a request the loop is running
     UpdateSink sink;
-    std::vector<TextStream> texts;          // one per sample, created as samples appear
-    std::vector<CompletionUpdate> held;     // per sample: tokens whose text is still held back
-    std::vector<bool> sample_finished;      // per sample: its final update was sent
-    TextStreamOptions text_options;         // each sample's TextStream
-    int32_t num_samples = 1;                // n
-    bool beam_search = false;               // nothing is sent before the final ranking
+    RequestStream text;
     double arrival = 0.0;
     double last_output = -1.0;
-    int64_t num_output_tokens = 0;
   };
 
   void run_loop();

@@ -72,7 +72,7 @@ engine::EngineConfig engine_config(const EngineSetup& setup) {
   config.scheduler.max_model_len = setup.max_model_len;
   config.scheduler.enable_chunked_prefill = setup.enable_chunked_prefill;
   config.scheduler.preemption_mode = setup.preemption_mode;
-  config.eos_token_id = kEos;
+  config.eos_token_ids = {kEos};
   return config;
 }
 

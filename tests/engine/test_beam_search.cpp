@@ -87,7 +87,7 @@ engine::EngineConfig beam_engine_config() {
   config.cache.num_host_blocks = 64;
   config.scheduler.max_model_len = 128;
   config.scheduler.max_num_batched_tokens = 128;
-  config.eos_token_id = kEos;
+  config.eos_token_ids = {kEos};
   return config;
 }
 

@@ -55,7 +55,7 @@ Workload random_workload(uint64_t seed) {
   if (mode == 1) config.scheduler.preemption_mode = sched::PreemptionMode::recompute;
   if (mode == 2) config.scheduler.preemption_mode = sched::PreemptionMode::swap;
   config.scheduler.policy = draw(0, 1) ? sched::SchedulingPolicy::priority : sched::SchedulingPolicy::fcfs;
-  config.eos_token_id = kEos;
+  config.eos_token_ids = {kEos};
   workload.executor.vocab_size = 50;
   workload.executor.eos_token_id = kEos;
   workload.executor.eos_period = draw(0, 1) ? 0 : 9;

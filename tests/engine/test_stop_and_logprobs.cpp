@@ -124,7 +124,7 @@ class StopIdsRecorder final : public engine::Executor {
 BOOST_AUTO_TEST_CASE(executors_get_the_stop_ids_and_eos_to_suppress_under_min_tokens) {
   EngineSetup setup;
   const engine::EngineConfig config = engine_config(setup);
-  BOOST_REQUIRE(config.eos_token_id == kEos);
+  BOOST_REQUIRE(config.eos_token_ids == std::vector<pagedllm::TokenId>{kEos});
   engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
   StopIdsRecorder recorder(scripted);
   engine::VirtualClock clock;

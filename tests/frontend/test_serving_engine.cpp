@@ -110,7 +110,7 @@ ServingRequest request_of(int32_t max_tokens, int32_t n = 1) {
 BOOST_AUTO_TEST_CASE(a_request_streams_its_tokens_as_text_and_ends_with_length) {
   Harness harness;
   Collector collector;
-  BOOST_REQUIRE(harness.engine->submit(request_of(40), collector.sink()));
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(40)), collector.sink()));
   BOOST_REQUIRE(collector.wait());
   const auto samples = collector.samples();
   BOOST_REQUIRE_EQUAL(samples.size(), 1u);
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(a_request_streams_its_tokens_as_text_and_ends_with_length) 
 BOOST_AUTO_TEST_CASE(parallel_samples_each_finish) {
   Harness harness;
   Collector collector;
-  BOOST_REQUIRE(harness.engine->submit(request_of(12, 3), collector.sink()));
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(12, 3)), collector.sink()));
   BOOST_REQUIRE(collector.wait());
   const auto samples = collector.samples();
   BOOST_REQUIRE_EQUAL(samples.size(), 3u);
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(beam_search_sends_its_ranked_beams_whole_when_it_ends) {
   Collector collector;
   ServingRequest request = request_of(20, 2);
   request.sampling.beam_width = 2;
-  BOOST_REQUIRE(harness.engine->submit(request, collector.sink()));
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request), collector.sink()));
   BOOST_REQUIRE(collector.wait());
   int32_t updates_with_text = 0;
   for (const RequestUpdate& update : collector.updates) updates_with_text += update.completions.empty() ? 0 : 1;
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_bloc
   {
     Harness harness;
     Collector collector;
-    BOOST_REQUIRE(harness.engine->submit(request_of(60), collector.sink()));
+    BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(60)), collector.sink()));
     BOOST_REQUIRE(collector.wait());
     full = collector.samples()[0].text;
   }
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_bloc
   Collector collector;
   ServingRequest request = request_of(60);
   request.sampling.stop = {stop};
-  BOOST_REQUIRE(harness.engine->submit(std::move(request), collector.sink()));
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(std::move(request)), collector.sink()));
   BOOST_REQUIRE(collector.wait());
   const auto samples = collector.samples();
   BOOST_TEST(samples[0].text == full.substr(0, full.find(stop)));
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(with_parallel_samples_a_stop_string_ends_only_the_sample_th
   {
     Harness harness;
     Collector collector;
-    BOOST_REQUIRE(harness.engine->submit(request_of(60, 2), collector.sink()));
+    BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(60, 2)), collector.sink()));
     BOOST_REQUIRE(collector.wait());
     free_run = collector.samples();
   }
@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(with_parallel_samples_a_stop_string_ends_only_the_sample_th
   Collector collector;
   ServingRequest request = request_of(60, 2);
   request.sampling.stop = {stop};
-  BOOST_REQUIRE(harness.engine->submit(std::move(request), collector.sink()));
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(std::move(request)), collector.sink()));
   BOOST_REQUIRE(collector.wait());
   const auto samples = collector.samples();
   BOOST_REQUIRE_EQUAL(samples.size(), 2u);
@@ -234,7 +234,7 @@ BOOST_AUTO_TEST_CASE(with_parallel_samples_a_stop_string_ends_only_the_sample_th
 BOOST_AUTO_TEST_CASE(an_abort_ends_a_request_within_a_step) {
   Harness harness;
   Collector collector;
-  const auto id = harness.engine->submit(request_of(1000), collector.sink());
+  const auto id = harness.engine->submit(harness.engine->validate(request_of(1000)), collector.sink());
   BOOST_REQUIRE(id);
   BOOST_REQUIRE(collector.wait_for_tokens());
   harness.engine->abort(*id);
@@ -250,28 +250,40 @@ BOOST_AUTO_TEST_CASE(submissions_beyond_the_pending_limit_are_refused) {
   Collector first;
   Collector second;
   Collector third;
-  const auto a = harness.engine->submit(request_of(1000), first.sink());
-  const auto b = harness.engine->submit(request_of(1000), second.sink());
+  const auto a = harness.engine->submit(harness.engine->validate(request_of(1000)), first.sink());
+  const auto b = harness.engine->submit(harness.engine->validate(request_of(1000)), second.sink());
   BOOST_TEST(a.has_value());
   BOOST_TEST(b.has_value());
-  BOOST_TEST(!harness.engine->submit(request_of(4), third.sink()).has_value());
+  BOOST_TEST(!harness.engine->submit(harness.engine->validate(request_of(4)), third.sink()).has_value());
   harness.engine->abort(*a);
   BOOST_REQUIRE(first.wait());
   Collector fourth;
-  BOOST_TEST(harness.engine->submit(request_of(4), fourth.sink()).has_value());  // room again
+  BOOST_TEST(harness.engine->submit(harness.engine->validate(request_of(4)), fourth.sink()).has_value());  // room again
   harness.engine->abort(*b);
   BOOST_REQUIRE(second.wait());
   BOOST_REQUIRE(fourth.wait());
 }
 
-BOOST_AUTO_TEST_CASE(a_request_the_engine_refuses_gets_an_error_update) {
+BOOST_AUTO_TEST_CASE(an_invalid_request_is_refused_before_it_is_queued) {
+  Harness harness;
+  try {
+    harness.engine->validate(request_of(2000));  // beyond max_model_len 1024
+    BOOST_FAIL("validate() let a request beyond the context length through");
+  } catch (const sched::InvalidRequestError& error) {
+    BOOST_TEST(error.field() == "max_tokens");
+    BOOST_TEST(std::string(error.what()).find("1024") != std::string::npos);
+  }
+  BOOST_TEST(harness.engine->num_pending() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_request_the_kv_cache_can_never_hold_gets_an_invalid_request_update) {
   Harness harness;
   Collector collector;
-  ServingRequest request = request_of(2000);  // beyond max_model_len 1024
-  BOOST_REQUIRE(harness.engine->submit(std::move(request), collector.sink()));
+  // 16 samples of up to 1005 tokens need 16 x 63 blocks; the cache has 512.
+  BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(1000, 16)), collector.sink()));
   BOOST_REQUIRE(collector.wait());
-  BOOST_TEST(!collector.updates.back().error.empty());
-  BOOST_TEST(collector.updates.back().error.find("max") != std::string::npos);
+  BOOST_TEST((collector.updates.back().error == RequestError::invalid_request));
+  BOOST_TEST(collector.updates.back().error_message.find("can never fit") != std::string::npos);
   BOOST_TEST(harness.engine->num_pending() == 0);
 }
 
@@ -279,11 +291,12 @@ BOOST_AUTO_TEST_CASE(shutting_down_ends_every_request_with_an_error) {
   Collector collector;
   {
     Harness harness;
-    BOOST_REQUIRE(harness.engine->submit(request_of(1000), collector.sink()));
+    BOOST_REQUIRE(harness.engine->submit(harness.engine->validate(request_of(1000)), collector.sink()));
     BOOST_REQUIRE(collector.wait_for_tokens());
   }  // the engine stops here
   BOOST_REQUIRE(collector.wait(std::chrono::seconds(1)));
-  BOOST_TEST(collector.updates.back().error.find("shutting down") != std::string::npos);
+  BOOST_TEST((collector.updates.back().error == RequestError::shutting_down));
+  BOOST_TEST(collector.updates.back().error_message.find("shutting down") != std::string::npos);
 }
 
 }  // namespace

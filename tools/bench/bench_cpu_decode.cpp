@@ -214,7 +214,7 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
     throw std::invalid_argument("prompt + steps exceed the model's context of " +
                                 std::to_string(engine_config.scheduler.max_model_len));
   }
-  if (!bundle.eos_token_ids.empty()) engine_config.eos_token_id = bundle.eos_token_ids.front();
+  frontend::apply_model_limits(bundle, engine_config);
   engine_config.output_kind = engine::OutputKind::delta;  // what a streaming server asks for
 
   cpu_ref::CpuExecutor executor(model, {.cache = engine_config.cache, .num_threads = config.threads});

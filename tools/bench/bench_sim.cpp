@@ -126,7 +126,7 @@ engine::EngineConfig engine_config(const sim::RooflineConfig& roofline) {
   config.cache.num_device_blocks = sim::num_device_blocks(roofline, kGpuMemoryUtilization, 0);
   config.cache.num_host_blocks = sim::num_host_blocks(roofline, kSwapSpaceBytes);
   config.scheduler.max_model_len = kMaxModelLen;
-  config.eos_token_id = kLlamaEos;
+  config.eos_token_ids = {kLlamaEos};
   config.output_kind = engine::OutputKind::final_only;  // the replay reads final outputs only
   config.record_step_metrics = true;                    // as `pagedllm replay` (its report's timeline)
   return config;

@@ -100,7 +100,7 @@ int run_check(const std::vector<std::string>& args) {
 
   const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
-  if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
+  frontend::apply_model_limits(bundle, config);
   kv::KvCacheConfig& cache = config.cache;
   cache.num_device_blocks = options.engine.num_gpu_blocks_override > 0
                                 ? options.engine.num_gpu_blocks_override

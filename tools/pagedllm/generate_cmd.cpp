@@ -134,8 +134,7 @@ int run_generate(const std::vector<std::string>& args) {
                                                                     static_cast<uint64_t>(options.kv_cache_mib) << 20);
   config.cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, config.cache.block_size,
                                                                   static_cast<uint64_t>(options.swap_space_mib) << 20);
-  if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
-  for (size_t i = 1; i < bundle.eos_token_ids.size(); ++i) options.sampling.stop_token_ids.push_back(bundle.eos_token_ids[i]);
+  frontend::apply_model_limits(bundle, config);
   const bool streaming = options.stream && prompts.size() == 1 && options.sampling.n == 1;
   config.output_kind = streaming ? engine::OutputKind::delta : engine::OutputKind::final_only;
 

@@ -137,7 +137,7 @@ int run_replay(const std::vector<std::string>& args) {
   // replay_requests keeps only final outputs: a cumulative report per step would copy every
   // request's tokens each step (quadratic in the output length).
   config.output_kind = engine::OutputKind::final_only;
-  if (!bundle.eos_token_ids.empty()) config.eos_token_id = bundle.eos_token_ids.front();
+  frontend::apply_model_limits(bundle, config);
   ExecutorSetup setup = make_executor(options.executor, bundle, config);
   std::optional<sim::PredictingExecutor> predicting;
   std::string prediction_description;

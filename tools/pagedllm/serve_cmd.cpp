@@ -128,7 +128,7 @@ int run_serve(const std::vector<std::string>& args) {
   frontend::ServingEngineConfig config;
   config.engine = engine_config_from(options.engine, model_max_len);
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
-  if (!bundle.eos_token_ids.empty()) config.engine.eos_token_id = bundle.eos_token_ids.front();
+  frontend::apply_model_limits(bundle, config.engine);
   config.max_pending_requests = options.max_pending_requests;
   ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
   // As vLLM: a context the KV cache cannot hold once is refused at start, not per request.

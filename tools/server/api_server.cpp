@@ -23,6 +23,18 @@ ApiError not_found(const std::string& message, std::string code = "") {
   return ApiError(404, "not_found_error", "", std::move(code), message);
 }
 
+// The answer to a request the engine ended without its output: refused (it can never fit the KV
+// cache: 400), the server stopping (503), or a failed step (500, our bug).
+ApiError api_error(frontend::RequestError kind, const std::string& message) {
+  switch (kind) {
+    case frontend::RequestError::shutting_down: return ApiError(503, "service_unavailable", "", "", message);
+    case frontend::RequestError::engine_failed: return ApiError(500, "internal_server_error", "", "", message);
+    case frontend::RequestError::invalid_request:
+    case frontend::RequestError::none: break;
+  }
+  return ApiError(400, "invalid_request_error", "", "", message);
+}
+
 std::string make_request_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
@@ -52,9 +64,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     std::vector<int32_t> num_prompt_tokens;
   };
 
-  GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, frontend::ServingEngine& engine,
-                const tokenizer::Tokenizer& tokenizer)
-      : setup_(std::move(setup)), exchange_(std::move(exchange)), engine_(engine), tokenizer_(tokenizer) {
+  GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, frontend::ServingEngine& engine)
+      : setup_(std::move(setup)), exchange_(std::move(exchange)), engine_(engine) {
     const size_t num_choices = setup_.num_prompt_tokens.size() * static_cast<size_t>(setup_.num_samples);
     choices_.resize(num_choices);
     started_.assign(num_choices, false);
@@ -63,7 +74,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   }
 
   // Submits every prompt; false when the engine's queue is full (nothing was left running).
-  bool submit(std::vector<frontend::ServingRequest> requests) {
+  bool submit(std::vector<frontend::ValidatedRequest> requests) {
     auto self = shared_from_this();
     for (size_t prompt = 0; prompt < requests.size(); ++prompt) {
       std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](frontend::RequestUpdate&& update) {
@@ -98,8 +109,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  private:
   void on_update(size_t prompt, frontend::RequestUpdate&& update) {
     if (finished_) return;
-    if (!update.error.empty()) {
-      fail(update.error);
+    if (update.error != frontend::RequestError::none) {
+      fail(update.error, update.error_message);
       return;
     }
     usage_.completion_tokens += update.num_output_tokens - output_tokens_seen(prompt, update.num_output_tokens);
@@ -111,7 +122,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
       const bool first = !started_[index];
       const std::string& echo = first ? setup_.echo_text[prompt] : kNoText;
       delta.text = echo + news.text;
-      if (setup_.with_logprobs) delta.logprobs = logprobs_of(news);
+      if (setup_.with_logprobs) delta.logprobs = std::move(news.logprobs);
       if (!news.finish_reason.empty()) delta.finish_reason = news.finish_reason;
       // The logprobs are the generated tokens': their text starts after any echoed prompt.
       delta.text_offset = static_cast<int32_t>(choices_[index].text.size() + echo.size());
@@ -145,22 +156,6 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     return before;
   }
 
-  std::vector<TokenLogprob> logprobs_of(const frontend::CompletionUpdate& news) const {
-    std::vector<TokenLogprob> entries;
-    for (size_t i = 0; i < news.tokens.size(); ++i) {
-      TokenLogprob entry;
-      entry.token = tokenizer_.decode(std::span<const TokenId>(&news.tokens[i], 1));
-      entry.logprob = i < news.token_logprobs.size() ? news.token_logprobs[i] : 0.0f;
-      if (i < news.top_logprobs.size()) {
-        for (const auto& [token, logprob] : news.top_logprobs[i]) {
-          entry.top.emplace_back(tokenizer_.decode(std::span<const TokenId>(&token, 1)), logprob);
-        }
-      }
-      entries.push_back(std::move(entry));
-    }
-    return entries;
-  }
-
   void finish() {
     finished_ = true;
     if (setup_.stream) {
@@ -177,16 +172,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
                              : completion_response(setup_.header, choices_, usage_, setup_.with_logprobs));
   }
 
-  void fail(const std::string& message) {
+  void fail(frontend::RequestError kind, const std::string& message) {
     finished_ = true;
     for (const sched::RequestId id : ids_) engine_.abort(id);
-    // The engine refuses a request it can never fit (400), stops (503) or fails (500, our bug).
-    const bool shutting_down = message.find("shutting down") != std::string::npos;
-    const bool engine_failed = message.find("engine failed") != std::string::npos;
-    const ApiError error(shutting_down ? 503 : engine_failed ? 500 : 400,
-                         shutting_down ? "service_unavailable"
-                                       : engine_failed ? "internal_server_error" : "invalid_request_error",
-                         "", "", message);
+    const ApiError error = api_error(kind, message);
     if (setup_.stream) {
       send(to_json(error));
       exchange_->send_chunk(std::string(kSseDone));
@@ -201,7 +190,6 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   Setup setup_;
   std::shared_ptr<Exchange> exchange_;
   frontend::ServingEngine& engine_;
-  const tokenizer::Tokenizer& tokenizer_;
   std::vector<sched::RequestId> ids_;
   std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
   std::vector<bool> started_;         // per choice: something was sent
@@ -410,7 +398,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
       if (static_cast<int64_t>(prompt.size()) > keep) prompt.erase(prompt.begin(), prompt.end() - keep);
     }
   }
-  std::vector<frontend::ServingRequest> requests;
+  std::vector<frontend::ValidatedRequest> requests;
   GenerationJob::Setup setup;
   for (std::vector<TokenId>& prompt : prompts) {
     const auto num_prompt_tokens = static_cast<int32_t>(prompt.size());
@@ -433,19 +421,11 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     serving.include_stop_str_in_output = generation.include_stop_str_in_output;
     serving.sampling = generation.sampling;
     serving.sampling.max_tokens = max_tokens;
-    if (!serving.sampling.ignore_eos && bundle_.eos_token_ids.size() > 1) {
-      // The engine knows the first EOS id; the model's others stop a request too (unless
-      // ignore_eos, as vLLM does with a generation config's extra EOS ids).
-      serving.sampling.stop_token_ids.insert(serving.sampling.stop_token_ids.end(), bundle_.eos_token_ids.begin() + 1,
-                                             bundle_.eos_token_ids.end());
-    }
-    sched::validate(serving.sampling, num_prompt_tokens,
-                    {.max_model_len = max_model_len,
-                     .max_logprobs = config_.limits.max_logprobs,
-                     .vocab_size = static_cast<int32_t>(bundle_.config.vocab_size)});
     setup.num_prompt_tokens.push_back(num_prompt_tokens);
     serving.prompt_tokens = std::move(prompt);
-    requests.push_back(std::move(serving));
+    // The one validation (the engine's limits: context, logprobs, vocabulary), every prompt's
+    // before any is submitted.
+    requests.push_back(engine_.load()->validate(std::move(serving)));
   }
   setup.header = {.id = make_request_id(chat ? "chatcmpl" : "cmpl"), .created = unix_seconds(), .model = generation.model};
   setup.chat = chat;
@@ -461,7 +441,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     }
   }
   frontend::ServingEngine& engine = *engine_.load();
-  auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, engine, bundle_.tokenizer);
+  auto job = std::make_shared<GenerationJob>(std::move(setup), exchange, engine);
   if (!job->submit(std::move(requests))) {
     if (!engine.alive()) {
       throw ApiError(503, "service_unavailable", "", "", "the engine loop died: " + engine.failure());

@@ -13,6 +13,7 @@
 
 #include "core/chat/chat_template.h"
 #include "core/common/types.h"
+#include "core/frontend/request_stream.h"
 #include "core/sched/sampling_params.h"
 
 namespace pagedllm::server {
@@ -130,11 +131,7 @@ inline constexpr float kMinLogprob = -9999.0f;
 
 // One output token with its logprob and, when asked, the top alternatives (best first; the
 // builders send them as given).
-struct TokenLogprob {
-  std::string token;  // its text (may be part of a character: bytes carries the exact bytes)
-  float logprob = 0.0f;
-  std::vector<std::pair<std::string, float>> top;
-};
+using frontend::TokenLogprob;  // a token's text and logprob, with the top alternatives
 
 struct ChoiceDelta {
   int32_t index = 0;
