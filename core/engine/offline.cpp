@@ -9,6 +9,14 @@ namespace pagedllm::engine {
 
 std::vector<RequestOutput> generate(std::span<const GenerateRequest> requests, Executor& executor,
                                     const EngineConfig& config) {
+  for (const GenerateRequest& request : requests) {
+    if (!request.params.stop.empty()) {
+      // Stop strings match text, and this API has no tokenizer: ignoring them would return text
+      // the caller asked to cut.
+      throw sched::InvalidRequestError("stop", "stop strings apply to text: engine::generate has no tokenizer "
+                                               "(frontend::generate applies them)");
+    }
+  }
   VirtualClock clock;
   EngineConfig final_only = config;
   final_only.output_kind = OutputKind::final_only;  // the whole output once, when it finishes

@@ -1,4 +1,5 @@
-// The offline API, as vLLM's LLM.generate: requests in, run to completion, outputs back.
+// The offline API on token ids, as vLLM's LLM.generate: requests in, run to completion, outputs
+// back. With text (stop strings, detokenized outputs): frontend::generate.
 #pragma once
 
 #include <span>
@@ -19,7 +20,8 @@ struct GenerateRequest {
 
 // All requests arrive at time 0 (ids 0..n-1) and run on `executor` under a virtual clock that
 // advances by the executor's step times. Returns one finished output per request, in input order.
-// Throws sched::InvalidRequestError for an invalid request before running any.
+// Throws sched::InvalidRequestError for an invalid request before running any, and for stop
+// strings (they need text).
 std::vector<RequestOutput> generate(std::span<const GenerateRequest> requests, Executor& executor,
                                     const EngineConfig& config);
 

@@ -100,6 +100,10 @@ std::vector<std::vector<TokenId>> encode_bad_words(const ModelBundle& bundle, co
   return out;
 }
 
+int32_t context_length(const ModelBundle& bundle) {
+  return static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, int64_t{1} << 20));
+}
+
 void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config) {
   config.eos_token_ids = bundle.eos_token_ids;
   config.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);

@@ -42,6 +42,9 @@ ModelBundle open_model(const std::string& argument, const OpenModelOptions& opti
 // Loads and checks the weights of an opened model.
 model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightLoadOptions& options = {});
 
+// The model's context length (max_position_embeddings, capped at 2^20): the default max_model_len.
+int32_t context_length(const ModelBundle& bundle);
+
 // What an engine takes from the model itself: every EOS id (each ends a request) and the
 // vocabulary size (token ids in requests are checked against it).
 void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config);

@@ -151,6 +151,14 @@ if "$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tin
   --slo ttft_p99=500 --sweep tp=1,2 > /dev/null 2> "$work/profile_err.txt"; then fail "a tp sweep on a profile was accepted"; fi
 grep -q "^pagedllm plan: error: --sweep tp" "$work/profile_err.txt" || fail "the tp sweep refusal: $(cat "$work/profile_err.txt")"
 
+echo "--- generate: stop strings cut the text (the same path as the server's)"
+"$pagedllm" generate -m tiny -p "Once upon a time" -n 40 --threads 1 > "$work/gen.txt" 2>/dev/null
+whole=$(cat "$work/gen.txt")
+stop=$(python3 -c "import sys; t=sys.argv[1]; print(next(t[i:i+3] for i in range(8, len(t) - 3) if t[i:i+3].isalnum()))" "$whole")
+"$pagedllm" generate -m tiny -p "Once upon a time" -n 40 --threads 1 --stop "$stop" > "$work/gen_stop.txt" 2>/dev/null
+expect "generate --stop '$stop': the text up to the stop string" \
+  "$(python3 -c "import sys; w, c, s = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]; print(c.rstrip('\n') == w[:w.index(s)])" "$work/gen.txt" "$work/gen_stop.txt" "$stop")" True
+
 echo "--- converting the real Azure trace"
 azure="$source_dir/../shared/traces/azure_llm_2023_code.csv"
 if [ -f "$azure" ]; then

@@ -56,6 +56,23 @@ BOOST_AUTO_TEST_CASE(an_invalid_request_throws_before_anything_runs) {
   BOOST_TEST(scripted.num_steps() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(stop_strings_are_refused_not_ignored) {
+  // Without a tokenizer there is no text to cut: returning uncut text would answer another request.
+  std::vector<sched::Request> requests = make_workload({.seed = 33, .num_requests = 2});
+  requests[1].params.stop = {"the end"};
+  const EngineSetup setup;
+  const engine::EngineConfig config = engine_config(setup);
+  engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
+  try {
+    engine::generate(to_generate_requests(requests), scripted, config);
+    BOOST_FAIL("engine::generate ran a request with stop strings");
+  } catch (const sched::InvalidRequestError& error) {
+    BOOST_TEST(error.field() == "stop");
+    BOOST_TEST(std::string(error.what()).find("frontend::generate") != std::string::npos);
+  }
+  BOOST_TEST(scripted.num_steps() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(no_requests_give_no_outputs) {
   const EngineSetup setup;
   const engine::EngineConfig config = engine_config(setup);

@@ -22,6 +22,7 @@
 #include "tools/pagedllm/cuda_setup.h"
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
 
@@ -36,14 +37,16 @@ struct CheckOptions {
   std::string executors = "sim,cpu";
   double rate_scale = 1.0;
   uint64_t seed = 0;
-  int32_t num_threads = 0;
-  int64_t kv_cache_mib = 64;
-  int64_t swap_space_mib = 64;
-  std::string hardware = "h100-sxm";
-  std::string sim_model;
   std::string kv_events_dir;
   EngineOptions engine;
-  CudaOptions cuda;
+  // The CPU engine's sizing applies to every executor (their block counts must agree); the
+  // simulator's cost model is the clock. Smaller defaults than a run's: a check wants preemption.
+  ExecutorOptions executor = [] {
+    ExecutorOptions defaults;
+    defaults.kv_cache_mib = 64;
+    defaults.swap_space_gib = 0.0625;
+    return defaults;
+  }();
 };
 
 std::vector<std::string> split_names(const std::string& text) {
@@ -77,16 +80,15 @@ int run_check(const std::vector<std::string>& args) {
       ("model,m", po::value(&options.model)->default_value(options.model), "the model cpu runs ('tiny' = embedded)")
       ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
       ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content")
-      ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib),
-       "device KV blocks for every executor, sized as cpu's fp32 KV (unless --num-gpu-blocks-override)")
-      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(options.swap_space_mib), "host blocks, likewise")
-      ("hardware", po::value(&options.hardware)->default_value(options.hardware), "the clock's cost model: hardware")
-      ("sim-model", po::value(&options.sim_model), "the clock's cost model: a shape preset (default: the model's)")
       ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
   add_trace_input_options(description, options.trace);
   add_engine_options(description, options.engine);
-  add_cuda_options(description, options.cuda, /*with_memory=*/false);
+  // Every executor gets the blocks cpu's --kv-cache-mib and --swap-space give (fp32 KV) unless
+  // --num-gpu-blocks-override; the clock is the roofline of --hardware on the model's shape.
+  add_cpu_options(description, options.executor);
+  add_sim_options(description, options.executor);
+  add_memory_options(description, options.executor);
+  add_cuda_options(description, options.executor.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const std::vector<std::string> executors = split_names(options.executors);
@@ -98,16 +100,16 @@ int run_check(const std::vector<std::string>& args) {
       options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
       read_report, std::cerr);
 
-  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  const auto model_max_len = frontend::context_length(bundle);
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
   frontend::apply_model_limits(bundle, config);
   kv::KvCacheConfig& cache = config.cache;
   cache.num_device_blocks = options.engine.num_gpu_blocks_override > 0
                                 ? options.engine.num_gpu_blocks_override
                                 : cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
-                                                                   static_cast<uint64_t>(options.kv_cache_mib) << 20);
+                                                                   static_cast<uint64_t>(options.executor.kv_cache_mib) << 20);
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
-                                                           static_cast<uint64_t>(options.swap_space_mib) << 20);
+                                                           gib_to_bytes(swap_space_gib_for(options.executor, "cpu")));
 
   trace::MaterializeConfig materialize;
   materialize.max_model_len = config.scheduler.max_model_len;
@@ -121,9 +123,10 @@ int run_check(const std::vector<std::string>& args) {
   for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
 
   sim::RooflineConfig roofline;
-  roofline.hardware = sim::find_hardware(options.hardware);
-  roofline.model = options.sim_model.empty() ? model::model_shape_from_config(bundle.config, bundle.source.path)
-                                             : model::find_model_shape(options.sim_model);
+  roofline.hardware = sim::find_hardware(options.executor.hardware);
+  roofline.model = options.executor.sim_model.empty()
+                       ? model::model_shape_from_config(bundle.config, bundle.source.path)
+                       : model::find_model_shape(options.executor.sim_model);
   roofline.block_size = cache.block_size;
   const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
@@ -138,8 +141,9 @@ int run_check(const std::vector<std::string>& args) {
   std::optional<CudaExecutorSetup> cuda;
   if (std::find(executors.begin(), executors.end(), "cuda") != executors.end()) {
     engine::EngineConfig cuda_config = config;
-    cuda = make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}),
-                              cuda_config);
+    const CudaOptions cuda_options = cuda_options_of(options.executor);
+    cuda = make_cuda_executor(cuda_options,
+                              frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda_options)}), cuda_config);
   }
   std::shared_ptr<const cpu_ref::LlamaModel> weights;
   std::vector<sim::LockstepRun> runs;
@@ -153,7 +157,7 @@ int run_check(const std::vector<std::string>& args) {
       run = sim::run_lockstep(requests.requests, config, executor);
     } else {
       if (!weights) weights = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
-      cpu_ref::CpuExecutor cpu(weights, {.cache = cache, .num_threads = options.num_threads});
+      cpu_ref::CpuExecutor cpu(weights, {.cache = cache, .num_threads = options.executor.num_threads});
       sim::LockstepExecutor executor(cpu, {.cost_model = cost_model, .tokens = script}, cache);
       run = sim::run_lockstep(requests.requests, config, executor);
     }

@@ -8,19 +8,12 @@ namespace pagedllm::cli {
 
 namespace po = boost::program_options;
 
-void add_cuda_options(po::options_description& description, CudaOptions& options, bool with_memory) {
+void add_cuda_options(po::options_description& description, CudaOptions& options) {
   po::options_description cuda("cuda executor");
   cuda.add_options()
       ("dtype", po::value(&options.dtype)->default_value(options.dtype), "cuda: bf16 or fp16 (weights, activations, KV)")
       ("cuda-device", po::value(&options.device)->default_value(options.device), "cuda: the device index")
       ("enforce-eager", po::bool_switch(&options.enforce_eager), "cuda: no CUDA graphs for decode steps");
-  if (with_memory) {
-    cuda.add_options()
-        ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
-         "cuda: fraction of GPU memory for weights, activations and KV")
-        ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib),
-         "cuda: GiB of pinned host memory for swapped-out KV");
-  }
   description.add(cuda);
 }
 

@@ -27,10 +27,9 @@ struct CudaOptions {
   std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };
 
-// --dtype, --cuda-device, --enforce-eager; with_memory adds --gpu-memory-utilization and
-// --swap-space (subcommands whose simulator options already declare them pass false).
-void add_cuda_options(boost::program_options::options_description& description, CudaOptions& options,
-                      bool with_memory);
+// --dtype, --cuda-device, --enforce-eager. The memory options (--gpu-memory-utilization,
+// --swap-space) are the executor group's (add_memory_options, executor_factory.h).
+void add_cuda_options(boost::program_options::options_description& description, CudaOptions& options);
 
 bool cuda_executor_available() noexcept;
 

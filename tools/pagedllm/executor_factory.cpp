@@ -14,33 +14,63 @@ namespace pagedllm::cli {
 
 namespace po = boost::program_options;
 
-void add_executor_options(po::options_description& description, ExecutorOptions& options) {
-  po::options_description executor("executor");
-  executor.add_options()
-      ("executor", po::value(&options.executor)->default_value(options.executor),
-       "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)")
-      ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory")
-      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(options.swap_space_mib),
-       "cpu: host tier for swapped-out KV")
+uint64_t gib_to_bytes(double gib) {
+  if (!(gib >= 0.0) || gib > 1e6) throw po::error("--swap-space: expected GiB in [0, 1e6], got " + std::to_string(gib));
+  return static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
+}
+
+double swap_space_gib_for(const ExecutorOptions& options, const std::string& executor) {
+  if (options.swap_space_gib) return *options.swap_space_gib;
+  return executor == "cpu" ? kCpuSwapSpaceGib : kGpuSwapSpaceGib;
+}
+
+void add_cpu_options(po::options_description& description, ExecutorOptions& options) {
+  po::options_description cpu("cpu executor");
+  cpu.add_options()
+      ("threads", po::value(&options.num_threads)->default_value(options.num_threads), "cpu: OpenMP threads (0 = all cores)")
+      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory");
+  description.add(cpu);
+}
+
+void add_sim_options(po::options_description& description, ExecutorOptions& options) {
+  po::options_description sim("simulator");
+  sim.add_options()
       ("hardware", po::value(&options.hardware)->default_value(options.hardware),
        ("sim: " + sim::hardware_names()).c_str())
       ("sim-model", po::value(&options.sim_model),
        ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())
-      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1), "sim: GPUs per replica")
-      ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
-       "sim, cuda: fraction of GPU memory for weights, activations and KV")
-      ("swap-space", po::value(&options.swap_space_gib)->default_value(options.swap_space_gib),
-       "sim, cuda: GiB of host swap per GPU")
+      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
+       "sim: GPUs per replica")
       ("profile", po::value(&options.profile),
        "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
-       "executor sizes them (cpu: --kv-cache-mib, --swap-space-mib) unless --num-gpu-blocks-override")
+       "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")
       ("profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
        "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
       ("profile-quiet", po::bool_switch(&options.profile_quiet),
        "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
        "step times of the machine as busy as it was while profiling (times the profile's load factor)");
+  description.add(sim);
+}
+
+void add_memory_options(po::options_description& description, ExecutorOptions& options) {
+  po::options_description memory("memory");
+  memory.add_options()
+      ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
+       "sim, cuda: fraction of GPU memory for weights, activations and KV")
+      ("swap-space", po::value<double>()->notifier([&options](double gib) { options.swap_space_gib = gib; }),
+       "GiB of host memory for swapped-out KV, per GPU (default: cpu 0.25, sim and cuda 4 as vLLM)");
+  description.add(memory);
+}
+
+void add_executor_options(po::options_description& description, ExecutorOptions& options) {
+  po::options_description executor("executor");
+  executor.add_options()
+      ("executor", po::value(&options.executor)->default_value(options.executor),
+       "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)");
   description.add(executor);
+  add_cpu_options(description, options);
+  add_sim_options(description, options);
+  add_memory_options(description, options);
 }
 
 namespace {
@@ -53,7 +83,7 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
                                                                static_cast<uint64_t>(options.kv_cache_mib) << 20);
   }
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
-                                                           static_cast<uint64_t>(options.swap_space_mib) << 20);
+                                                           gib_to_bytes(swap_space_gib_for(options, "cpu")));
   auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
   ExecutorSetup setup;
   setup.executor = std::make_unique<cpu_ref::CpuExecutor>(
@@ -90,9 +120,7 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
 // The GPU engine: bf16 weights on the host (fp32 when the device runs fp16, rounded once there).
 ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                                 engine::EngineConfig& config) {
-  CudaOptions cuda = options.cuda;
-  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
-  cuda.swap_space_gib = options.swap_space_gib;
+  const CudaOptions cuda = cuda_options_of(options);
   require_cuda_executor();
   CudaExecutorSetup cuda_setup =
       make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda)}), config);
@@ -103,6 +131,13 @@ ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::
 }
 
 }  // namespace
+
+CudaOptions cuda_options_of(const ExecutorOptions& options) {
+  CudaOptions cuda = options.cuda;
+  cuda.gpu_memory_utilization = options.gpu_memory_utilization;
+  cuda.swap_space_gib = swap_space_gib_for(options, "cuda");
+  return cuda;
+}
 
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             engine::EngineConfig& config) {

@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/engine/engine_config.h"
@@ -21,13 +22,14 @@ struct ExecutorOptions {
   // cpu
   int32_t num_threads = 0;               // OpenMP threads; 0 = all cores
   int64_t kv_cache_mib = 512;            // fp32 KV store
-  int64_t swap_space_mib = 256;          // host tier for swapped-out KV
   // sim
   std::string hardware = "h100-sxm";
   std::string sim_model;                 // a shape preset; empty: the --model's config
   int32_t tensor_parallel = 1;
   double gpu_memory_utilization = 0.9;   // sim and cuda
-  double swap_space_gib = 4.0;           // per GPU, vLLM's default; sim and cuda
+  // GiB of host memory for swapped-out KV (per GPU), in every executor's own KV format; absent:
+  // the executor's default (swap_space_gib_for).
+  std::optional<double> swap_space_gib;
   // cuda (its memory fields are the two above)
   CudaOptions cuda;
   // sim with a measured profile (`pagedllm profile`) instead of the roofline
@@ -36,14 +38,31 @@ struct ExecutorOptions {
   bool profile_quiet = false;            // the tables as measured, without the profile's load factor
 };
 
-// The executor group (cpu, sim and the memory options cuda shares with sim); subcommands that run
-// the GPU engine add add_cuda_options(description, options.cuda, false) too.
+// The swap space defaults: the CPU engine keeps fp32 KV in ordinary memory, 0.25 GiB; a GPU,
+// simulated or real, vLLM's 4 GiB.
+inline constexpr double kCpuSwapSpaceGib = 0.25;
+inline constexpr double kGpuSwapSpaceGib = 4.0;
+double swap_space_gib_for(const ExecutorOptions& options, const std::string& executor);
+// Bytes of `gib` GiB; throws boost::program_options::error for a negative or absurd size.
+uint64_t gib_to_bytes(double gib);
+
+// The option groups, each usable alone: the CPU engine's (--threads, --kv-cache-mib), the
+// simulator's cost model (--hardware, --sim-model, -tp, --profile ...), and memory (
+// --gpu-memory-utilization, --swap-space). Defaults are the values `options` holds when added.
+void add_cpu_options(boost::program_options::options_description& description, ExecutorOptions& options);
+void add_sim_options(boost::program_options::options_description& description, ExecutorOptions& options);
+void add_memory_options(boost::program_options::options_description& description, ExecutorOptions& options);
+// --executor and the three groups; subcommands that run the GPU engine add
+// add_cuda_options(description, options.cuda) too.
 void add_executor_options(boost::program_options::options_description& description, ExecutorOptions& options);
 
 struct ExecutorSetup {
   std::unique_ptr<engine::Executor> executor;
   std::string description;               // one line: what runs, on what, with how many blocks
 };
+
+// The GPU engine's options with the memory group's values (--gpu-memory-utilization, --swap-space).
+CudaOptions cuda_options_of(const ExecutorOptions& options);
 
 // Builds the executor for `bundle` and fills config.cache's block counts (unless
 // --num-gpu-blocks-override set num_device_blocks already). Loads weights for cpu and cuda.

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "core/engine/clock.h"
-#include "core/engine/engine.h"
+#include "core/frontend/generate.h"
 #include "core/frontend/model_bundle.h"
-#include "core/tokenizer/incremental_detokenizer.h"
-#include "cpu_ref/cpu_executor.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/cuda_setup.h"
 #include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/engine_options.h"
+#include "tools/pagedllm/executor_factory.h"
 #include "tools/pagedllm/subcommands.h"
 
 namespace pagedllm::cli {
@@ -33,12 +33,8 @@ struct GenerateOptions {
   std::string messages_json;           // one whole conversation from a file
   std::string chat_template;
   sched::SamplingParams sampling;
-  std::string executor = "cpu";        // cpu | cuda
-  CudaOptions cuda;
-  int32_t num_threads = 0;
-  int64_t kv_cache_mib = 512;
-  int64_t swap_space_mib = 256;
-  sched::SchedulerConfig scheduler;
+  EngineOptions engine;
+  ExecutorOptions executor;            // cpu or cuda
   bool stream = true;
 };
 
@@ -108,18 +104,16 @@ int run_generate(const std::vector<std::string>& args) {
       ("repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")
       ("seed", po::value(&seed), "random stream seed (default: from the request id)")
       ("samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")
-      ("executor", po::value(&options.executor)->default_value(options.executor), "cpu or cuda")
-      ("threads", po::value(&options.num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(512), "cpu: KV cache memory (fp32)")
-      ("swap-space-mib", po::value(&options.swap_space_mib)->default_value(256), "cpu: swap tier for preempted requests")
-      ("max-num-seqs", po::value(&options.scheduler.max_num_seqs)->default_value(256), "")
-      ("max-num-batched-tokens", po::value(&options.scheduler.max_num_batched_tokens)->default_value(2048), "")
+      ("stop", po::value(&options.sampling.stop), "a stop string: the text ends before it (repeatable)")
       ("no-stream", "print whole outputs when done, even for one request");
-  add_cuda_options(description, options.cuda, /*with_memory=*/true);
+  add_engine_options(description, options.engine);
+  add_executor_options(description, options.executor);
+  add_cuda_options(description, options.executor.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  if (options.executor != "cpu" && options.executor != "cuda") {
-    throw po::error("--executor: expected cpu or cuda, got '" + options.executor + "'");
+  if (options.executor.executor != "cpu" && options.executor.executor != "cuda") {
+    throw po::error("--executor " + options.executor.executor + ": generating text needs an executor that computes "
+                    "tokens (cpu or cuda)");
   }
   if (values.count("seed") != 0) options.sampling.seed = seed;
   options.stream = values.count("no-stream") == 0;
@@ -127,69 +121,45 @@ int run_generate(const std::vector<std::string>& args) {
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model), {options.chat_template});
   const std::vector<std::vector<TokenId>> prompts = build_prompts(options, bundle);
 
-  engine::EngineConfig config;
-  config.scheduler = options.scheduler;
-  config.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 32768));
-  config.cache.num_device_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, config.cache.block_size,
-                                                                    static_cast<uint64_t>(options.kv_cache_mib) << 20);
-  config.cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, config.cache.block_size,
-                                                                  static_cast<uint64_t>(options.swap_space_mib) << 20);
-  frontend::apply_model_limits(bundle, config);
-  const bool streaming = options.stream && prompts.size() == 1 && options.sampling.n == 1;
-  config.output_kind = streaming ? engine::OutputKind::delta : engine::OutputKind::final_only;
+  frontend::GenerateConfig config;
+  config.engine = engine_config_from(options.engine, frontend::context_length(bundle));
+  frontend::apply_model_limits(bundle, config.engine);
+  config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
+  ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
+  std::cerr << setup.description << '\n';
 
-  std::unique_ptr<engine::Executor> executor;
-  if (options.executor == "cuda") {
-    require_cuda_executor();
-    config.cache.num_device_blocks = 0;  // sized from GPU memory
-    config.cache.num_host_blocks = 0;
-    CudaExecutorSetup setup =
-        make_cuda_executor(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), config);
-    std::cerr << setup.description << '\n';
-    executor = std::move(setup.executor);
-  } else {
-    auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
-    executor = std::make_unique<cpu_ref::CpuExecutor>(
-        model, cpu_ref::CpuExecutorConfig{.cache = config.cache, .num_threads = options.num_threads});
+  std::vector<frontend::TextRequest> requests;
+  for (const std::vector<TokenId>& prompt : prompts) requests.push_back({.prompt = prompt, .params = options.sampling});
+  // One request, one sample: its text goes to the terminal as it comes.
+  const bool streaming = options.stream && prompts.size() == 1 && options.sampling.n == 1;
+  if (streaming) {
+    config.on_update = [](size_t, const frontend::RequestUpdate& update) {
+      for (const frontend::CompletionUpdate& news : update.completions) std::cout << news.text << std::flush;
+    };
   }
   engine::WallClock clock;
-  engine::Engine engine(config, *executor, clock);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine.add_request(sched::Request{.id = static_cast<sched::RequestId>(i),
-                                      .prompt_tokens = prompts[i],
-                                      .params = options.sampling});
-  }
+  config.clock = &clock;
+  const std::vector<frontend::TextOutput> outputs = frontend::generate(requests, *setup.executor, bundle.tokenizer, config);
+  if (streaming) std::cout << std::endl;
 
-  tokenizer::IncrementalDetokenizer stream(bundle.tokenizer, {.skip_special_tokens = true});
-  std::vector<engine::RequestOutput> finished;
-  while (engine.has_unfinished()) {
-    for (engine::RequestOutput& output : engine.step()) {
-      if (streaming && !output.completions.empty()) {
-        std::cout << stream.push(output.completions.front().tokens) << std::flush;
-      }
-      if (output.finished) finished.push_back(std::move(output));
+  int64_t generated = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const frontend::TextOutput& output = outputs[i];
+    if (output.error != frontend::RequestError::none) {
+      std::cerr << "request " << i << " refused: " << output.error_message << '\n';
+      continue;
     }
-  }
-  if (streaming) std::cout << stream.flush() << std::endl;
-
-  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  for (const engine::RequestOutput& output : finished) {
-    if (!streaming) {
-      for (const engine::Completion& completion : output.completions) {
-        std::cout << "--- request " << output.id << ", sample " << completion.index << " ("
-                  << sched::to_string(completion.finish_reason) << ")\n"
-                  << bundle.tokenizer.decode(completion.tokens, {.skip_special_tokens = true}) << '\n';
-      }
-    }
-    if (output.finish_reason == sched::FinishReason::rejected) {
-      std::cerr << "request " << output.id << " rejected: " << output.message << '\n';
+    for (const frontend::TextCompletion& completion : output.completions) {
+      generated += static_cast<int64_t>(completion.tokens.size());
+      if (streaming) continue;
+      std::cout << "--- request " << i << ", sample " << completion.index << " (" << completion.finish_reason << ")\n"
+                << completion.text << '\n';
     }
   }
   const double seconds = clock.now();
-  const int64_t generated = engine.counters().generation_tokens;
-  std::fprintf(stderr, "[%zu request(s), %lld tokens generated in %.2f s, %.1f tokens/s, cpu_ref]\n",
-               finished.size(), static_cast<long long>(generated), seconds,
-               seconds > 0 ? static_cast<double>(generated) / seconds : 0.0);
+  std::fprintf(stderr, "[%zu request(s), %lld tokens generated in %.2f s, %.1f tokens/s, %s]\n", outputs.size(),
+               static_cast<long long>(generated), seconds, seconds > 0 ? static_cast<double>(generated) / seconds : 0.0,
+               setup.executor->name().c_str());
   return 0;
 }
 

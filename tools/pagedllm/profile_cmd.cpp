@@ -132,7 +132,7 @@ int run_profile(const std::vector<std::string>& args) {
       ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
       ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
-  add_cuda_options(description, options.cuda, /*with_memory=*/false);
+  add_cuda_options(description, options.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (options.executor != "cpu" && options.executor != "cuda") {
@@ -145,7 +145,7 @@ int run_profile(const std::vector<std::string>& args) {
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
   const bool on_gpu = options.executor == "cuda";
   const auto weights = on_gpu ? nullptr : std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
-  const auto max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  const auto max_model_len = frontend::context_length(bundle);
 
   sim::StepProfilerConfig config;
   config.grid = options.quick ? sim::quick_profile_grid(max_model_len)

@@ -113,7 +113,7 @@ int run_replay(const std::vector<std::string>& args) {
   add_run_report_options(description, options.report);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
-  add_cuda_options(description, options.executor.cuda, /*with_memory=*/false);  // memory: the executor group's
+  add_cuda_options(description, options.executor.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
@@ -128,7 +128,7 @@ int run_replay(const std::vector<std::string>& args) {
       options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
       read_report, std::cerr);
 
-  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  const auto model_max_len = frontend::context_length(bundle);
   // A simulated shape preset is not the --model: its context length is the user's to set.
   const bool preset_shape = options.executor.executor == "sim" && !options.executor.sim_model.empty();
   engine::EngineConfig config =

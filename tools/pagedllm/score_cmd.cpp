@@ -133,7 +133,7 @@ int run_score(const std::vector<std::string>& args) {
       ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
       ("executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")
       ("threads", po::value(&num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)");
-  add_cuda_options(description, cuda, /*with_memory=*/false);
+  add_cuda_options(description, cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (num_threads > 0) omp_set_num_threads(num_threads);

@@ -75,7 +75,7 @@ int run_serve(const std::vector<std::string>& args) {
        "larger request bodies get 413");
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
-  add_cuda_options(description, options.executor.cuda, /*with_memory=*/false);  // memory: the executor group's
+  add_cuda_options(description, options.executor.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (port < 0 || port > 65535) throw po::error("--port: expected 0..65535, got " + std::to_string(port));
@@ -124,7 +124,7 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
             << served_name << "', open files limit " << open_files << "), loading weights\n";
 
-  const auto model_max_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 1 << 20));
+  const auto model_max_len = frontend::context_length(bundle);
   frontend::ServingEngineConfig config;
   config.engine = engine_config_from(options.engine, model_max_len);
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;

@@ -50,7 +50,8 @@ std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOp
                                   std::to_string(roofline.tensor_parallel));
     }
   }
-  cache.num_host_blocks = sim::num_host_blocks(roofline, static_cast<int64_t>(options.swap_space_gib * (1LL << 30)));
+  const auto swap_bytes = static_cast<int64_t>(gib_to_bytes(swap_space_gib_for(options, "sim")));
+  cache.num_host_blocks = sim::num_host_blocks(roofline, swap_bytes);
   // More than every sequence at full length, twice over (for the prefix cache), changes nothing
   // but memory: a tiny model on a large GPU would otherwise get tens of millions of blocks.
   const int64_t blocks_per_sequence = (config.scheduler.max_model_len + cache.block_size - 1) / cache.block_size;
@@ -122,7 +123,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
                                                                  static_cast<uint64_t>(options.kv_cache_mib) << 20);
     }
     cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(*model_config, cache.block_size,
-                                                             static_cast<uint64_t>(options.swap_space_mib) << 20);
+                                                             gib_to_bytes(swap_space_gib_for(options, "cpu")));
   } else if (cache.num_device_blocks == 0) {
     throw std::invalid_argument(where + "a profile of '" + profile.executor +
                                 "' needs --num-gpu-blocks-override (its KV sizing is not known here)");
