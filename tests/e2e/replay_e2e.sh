@@ -151,6 +151,19 @@ if "$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tin
   --slo ttft_p99=500 --sweep tp=1,2 > /dev/null 2> "$work/profile_err.txt"; then fail "a tp sweep on a profile was accepted"; fi
 grep -q "^pagedllm plan: error: --sweep tp" "$work/profile_err.txt" || fail "the tp sweep refusal: $(cat "$work/profile_err.txt")"
 
+echo "--- vLLM's spellings of the engine switches"
+for flag in --no-enable-prefix-caching --no-prefix-caching; do
+  "$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim --sim-model llama-2-7b \
+    --max-requests 30 -q $flag -o "$work/no_prefix.json" > /dev/null
+  expect "$flag: no prefix hits" "$(json "$work/no_prefix.json" "d['engine']['prefix_hit_tokens']")" 0
+done
+"$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim --sim-model llama-2-7b \
+  --max-requests 30 -q --enable-prefix-caching -o "$work/prefix.json" > /dev/null
+expect "--enable-prefix-caching: prefix hits" "$(json "$work/prefix.json" "d['engine']['prefix_hit_tokens'] > 0")" True
+if "$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim --enable-prefix-caching \
+  --no-enable-prefix-caching -q > /dev/null 2> "$work/flags_err.txt"; then fail "contradicting switches accepted"; fi
+grep -q "contradict" "$work/flags_err.txt" || fail "contradicting switches: $(cat "$work/flags_err.txt")"
+
 echo "--- generate: stop strings cut the text (the same path as the server's)"
 "$pagedllm" generate -m tiny -p "Once upon a time" -n 40 --threads 1 > "$work/gen.txt" 2>/dev/null
 whole=$(cat "$work/gen.txt")

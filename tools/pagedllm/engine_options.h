@@ -16,8 +16,17 @@ struct EngineOptions {
   int32_t max_model_len = 0;               // 0: the model's context length
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
+  // Both on by default. vLLM's spellings turn them on or off (--enable-prefix-caching,
+  // --no-enable-prefix-caching, likewise chunked prefill); --no-prefix-caching and
+  // --no-chunked-prefill are kept as aliases of the "off" ones. Asking for both is an error.
+  // (One field per spelling: program_options stores every switch's default, so two spellings
+  // cannot share a field.)
+  bool enable_chunked_prefill = false;
   bool disable_chunked_prefill = false;
+  bool disable_chunked_prefill_alias = false;
+  bool enable_prefix_caching = false;
   bool disable_prefix_caching = false;
+  bool disable_prefix_caching_alias = false;
   std::string preemption_mode = "auto";    // auto | swap | recompute
   std::string scheduling_policy = "fcfs";  // fcfs | priority
   double watermark = 0.01;
