@@ -2,9 +2,13 @@
 //
 // It owns the metadata of two block pools (device and host) and one block table per sequence;
 // executors own the KV memory those ids name and apply the copies and moves this class returns.
-// Every public mutation either completes or throws with the manager unchanged: preconditions
-// are checked before the first write. Internal invariants are asserted where state changes;
-// check_invariants() verifies all of them at once for tests.
+// Each mutation is one call that does all of its work or none: the try_ forms return what they
+// did or that they did nothing (too few free blocks), the plain forms throw instead (a caller
+// that knows the blocks are there, tests). Misuse (an unknown sequence, bad sizes) throws with the
+// manager unchanged. Internal invariants are asserted where state changes; check_invariants()
+// verifies all of them at once for tests. The member functions are defined by concern:
+// kv_cache_manager.cpp (lookups, block accounting, inspection), kv_block_tables.cpp (allocate,
+// append, fork, free), kv_prefix_cache.cpp (matching and registering full blocks), kv_swap.cpp.
 //
 // A sequence holds exactly ceil(num_tokens / block_size) blocks: slots are reserved for tokens
 // whose ids are known (a prompt chunk, or the token sampled last step), so each full block can be
@@ -41,6 +45,33 @@ struct PromptRef {
   // Optional: hash_prompt_blocks(tokens, block_size, salt), computed once by a caller that looks
   // the same prompt up repeatedly. Empty: the manager hashes the tokens itself.
   std::span<const BlockHash> block_hashes = {};
+};
+
+// What an admission (an allocation, a swap-in) must leave of the device tier.
+struct Headroom {
+  int32_t reserve_blocks = 0;  // it never fits if it needs more than the tier less these (the watermark)
+  int32_t min_free_after = 0;  // it fits now only if at least these stay free afterwards
+};
+
+struct AllocResult {
+  AllocStatus status = AllocStatus::later;
+  int32_t num_cached_tokens = 0;  // when ok: leading prompt tokens served from cached blocks
+};
+
+// Slots for new tokens at the end of a sequence.
+struct AppendRequest {
+  SeqId seq = 0;
+  std::span<const TokenId> tokens;          // one slot each
+  // Optional: the chain hashes of the sequence's leading full blocks, as
+  // hash_prompt_blocks(its tokens, block_size, its salt) gives them (a prompt's, computed once for
+  // its admission): a block they cover is registered with its hash instead of hashing its tokens
+  // again (debug builds check they agree).
+  std::span<const BlockHash> block_hashes = {};
+};
+
+struct SwapInResult {
+  AllocStatus status = AllocStatus::later;
+  std::vector<BlockMove> moves;  // when ok: the copies the executor makes, host -> device
 };
 
 struct PrefixMatch {
@@ -84,27 +115,33 @@ class KvCacheManager {
   // that at least one token is computed and yields logits. No side effects.
   PrefixMatch match_prefix(PromptRef prompt) const;
 
-  // Whether allocate(prompt, num_tokens) fits while leaving the watermark free: `never` when the
-  // whole prompt exceeds the device tier less the watermark.
-  AllocStatus can_allocate(PromptRef prompt, int32_t num_tokens) const;
-
   // Starts `seq` with slots for the first max(num_tokens, cached) prompt tokens, reusing cached
-  // blocks for the matched prefix. Returns the number of cached tokens (their KV need not be
-  // computed). Throws KvCacheError for a known seq or bad sizes, KvCacheFullError when the
-  // device tier lacks blocks (the watermark is the caller's policy and is not applied here).
+  // blocks for the matched prefix, within `headroom` (an admission passes the watermark for
+  // both). ok: done, with the cached tokens (their KV need not be computed); later: too few free
+  // blocks now; never: the whole prompt exceeds the tier less headroom.reserve_blocks. Nothing
+  // changes unless ok. Throws KvCacheError for a known seq or bad sizes.
+  AllocResult try_allocate(SeqId seq, PromptRef prompt, int32_t num_tokens, Headroom headroom);
+  // Allocates if the free blocks suffice now (no headroom, no "never"); throws KvCacheFullError.
   int32_t allocate(SeqId seq, PromptRef prompt, int32_t num_tokens);
+  // What try_allocate would answer, changing nothing: for a policy that weighs an admission
+  // against other moves (priority preemption), not for checking before allocating.
+  AllocStatus allocation_status(PromptRef prompt, int32_t num_tokens, Headroom headroom) const;
 
   // --- growth ----------------------------------------------------------------------------------
-  // Device blocks that append_slots(seq, n tokens) would take, copy-on-write included.
+  // Device blocks that appending `num_new_tokens` to `seq` takes, copy-on-write included.
   int32_t num_blocks_to_append(SeqId seq, int32_t num_new_tokens) const;
-  bool can_append_slots(SeqId seq, int32_t num_new_tokens) const;
 
-  // Reserves one slot per token at the end of `seq` (new blocks on block boundaries). If the
-  // last block is partially filled and shared, it is first copied: the returned copy must be
-  // applied by the executor before the step's forward pass. Optional `block_hashes`: the chain
-  // hashes of the sequence's leading full blocks, as hash_prompt_blocks(its tokens, block_size,
-  // its salt) gives them (a prompt's, computed for its admission): a block they cover is
-  // registered with its hash instead of hashing its tokens again (debug builds check they agree).
+  // Reserves one slot per token at the end of every request's sequence (new blocks on block
+  // boundaries), if that leaves at least `keep_free_blocks` device blocks free; otherwise changes
+  // nothing and returns false. A partially filled last block that is shared is first copied: the
+  // copy goes to `copies`, for the executor to apply before the step's forward pass. `tables`,
+  // when given (one per request), receives each sequence's block table after the append, valid
+  // until that sequence changes again: a caller that plans a step needs no second lookup.
+  bool try_append_slots(std::span<const AppendRequest> requests, std::vector<BlockCopy>& copies,
+                        int32_t keep_free_blocks = 0, std::span<const BlockId>* tables = nullptr);
+  bool try_append_slots(const AppendRequest& request, std::vector<BlockCopy>& copies, int32_t keep_free_blocks = 0,
+                        std::span<const BlockId>* table = nullptr);
+  // One sequence, nothing kept free; throws KvCacheFullError when the blocks are not there.
   std::optional<BlockCopy> append_slots(SeqId seq, std::span<const TokenId> tokens,
                                         std::span<const BlockHash> block_hashes = {});
 
@@ -120,11 +157,13 @@ class KvCacheManager {
   // moved once and stays shared. The returned moves are the copies the executor must make, in
   // first-use order. Swap-in copies only what the device lost: a full block whose content is
   // still in the device prefix cache is taken from there (no copy; it appears in no move).
-  bool can_swap_out(std::span<const SeqId> group) const;
-  std::vector<BlockMove> swap_out(std::span<const SeqId> group);
-  AllocStatus can_swap_in(std::span<const SeqId> group) const;
-  int32_t num_free_blocks_to_swap_in(std::span<const SeqId> group) const;  // free device blocks it takes
-  std::vector<BlockMove> swap_in(std::span<const SeqId> group);
+  // Nothing (no change) when the host tier lacks free blocks or has none at all.
+  std::optional<std::vector<BlockMove>> try_swap_out(std::span<const SeqId> group);
+  std::vector<BlockMove> swap_out(std::span<const SeqId> group);  // throws KvCacheFullError instead
+  // Within `headroom`, as try_allocate: never when the group's distinct blocks exceed the tier
+  // less headroom.reserve_blocks. Nothing changes unless ok.
+  SwapInResult try_swap_in(std::span<const SeqId> group, Headroom headroom);
+  std::vector<BlockMove> swap_in(std::span<const SeqId> group);  // no headroom; throws unless ok
 
   // Forgets every cached prefix (blocks in use keep their content). Returns how many blocks it
   // uncached.
@@ -181,6 +220,19 @@ class KvCacheManager {
   };
 
   SwapInPlan plan_swap_in(std::span<const SeqId> group) const;
+  // The blocks an allocation takes from the free list and whether it can ever fit.
+  struct AllocPlan {
+    PrefixMatch match;
+    int32_t slots = 0;     // max(num_tokens, cached)
+    int32_t consumed = 0;  // free blocks taken: new ones and free cached ones revived
+  };
+  AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
+  AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
+  int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
+  void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;  // misuse throws
+  // Appends to a device sequence whose blocks were counted by the caller.
+  void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
+                      std::vector<BlockCopy>& copies);
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
   int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
@@ -200,10 +252,9 @@ class KvCacheManager {
   void revive_device_block(BlockId block);    // acquire + slot accounting
   void release_device_block(BlockId block, int32_t fill);  // release + slot and cache accounting
   void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
-  // append_slots' copy-on-write case: copies the shared last block, then appends.
-  [[gnu::noinline]] std::optional<BlockCopy> copy_and_append(SeqId seq, SequenceKv& state,
-                                                             std::span<const TokenId> tokens,
-                                                             std::span<const BlockHash> known);
+  // The copy-on-write case of an append: copies the shared last block, then appends.
+  [[gnu::noinline]] BlockCopy copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                              std::span<const BlockHash> known);
   // append_tokens, with the event log's `append` line when a log is set.
   void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known);
   // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
@@ -220,8 +271,6 @@ class KvCacheManager {
   SequenceIndex sequence_index_;             // seq -> index into sequence_slots_
   std::deque<SequenceKv> sequence_slots_;     // stable addresses; freed slots are reused
   std::vector<int32_t> free_sequence_slots_;
-  mutable SeqId last_found_seq_ = 0;      // find_sequence's memo: the slot of the last sequence
-  mutable int32_t last_found_slot_ = -1;  // found, -1 when none (cleared when that one is removed)
   KvEventLog* event_log_ = nullptr;  // not owned; null = no log
 
   int32_t num_cached_free_ = 0;
@@ -234,6 +283,7 @@ class KvCacheManager {
   std::vector<BlockId> scratch_hits_;
   std::vector<BlockId> scratch_fresh_;
   std::vector<BlockId> scratch_cached_;
+  std::vector<SequenceKv*> scratch_appending_;  // try_append_slots: each request's sequence, found once
 };
 
 }  // namespace pagedllm::kv

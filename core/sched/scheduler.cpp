@@ -151,19 +151,14 @@ void Scheduler::schedule_swapped(StepState& state) {
     const std::span<const SeqId> ids = resident_ids(*group);
     const int32_t num_seqs = group->num_unfinished_seqs();
     if (num_seqs > state.seq_budget || num_seqs > state.token_budget) break;
-    const kv::AllocStatus status = kv_.can_swap_in(ids);
-    if (status == kv::AllocStatus::never) {
+    kv::SwapInResult swapped_in =
+        kv_.try_swap_in(ids, swap_in_headroom(kv_.watermark_blocks(), num_seqs, !running_.empty()));
+    if (swapped_in.status == kv::AllocStatus::never) {
       reject(state, *group, "its swapped-out blocks no longer fit the KV cache");
       continue;
     }
-    if (status == kv::AllocStatus::later) break;
-    // Room for every sequence's next slot afterwards, or it would be preempted again at once;
-    // unless nothing runs, when waiting could not make room (and the group, alone, either grows
-    // or is found never to fit).
-    const bool leaves_room = kv_.device_pool().num_free() - kv_.num_free_blocks_to_swap_in(ids) >= num_seqs;
-    if (!leaves_room && !running_.empty()) break;
-    const std::vector<kv::BlockMove> moves = kv_.swap_in(ids);
-    state.plan->swap_in.insert(state.plan->swap_in.end(), moves.begin(), moves.end());
+    if (swapped_in.status == kv::AllocStatus::later) break;
+    state.plan->swap_in.insert(state.plan->swap_in.end(), swapped_in.moves.begin(), swapped_in.moves.end());
     erase(swapped_, group);
     group->state = GroupState::running;
     insert_sorted(running_, group);
@@ -188,84 +183,47 @@ void Scheduler::schedule_waiting(StepState& state) {
 }
 
 void Scheduler::preempt_for_priority(StepState& state) {
-  // A waiting request of strictly higher priority than the last running one takes its blocks.
   while (!waiting_.empty() && !running_.empty()) {
     SequenceGroup& head = *waiting_.front();
     SequenceGroup& tail = *running_.back();
-    if (head.request.priority >= tail.request.priority) break;
     const Sequence& seq = *std::find_if(head.seqs.begin(), head.seqs.end(),
                                         [](const Sequence& candidate) { return !candidate.finished(); });
     const int32_t first_chunk = std::min(seq.num_tokens(), config_.max_num_batched_tokens);
-    if (kv_.can_allocate({seq.tokens, head.request.cache_salt}, first_chunk) != kv::AllocStatus::later) break;
-    // By recompute: a swapped victim would return before the waiting head is admitted.
-    preempt(state, tail, PreemptionMode::recompute);
+    const kv::AllocStatus admission = kv_.allocation_status({seq.tokens, head.request.cache_salt}, first_chunk,
+                                                            admission_headroom(kv_.watermark_blocks()));
+    const std::optional<PreemptionMode> mode = priority_preemption(head, tail, admission);
+    if (!mode) break;
+    preempt(state, tail, *mode);
   }
   state.preempted_any = false;  // these preemptions make room for admission, not against it
 }
 
-Scheduler::Outcome Scheduler::try_schedule_one(StepState& state, SequenceGroup& group) {
-  const int32_t block_size = kv_.config().block_size;
-  Sequence& seq = group.seqs.front();
-  // One sequence, so no lockstep and nothing to rejoin: try_schedule's `active` is 1 or 0, its
-  // share the whole budget, and the group counts one sequence.
-  if (seq.num_computed_tokens >= seq.num_tokens() || state.token_budget < 1) return Outcome::out_of_budget;
-  int32_t tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), state.token_budget, block_size,
-                               config_.enable_chunked_prefill});
-  if (tokens == 0) return Outcome::out_of_budget;
-  const int32_t offset = seq.num_computed_tokens % block_size;
-  int32_t blocks = (offset + tokens + block_size - 1) / block_size;  // an upper bound, as try_schedule's
-  if (blocks > kv_.device_pool().num_free()) blocks = kv_.num_blocks_to_append(seq.id, tokens);
-  if (state.seq_budget < 1) return Outcome::out_of_budget;
-  bool fits = blocks <= kv_.device_pool().num_free();
-  while (!fits && make_room(state, group, blocks)) fits = blocks <= kv_.device_pool().num_free();
-  if (!fits) {
-    // Nobody left to preempt: a lone prompt may still compute the part that fits.
-    if (!group.is_prefilling()) return Outcome::out_of_blocks;
-    const int32_t free_slots = kv_.device_pool().num_free() * block_size + (block_size - offset) % block_size;
-    tokens = plan_chunk({seq.num_computed_tokens, seq.num_tokens(), std::min(free_slots, state.token_budget),
-                         block_size, true});
-    if (tokens == 0 || tokens >= seq.num_uncomputed_tokens()) return Outcome::out_of_blocks;
-  }
-  const int32_t start = seq.num_computed_tokens;
-  // A group of one sequence that was never forked holds the sequence its admission hashed.
-  const auto copy =
-      kv_.append_slots(seq.id, std::span<const TokenId>(seq.tokens).subspan(start, tokens), group.admission_hashes);
-  if (copy) state.plan->copies.push_back(*copy);
-  add_to_plan(state, group, 0, start, start + tokens);
-  release_admission_hashes(group, start + tokens);
-  state.token_budget -= tokens;
-  state.seq_budget -= 1;
-  group.last_scheduled_step = current_step_;
-  return Outcome::scheduled;
-}
-
 Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& group) {
-  if (group.seqs.size() == 1 && !group.seqs.front().finished() && !is_rejoining(group.seqs.front())) {
-    return try_schedule_one(state, group);
-  }
   const int32_t block_size = kv_.config().block_size;
   scratch_new_tokens_.assign(group.seqs.size(), 0);
   const bool lockstep = group.is_beam_search() && group.is_prefilling() && group.num_unfinished_seqs() > 1;
-  // Siblings waiting to rejoin after a recompute do so once the prompt's KV is back (they hit it
-  // in the prefix cache), or at once when there is no prefix cache to share through.
-  const bool may_join = !kv_.config().enable_prefix_caching ||
-                        std::any_of(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) {
-                          return seq.num_computed_tokens >= seq.num_prompt_tokens;
-                        });
   int32_t active = 0;
+  int32_t num_rejoining = 0;
   for (const Sequence& seq : group.seqs) {
     if (seq.finished()) continue;
     if (is_rejoining(seq)) {
-      active += may_join ? 1 : 0;
+      ++num_rejoining;
     } else if (seq.num_computed_tokens < lockstep_end(group, seq, lockstep)) {
       ++active;
     }
   }
+  // Siblings waiting to rejoin after a recompute do so once the prompt's KV is back (they hit it
+  // in the prefix cache), or at once when there is no prefix cache to share through.
+  const bool may_join = num_rejoining > 0 &&
+                        (!kv_.config().enable_prefix_caching ||
+                         std::any_of(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) {
+                           return seq.num_computed_tokens >= seq.num_prompt_tokens;
+                         }));
+  if (may_join) active += num_rejoining;
   if (active == 0 || active > state.token_budget) return Outcome::out_of_budget;
   // Sequences that compute side by side share the budget, or the first would take it all.
   const int32_t share = state.token_budget / active;
-  int32_t total_tokens = 0;
-  int32_t blocks = 0;
+  int32_t holder_tokens = 0;  // of the sequences that hold KV
   for (size_t i = 0; i < group.seqs.size(); ++i) {
     const Sequence& seq = group.seqs[i];
     const int32_t end = lockstep_end(group, seq, lockstep);
@@ -274,36 +232,29 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
                                        config_.enable_chunked_prefill || active > 1});
     if (tokens == 0) return Outcome::out_of_budget;
     scratch_new_tokens_[i] = tokens;
-    total_tokens += tokens;
-    // An upper bound from our own counts (the KV holds exactly num_computed slots): the new
-    // blocks, ceil((offset + tokens) / block_size) - 1 past a partial last block, plus one for
-    // its copy-on-write if it is shared; ceil(tokens / block_size) from a block boundary.
-    const int32_t offset = seq.num_computed_tokens % block_size;
-    blocks += (offset + tokens + block_size - 1) / block_size;
-  }
-  const int32_t holder_tokens = total_tokens;
-  scratch_rejoins_.clear();
-  int32_t rejoin_blocks = may_join ? plan_rejoins(group, share, lockstep, total_tokens) : 0;
-  if (blocks + rejoin_blocks > kv_.device_pool().num_free()) {
-    blocks = 0;  // tight: ask the KV manager for the exact count (shared last blocks only)
-    for (size_t i = 0; i < group.seqs.size(); ++i) {
-      if (scratch_new_tokens_[i] > 0) blocks += kv_.num_blocks_to_append(group.seqs[i].id, scratch_new_tokens_[i]);
-    }
+    holder_tokens += tokens;
   }
   const int32_t group_seqs = group.num_unfinished_seqs();  // all count, waiting siblings too
   if (group_seqs > state.seq_budget) return Outcome::out_of_budget;
-  bool fits = blocks + rejoin_blocks <= kv_.device_pool().num_free();
-  while (!fits && make_room(state, group, blocks + rejoin_blocks)) {
-    // A preempted group may have held prompt blocks the rejoining siblings hit; freed, reviving
-    // them takes free blocks too: plan the rejoins again until the count holds.
-    if (!scratch_rejoins_.empty()) {
-      total_tokens = holder_tokens;
-      scratch_rejoins_.clear();
-      rejoin_blocks = plan_rejoins(group, share, lockstep, total_tokens);
+
+  // One call appends every holder's slots, or none; it must leave free the blocks the rejoining
+  // siblings' allocations take after it. Out of blocks, the victim policy gives up groups one by
+  // one, the rejoins planned again each time (a preempted group may have held prompt blocks
+  // they hit).
+  int32_t total_tokens = holder_tokens;
+  bool appended = false;
+  while (true) {
+    total_tokens = holder_tokens;
+    scratch_rejoins_.clear();
+    const int32_t rejoin_blocks = may_join ? plan_rejoins(group, share, lockstep, total_tokens) : 0;
+    build_appends(group);
+    if (kv_.try_append_slots(scratch_appends_, state.plan->copies, rejoin_blocks, scratch_tables_.data())) {
+      appended = true;
+      break;
     }
-    fits = blocks + rejoin_blocks <= kv_.device_pool().num_free();
+    if (!preempt_one_for(state, group)) break;
   }
-  if (!fits) {
+  if (!appended) {
     // Nobody left to preempt: a lone prompt may still compute the part that fits.
     const auto only = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
     if (group_seqs != 1 || !group.is_prefilling() || is_rejoining(*only)) return Outcome::out_of_blocks;
@@ -315,6 +266,16 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     scratch_new_tokens_.assign(group.seqs.size(), 0);
     scratch_new_tokens_[static_cast<size_t>(only - group.seqs.begin())] = tokens;
     total_tokens = tokens;
+    scratch_rejoins_.clear();
+    build_appends(group);
+    const bool fits = kv_.try_append_slots(scratch_appends_, state.plan->copies, 0, scratch_tables_.data());
+    PAGEDLLM_ASSERT(fits, "a prompt chunk sized to the free slots did not fit");
+  }
+  for (size_t i = 0, append = 0; i < group.seqs.size(); ++i) {
+    const int32_t tokens = scratch_new_tokens_[i];
+    if (tokens == 0) continue;
+    const int32_t start = group.seqs[i].num_computed_tokens;
+    add_to_plan(state, group, i, start, start + tokens, scratch_tables_[append++]);
   }
   for (const Rejoin& rejoin : scratch_rejoins_) {
     // Matched again: a sibling allocated just before may have filled blocks of the shared prompt
@@ -324,17 +285,11 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
     const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
     seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
-    if (tokens > 0) add_to_plan(state, group, rejoin.index, cached, cached + tokens);
+    if (tokens > 0) add_to_plan(state, group, rejoin.index, cached, cached + tokens, kv_.block_table(seq.id));
     total_tokens += tokens - rejoin.tokens;
   }
-  for (size_t i = 0; i < group.seqs.size(); ++i) {
-    const int32_t tokens = scratch_new_tokens_[i];
-    if (tokens == 0) continue;
-    Sequence& seq = group.seqs[i];
-    const int32_t start = seq.num_computed_tokens;
-    const auto copy = kv_.append_slots(seq.id, std::span<const TokenId>(seq.tokens).subspan(start, tokens));
-    if (copy) state.plan->copies.push_back(*copy);
-    add_to_plan(state, group, i, start, start + tokens);
+  if (group.seqs.size() == 1 && scratch_new_tokens_[0] > 0) {
+    release_admission_hashes(group, group.seqs[0].num_computed_tokens + scratch_new_tokens_[0]);
   }
   state.token_budget -= total_tokens;
   state.seq_budget -= group_seqs;
@@ -342,31 +297,42 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   return Outcome::scheduled;
 }
 
-bool Scheduler::make_room(StepState& state, const SequenceGroup& group, int32_t blocks) {
-  while (kv_.device_pool().num_free() < blocks) {
-    SequenceGroup* victim = nullptr;
-    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-      if (!scheduled_now(**it)) {
-        victim = *it;
-        break;
-      }
-    }
-    if (victim == nullptr || victim == &group) return false;
-    preempt(state, *victim);
+void Scheduler::build_appends(const SequenceGroup& group) {
+  scratch_appends_.clear();
+  if (scratch_tables_.size() < group.seqs.size()) scratch_tables_.resize(group.seqs.size());
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    const int32_t tokens = scratch_new_tokens_[i];
+    if (tokens == 0) continue;
+    const Sequence& seq = group.seqs[i];
+    // A group of one sequence holds the sequence its admission hashed: the KV manager takes those
+    // hashes instead of hashing the blocks again. (A forked group's siblings differ past the
+    // prompt: the hashes are its first sequence's only.)
+    const bool hashed = group.seqs.size() == 1;
+    scratch_appends_.push_back(kv::AppendRequest{
+        .seq = seq.id,
+        .tokens = std::span<const TokenId>(seq.tokens).subspan(static_cast<size_t>(seq.num_computed_tokens),
+                                                              static_cast<size_t>(tokens)),
+        .block_hashes = hashed ? std::span<const kv::BlockHash>(group.admission_hashes)
+                               : std::span<const kv::BlockHash>()});
   }
+}
+
+bool Scheduler::preempt_one_for(StepState& state, const SequenceGroup& group) {
+  SequenceGroup* victim = choose_victim(running_, current_step_);
+  if (victim == nullptr || victim == &group) return false;  // the asker is the last: it runs out itself
+  preempt(state, *victim);
   return true;
 }
 
 void Scheduler::preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode) {
   PreemptionMode mode = forced_mode ? *forced_mode : choose_preemption_mode(config_, victim);
   const std::span<const SeqId> ids = resident_ids(victim);
-  if (mode == PreemptionMode::swap && (ids.empty() || kv_.host_pool().num_blocks() == 0 || !kv_.can_swap_out(ids))) {
-    mode = PreemptionMode::recompute;  // no swap space left (or nothing resident): recompute
-  }
+  std::optional<std::vector<kv::BlockMove>> moves;
+  if (mode == PreemptionMode::swap && !ids.empty()) moves = kv_.try_swap_out(ids);
+  if (!moves) mode = PreemptionMode::recompute;  // no swap space left (or nothing resident): recompute
   erase(running_, &victim);
   if (mode == PreemptionMode::swap) {
-    const std::vector<kv::BlockMove> moves = kv_.swap_out(ids);
-    state.plan->swap_out.insert(state.plan->swap_out.end(), moves.begin(), moves.end());
+    state.plan->swap_out.insert(state.plan->swap_out.end(), moves->begin(), moves->end());
     victim.state = GroupState::swapped;
     insert_sorted(swapped_, &victim);
     ++victim.times.num_preemptions_swap;
@@ -402,21 +368,25 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   const int32_t end = lockstep_end(group, seq, num_seqs > 1);
   const int32_t tokens = plan_chunk({cached, end, state.token_budget, block_size, config_.enable_chunked_prefill});
   if (tokens == 0 && cached < end) return Outcome::out_of_budget;
-  const kv::AllocStatus status = kv_.can_allocate(prompt, cached + tokens);
-  if (status == kv::AllocStatus::never) {
+  const kv::AllocResult allocated =
+      kv_.try_allocate(seq.id, prompt, cached + tokens, admission_headroom(kv_.watermark_blocks()));
+  if (allocated.status == kv::AllocStatus::never) {
     reject(state, group, "the prompt (" + std::to_string(seq.num_tokens()) +
                              " tokens) is larger than the KV cache less its watermark");
     return Outcome::rejected;
   }
-  if (status == kv::AllocStatus::later) return Outcome::out_of_blocks;
-  seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
+  if (allocated.status == kv::AllocStatus::later) return Outcome::out_of_blocks;
+  seq.num_computed_tokens = allocated.num_cached_tokens;
   PAGEDLLM_ASSERT(seq.num_computed_tokens == cached, "prefix match changed between lookup and allocation");
   erase(waiting_, &group);
   group.state = GroupState::running;
   insert_sorted(running_, &group);
-  if (tokens > 0) add_to_plan(state, group, static_cast<size_t>(leader - group.seqs.begin()), cached, cached + tokens);
-  // The hashes are kept while the prompt's later chunks are computed (try_schedule_one passes
-  // them on, so that the KV manager does not hash those blocks again).
+  if (tokens > 0) {
+    add_to_plan(state, group, static_cast<size_t>(leader - group.seqs.begin()), cached, cached + tokens,
+                kv_.block_table(seq.id));
+  }
+  // The hashes are kept while the prompt's later chunks are computed (try_schedule passes them
+  // on, so that the KV manager does not hash those blocks again).
   release_admission_hashes(group, cached + tokens);
   state.token_budget -= tokens;
   state.seq_budget -= num_seqs;
@@ -454,7 +424,8 @@ void Scheduler::reject(StepState& state, SequenceGroup& group, const std::string
   state.plan->rejected.push_back({group.request.id, reason});
 }
 
-void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end) {
+void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end,
+                            std::span<const kv::BlockId> block_table) {
   const Sequence& seq = group.seqs[seq_index];
   const SamplingParams& params = group.request.params;
   // Built in place: a local copied in afterwards costs store-forwarding stalls in this hot loop.
@@ -468,7 +439,7 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
   scheduled.start = start;
   scheduled.end = end;
   scheduled.num_prompt_tokens = seq.num_prompt_tokens;
-  scheduled.block_table = kv_.block_table(seq.id);
+  scheduled.block_table = block_table;
   scheduled.sample = end == seq.num_tokens();
   scheduled.params = &params;
   if (scheduled.sample) {

@@ -21,6 +21,7 @@
 
 #include "core/kv/flat_index.h"
 #include "core/kv/kv_cache_manager.h"
+#include "core/sched/policy.h"
 #include "core/sched/scheduler_config.h"
 #include "core/sched/sequence.h"
 #include "core/sched/step_plan.h"
@@ -72,7 +73,7 @@ class Scheduler {
   void check_invariants() const;
 
  private:
-  using Queue = std::deque<SequenceGroup*>;
+  using Queue = GroupQueue;
 
   enum class Outcome : uint8_t { scheduled, out_of_budget, out_of_blocks, rejected };
 
@@ -93,11 +94,11 @@ class Scheduler {
   void schedule_waiting(StepState& state);
   void preempt_for_priority(StepState& state);
 
-  // Reserves slots and adds the group's sequences to the plan, or reports what stopped it.
+  // Reserves slots and adds the group's sequences to the plan, or reports what stopped it: one
+  // path for every group (one sequence, samples, beams, siblings rejoining after a recompute).
   Outcome try_schedule(StepState& state, SequenceGroup& group);
-  // try_schedule for a group of one live sequence that holds KV (the common case): the same
-  // decisions, without the bookkeeping that forked and rejoining sequences need.
-  Outcome try_schedule_one(StepState& state, SequenceGroup& group);
+  // The holders' appends of scratch_new_tokens_, into scratch_appends_.
+  void build_appends(const SequenceGroup& group);
   bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }
   // Live sequences holding KV: every one but siblings waiting to rejoin after a recompute.
   std::span<const SeqId> resident_ids(const SequenceGroup& group);
@@ -109,11 +110,13 @@ class Scheduler {
   // total_tokens); returns the free blocks their allocation takes. They are allocated with the
   // group's other work, so preemption makes room for them too.
   int32_t plan_rejoins(const SequenceGroup& group, int32_t share, bool lockstep, int32_t& total_tokens);
-  // Preempts unscheduled running groups from the back until `blocks` are free. False when the
-  // next victim would be `group` itself (or nobody is left).
-  bool make_room(StepState& state, const SequenceGroup& group, int32_t blocks);
+  // Preempts the victim policy's choice to make room for `group`. False when that would be
+  // `group` itself, or nobody is left.
+  bool preempt_one_for(StepState& state, const SequenceGroup& group);
   void preempt(StepState& state, SequenceGroup& victim, std::optional<PreemptionMode> forced_mode = std::nullopt);
-  void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end);
+  // `block_table`: the sequence's, as the KV manager holds it after this step's slots.
+  void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end,
+                   std::span<const kv::BlockId> block_table);
   // Drops the group's admission hashes once its sequence holds slots for every block they cover.
   void release_admission_hashes(SequenceGroup& group, int32_t num_slots) const;
   Outcome admit(StepState& state, SequenceGroup& group);
@@ -144,6 +147,8 @@ class Scheduler {
     int32_t tokens;  // planned for this step
   };
   std::vector<Rejoin> scratch_rejoins_;
+  std::vector<kv::AppendRequest> scratch_appends_;
+  std::vector<std::span<const kv::BlockId>> scratch_tables_;  // each append's block table afterwards
 };
 
 }  // namespace pagedllm::sched

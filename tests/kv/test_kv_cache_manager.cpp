@@ -271,16 +271,34 @@ BOOST_AUTO_TEST_CASE(admission_answers_ok_later_never_with_the_watermark) {
   config.watermark = 0.2;  // two blocks
   kv::KvCacheManager manager(config);
   BOOST_TEST(manager.watermark_blocks() == 2);
-  BOOST_TEST(manager.can_allocate({iota_tokens(33)}, 33) == kv::AllocStatus::never);  // 9 blocks > 10 - 2
-  BOOST_TEST(manager.can_allocate({iota_tokens(32)}, 32) == kv::AllocStatus::ok);     // 8 blocks
-  manager.allocate(1, {iota_tokens(16, 500)}, 16);                                     // 6 free
-  BOOST_TEST(manager.can_allocate({iota_tokens(16)}, 16) == kv::AllocStatus::ok);      // leaves 2
-  BOOST_TEST(manager.can_allocate({iota_tokens(17)}, 17) == kv::AllocStatus::later);   // leaves 1
-  BOOST_TEST(manager.can_allocate({iota_tokens(32)}, 8) == kv::AllocStatus::ok);       // a first chunk
+  const kv::Headroom watermark{.reserve_blocks = 2, .min_free_after = 2};
+  const Tokens too_long = iota_tokens(33);
+  BOOST_TEST(manager.allocation_status({too_long}, 33, watermark) == kv::AllocStatus::never);  // 9 blocks > 10 - 2
+  BOOST_TEST(manager.allocation_status({iota_tokens(32)}, 32, watermark) == kv::AllocStatus::ok);  // 8 blocks
+  manager.allocate(1, {iota_tokens(16, 500)}, 16);                                                 // 6 free
+  BOOST_TEST(manager.allocation_status({iota_tokens(16)}, 16, watermark) == kv::AllocStatus::ok);  // leaves 2
+  BOOST_TEST(manager.allocation_status({iota_tokens(17)}, 17, watermark) == kv::AllocStatus::later);  // leaves 1
+  BOOST_TEST(manager.allocation_status({iota_tokens(32)}, 8, watermark) == kv::AllocStatus::ok);   // a first chunk
   // A prefix hit on blocks in use costs no free block.
   Tokens shared = iota_tokens(16, 500);
   for (int i = 0; i < 8; ++i) shared.push_back(i);
-  BOOST_TEST(manager.can_allocate({shared}, 24) == kv::AllocStatus::ok);
+  BOOST_TEST(manager.allocation_status({shared}, 24, watermark) == kv::AllocStatus::ok);
+  // try_allocate answers the same in one call, and changes nothing unless ok.
+  const Tokens seventeen = iota_tokens(17);
+  BOOST_TEST(manager.try_allocate(2, {seventeen}, 17, watermark).status == kv::AllocStatus::later);
+  BOOST_TEST(manager.try_allocate(2, {too_long}, 8, watermark).status == kv::AllocStatus::never);
+  BOOST_TEST(!manager.contains(2));
+  BOOST_TEST(manager.stats().device_blocks_free == 6);
+  const kv::AllocResult admitted = manager.try_allocate(2, {shared}, 24, watermark);
+  BOOST_TEST(admitted.status == kv::AllocStatus::ok);
+  BOOST_TEST(admitted.num_cached_tokens == 16);
+  BOOST_TEST(manager.stats().device_blocks_free == 4);  // 4 blocks hit, 2 new
+  // Three blocks would leave one: not past the watermark, but without headroom they can be taken.
+  const Tokens twelve = iota_tokens(12, 900);
+  BOOST_TEST(manager.try_allocate(3, {twelve}, 12, watermark).status == kv::AllocStatus::later);
+  BOOST_TEST(manager.try_allocate(3, {twelve}, 12, kv::Headroom{}).status == kv::AllocStatus::ok);
+  BOOST_TEST(manager.stats().device_blocks_free == 1);
+  manager.check_invariants();
 }
 
 BOOST_AUTO_TEST_CASE(running_out_of_blocks_is_refused_without_change) {
@@ -290,11 +308,39 @@ BOOST_AUTO_TEST_CASE(running_out_of_blocks_is_refused_without_change) {
                                        "needs 1 free device blocks, 0 are free");
   expect_refused<kv::KvCacheFullError>(manager, [&] { manager.append_slots(1, iota_tokens(4)); },
                                        "needs 1 free device blocks");
-  BOOST_TEST(!manager.can_append_slots(1, 4));
-  BOOST_TEST(manager.can_append_slots(1, 3));
+  std::vector<kv::BlockCopy> copies;
+  const Tokens four = iota_tokens(4);
+  BOOST_TEST(!manager.try_append_slots({.seq = 1, .tokens = four}, copies));
+  BOOST_TEST(manager.num_tokens(1) == 9);
+  BOOST_TEST(manager.try_append_slots({.seq = 1, .tokens = std::span<const TokenId>(four).first(2)}, copies));
+  BOOST_TEST(manager.num_tokens(1) == 11);
+  BOOST_TEST(copies.empty());
+  manager.check_invariants();
   manager.fork(1, 2);
   expect_refused<kv::KvCacheFullError>(manager, [&] { manager.append_slots(2, Tokens{1}); },
                                        "needs 1 free device blocks");  // the copy-on-write
+}
+
+BOOST_AUTO_TEST_CASE(a_group_append_fits_whole_or_changes_nothing) {
+  kv::KvCacheManager manager(small_config(4));
+  manager.allocate(1, {iota_tokens(4)}, 4);  // one full block each
+  manager.allocate(2, {iota_tokens(4, 100)}, 4);
+  const Tokens five = iota_tokens(5, 200);  // two new blocks each: four, two are free
+  std::vector<kv::BlockCopy> copies;
+  const kv::AppendRequest both[] = {{.seq = 1, .tokens = five}, {.seq = 2, .tokens = five}};
+  BOOST_TEST(!manager.try_append_slots(both, copies));
+  BOOST_TEST(manager.num_tokens(1) == 4);
+  BOOST_TEST(manager.num_tokens(2) == 4);
+  BOOST_TEST(manager.stats().device_blocks_free == 2);
+  const Tokens one = iota_tokens(1, 300);
+  const kv::AppendRequest small[] = {{.seq = 1, .tokens = one}, {.seq = 2, .tokens = one}};
+  BOOST_TEST(!manager.try_append_slots(small, copies, /*keep_free_blocks=*/1));  // would leave none
+  BOOST_TEST(manager.try_append_slots(small, copies));
+  BOOST_TEST(manager.num_tokens(1) == 5);
+  BOOST_TEST(manager.num_tokens(2) == 5);
+  const kv::AppendRequest twice[] = {{.seq = 1, .tokens = one}, {.seq = 1, .tokens = one}};
+  expect_refused<kv::KvCacheError>(manager, [&] { manager.try_append_slots(twice, copies); }, "appears twice");
+  manager.check_invariants();
 }
 
 BOOST_AUTO_TEST_CASE(bad_calls_name_the_problem_and_change_nothing) {
@@ -321,8 +367,9 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   manager.fork(1, 2);
   manager.append_slots(2, Tokens{9});  // copy-on-write: 1 -> {0,1}, 2 -> {0,2}
   const std::vector<SeqId> group{1, 2};
-  BOOST_TEST(manager.can_swap_out(group));
-  const auto out = manager.swap_out(group);
+  const std::optional<std::vector<kv::BlockMove>> swapped_out = manager.try_swap_out(group);
+  BOOST_TEST_REQUIRE(swapped_out.has_value());
+  const std::vector<kv::BlockMove>& out = *swapped_out;
   BOOST_TEST(out.size() == 3u);  // blocks 0, 1, 2: block 0 once although both hold it
   BOOST_TEST((out[0] == kv::BlockMove{0, 0}));
   BOOST_TEST(manager.is_swapped(1));
@@ -333,8 +380,9 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   expect_refused<kv::KvCacheError>(manager, [&] { manager.append_slots(1, Tokens{1}); }, "swapped out");
   expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_out(group); }, "already swapped out");
 
-  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
-  const auto in = manager.swap_in(group);
+  const kv::SwapInResult swapped_in = manager.try_swap_in(group, kv::Headroom{});
+  BOOST_TEST(swapped_in.status == kv::AllocStatus::ok);
+  const std::vector<kv::BlockMove>& in = swapped_in.moves;
   BOOST_TEST(in.size() == 2u);  // full block 0 was still cached on the device: taken back, not copied
   BOOST_TEST(table(manager, 1)[0] == 0);
   BOOST_TEST(table(manager, 1)[0] == table(manager, 2)[0]);  // still shared
@@ -350,7 +398,8 @@ BOOST_AUTO_TEST_CASE(swap_refusals) {
   kv::KvCacheManager manager(small_config(8, 2));
   manager.allocate(1, {iota_tokens(12)}, 12);
   const std::vector<SeqId> group{1};
-  BOOST_TEST(!manager.can_swap_out(group));
+  BOOST_TEST(!manager.try_swap_out(group).has_value());
+  BOOST_TEST(!manager.is_swapped(1));
   expect_refused<kv::KvCacheFullError>(manager, [&] { manager.swap_out(group); }, "needs 3 free host blocks, 2 are free");
   const std::vector<SeqId> twice{1, 1};
   expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_out(twice); }, "appears twice");
@@ -367,11 +416,14 @@ BOOST_AUTO_TEST_CASE(swap_in_waits_for_space_and_reports_never) {
   const std::vector<SeqId> group{1};
   manager.swap_out(group);
   manager.allocate(2, {iota_tokens(8, 300)}, 8);  // 2 of 4 device blocks left
-  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::later);
+  BOOST_TEST(manager.try_swap_in(group, kv::Headroom{}).status == kv::AllocStatus::later);
+  BOOST_TEST(manager.is_swapped(1));
   expect_refused<kv::KvCacheFullError>(manager, [&] { manager.swap_in(group); }, "needs 3 free device blocks");
   manager.free(2);
-  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
-  manager.swap_in(group);
+  // 3 blocks of 4, leaving 1: not with 2 kept free; never with a reserve of 2 (3 > 4 - 2).
+  BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 0, .min_free_after = 2}).status == kv::AllocStatus::later);
+  BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 2, .min_free_after = 0}).status == kv::AllocStatus::never);
+  BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 1, .min_free_after = 1}).status == kv::AllocStatus::ok);
   manager.free(1);
   BOOST_TEST(manager.stats().device_blocks_free == 4);
   BOOST_TEST(manager.stats().host_blocks_free == 8);
@@ -386,8 +438,9 @@ BOOST_AUTO_TEST_CASE(swap_in_copies_only_what_the_device_lost) {
   manager.allocate(2, {iota_tokens(16, 600)}, 16);  // blocks 3, 4, 5, then 2 (evicted)
   BOOST_TEST(manager.stats().evictions == 1);
   manager.free(2);
-  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
-  const auto moves = manager.swap_in(group);
+  const kv::SwapInResult swapped_in = manager.try_swap_in(group, kv::Headroom{});
+  BOOST_TEST(swapped_in.status == kv::AllocStatus::ok);
+  const std::vector<kv::BlockMove>& moves = swapped_in.moves;
   BOOST_TEST(moves.size() == 2u);  // the evicted block and the partial block; 0 and 1 come back
   BOOST_TEST(table(manager, 1) == Ids({0, 1, 2, 5}), boost::test_tools::per_element());
   BOOST_TEST(manager.stats().device_blocks_free == 2);
@@ -405,8 +458,9 @@ BOOST_AUTO_TEST_CASE(swap_in_counts_one_revived_block_once) {
   manager.swap_out(group);
   manager.allocate(3, {iota_tokens(28, 500)}, 28);  // every free block but the cached one
   BOOST_TEST(manager.stats().device_blocks_free == 1);
-  BOOST_TEST(manager.can_swap_in(group) == kv::AllocStatus::ok);
-  BOOST_TEST(manager.swap_in(group).empty());
+  const kv::SwapInResult swapped_in = manager.try_swap_in(group, kv::Headroom{});
+  BOOST_TEST(swapped_in.status == kv::AllocStatus::ok);
+  BOOST_TEST(swapped_in.moves.empty());
   BOOST_TEST(table(manager, 1) == table(manager, 2), boost::test_tools::per_element());
   manager.check_invariants();
 }

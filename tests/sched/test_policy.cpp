@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/sched/policy.h"
 
@@ -116,6 +117,83 @@ BOOST_AUTO_TEST_CASE(auto_mode_recomputes_a_single_unfinished_sequence) {
   // Forked, but only one sample still runs: nothing shared is worth keeping.
   BOOST_TEST((sched::choose_preemption_mode(config, make_group({.id = 2, .num_seqs = 3, .num_finished_seqs = 2})) ==
               PreemptionMode::recompute));
+}
+
+// --- choose_victim -----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(the_victim_is_the_last_running_group_the_step_has_not_scheduled) {
+  // Rows: which of four running groups (in policy order) the step scheduled; the victim's index.
+  struct Row {
+    std::vector<bool> scheduled;
+    int victim;  // -1: none
+  };
+  const Row rows[] = {
+      {{false, false, false, false}, 3},  // from the back
+      {{false, false, false, true}, 2},   // the back one is already in the plan
+      {{false, true, false, true}, 2},
+      {{false, true, true, true}, 0},
+      {{true, true, true, true}, -1},     // every one scheduled: nobody to preempt
+  };
+  constexpr int64_t kStep = 7;
+  for (const Row& row : rows) {
+    std::vector<sched::SequenceGroup> groups;
+    for (sched::RequestId id = 0; id < 4; ++id) groups.push_back(make_group({.id = id}));
+    sched::GroupQueue running;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      groups[i].last_scheduled_step = row.scheduled[i] ? kStep : kStep - 1;
+      running.push_back(&groups[i]);
+    }
+    sched::SequenceGroup* victim = sched::choose_victim(running, kStep);
+    BOOST_TEST(victim == (row.victim < 0 ? nullptr : &groups[static_cast<size_t>(row.victim)]));
+  }
+  BOOST_TEST(sched::choose_victim({}, kStep) == nullptr);
+}
+
+// --- priority_preemption ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(a_waiting_head_preempts_the_running_tail_only_if_it_outranks_it_and_cannot_fit_now) {
+  using sched::PreemptionMode;
+  using Status = pagedllm::kv::AllocStatus;
+  struct Row {
+    int32_t head_priority;
+    int32_t tail_priority;
+    Status head_admission;
+    std::optional<PreemptionMode> preemption;
+  };
+  const Row rows[] = {
+      {0, 5, Status::later, PreemptionMode::recompute},  // outranks, no room: recompute (never swap)
+      {-3, 0, Status::later, PreemptionMode::recompute},
+      {5, 5, Status::later, std::nullopt},  // equal priority: arrival order stands
+      {7, 5, Status::later, std::nullopt},  // the tail outranks the head
+      {0, 5, Status::ok, std::nullopt},     // it fits without preempting anyone
+      {0, 5, Status::never, std::nullopt},  // it will never fit: preempting helps nobody
+  };
+  for (const Row& row : rows) {
+    const auto head = make_group({.id = 1, .priority = row.head_priority});
+    const auto tail = make_group({.id = 2, .priority = row.tail_priority});
+    BOOST_TEST((sched::priority_preemption(head, tail, row.head_admission) == row.preemption),
+               "head " << row.head_priority << ", tail " << row.tail_priority << ", admission "
+                       << pagedllm::kv::to_string(row.head_admission));
+  }
+}
+
+// --- headroom -----------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(admissions_keep_the_watermark_and_swap_ins_a_slot_per_sequence_while_others_run) {
+  const pagedllm::kv::Headroom admission = sched::admission_headroom(3);
+  BOOST_TEST(admission.reserve_blocks == 3);
+  BOOST_TEST(admission.min_free_after == 3);
+  struct Row {
+    int32_t watermark, num_seqs;
+    bool others_running;
+    int32_t min_free_after;
+  };
+  const Row rows[] = {{3, 1, true, 3}, {3, 5, true, 5}, {3, 5, false, 3}, {0, 4, true, 4}, {0, 4, false, 0}};
+  for (const Row& row : rows) {
+    const pagedllm::kv::Headroom headroom = sched::swap_in_headroom(row.watermark, row.num_seqs, row.others_running);
+    BOOST_TEST(headroom.reserve_blocks == row.watermark);
+    BOOST_TEST(headroom.min_free_after == row.min_free_after);
+  }
 }
 
 // --- plan_chunk --------------------------------------------------------------------------------

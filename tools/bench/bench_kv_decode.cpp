@@ -42,8 +42,8 @@ class CountingNullBuffer : public std::streambuf {
 };
 
 // The block work of the scheduler's decode steps: each step some sequences finish and are freed,
-// every running sequence gets can_append then append of one token, and new prompts take the free
-// slots (can_allocate then allocate). Only that work is timed; picking who finishes and building
+// every running sequence gets a slot for one token (try_append: one call in pagedllm, nano-vllm's
+// can_append then append in the baseline), and new prompts take the free slots (try_allocate). Only that work is timed; picking who finishes and building
 // the new prompts happens before the clock starts.
 template <typename Kv>
 class DecodeWorkload {
@@ -60,11 +60,11 @@ class DecodeWorkload {
     std::vector<TokenId> prompt(static_cast<size_t>(config_.prompt_tokens));
     for (SeqId& slot : slots_) {
       tokens_.fill_prompt(prompt, tokens_.chance(config_.shared_fraction));
-      if (!kv_.can_allocate(prompt)) continue;
+      if (!kv_.try_allocate(next_seq_, prompt)) continue;
       slot = next_seq_++;
-      kv_.allocate(slot, prompt);
       const auto age = static_cast<int32_t>(tokens_.random() % static_cast<uint64_t>(config_.max_initial_age));
-      for (int32_t t = 0; t < age && kv_.can_append(slot); ++t) kv_.append(slot, next_decode_token());
+      int32_t grown = 0;
+      while (grown < age && kv_.try_append(slot, next_decode_token())) ++grown;
     }
   }
 
@@ -154,8 +154,8 @@ class DecodeWorkload {
     uint64_t acc = 0;
     for (SeqId& seq : slots_) {
       if (seq == kNoSeq) continue;
-      if (kv_.can_append(seq)) {
-        acc += static_cast<uint64_t>(kv_.append(seq, next_decode_token()));
+      if (const std::optional<int64_t> appended = kv_.try_append(seq, next_decode_token())) {
+        acc += static_cast<uint64_t>(*appended);
         ++counters_->appends;
       } else {
         kv_.free(seq);  // preempted (by recompute): its slot is refilled by a new prompt
@@ -169,12 +169,13 @@ class DecodeWorkload {
   void admit_waiting() {
     for (size_t k = 0; k < admitting_.size(); ++k) {
       const std::span<const TokenId> prompt = admission_prompt(k);
-      if (!kv_.can_allocate(prompt)) {
+      const std::optional<int32_t> cached = kv_.try_allocate(next_seq_, prompt);
+      if (!cached) {
         ++counters_->deferred;
         continue;
       }
       const SeqId seq = next_seq_++;
-      counters_->cached_tokens += kv_.allocate(seq, prompt);
+      counters_->cached_tokens += *cached;
       slots_[admitting_[k]] = seq;
       ++counters_->admissions;
     }

@@ -106,13 +106,9 @@ class MicroSuite {
       uint64_t acc = 0;
       double cycle_ns = 0.0;
       for (int32_t round = 0; round < kAppendRounds; ++round) {
-        const double check_ns = time_ns([&] {
-          for (const SeqId seq : seqs) acc += kv_.can_append(seq) ? 1 : 0;
-        });
         const double append_ns = time_ns([&] {
           for (const SeqId seq : seqs) acc += static_cast<uint64_t>(kv_.append(seq, tokens_.decode_token(cursor_++)));
         });
-        record(prefix + "can_append", check_ns, seqs.size());
         record(prefix + append_key((1 + round) % kBlockSize), append_ns, seqs.size());
         cycle_ns += append_ns;
       }

@@ -25,7 +25,6 @@ inline constexpr OpSpec kOps[] = {
     {"append_amortized", "append_slots 1 token, amortized over 16", true},
     {"fresh_append_new_block", "  same, new block, fresh pool (no eviction)", false},
     {"fresh_append_amortized", "  same, amortized, fresh pool (no eviction)", true},
-    {"can_append", "can_append_slots(seq, 1)", false},
     {"allocate_miss", "allocate 512-token prompt, no prefix hit", false},
     {"free_unshared", "free a 512-token sequence, unshared", false},
     {"allocate_hit", "allocate 520-token prompt, 32/33 blocks hit", false},

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,8 +42,10 @@ class BaselineBlockManager {
   void begin_step(int64_t /*step*/) {}
   int32_t num_free_blocks() const { return static_cast<int32_t>(free_ids_.size()); }
 
-  bool can_allocate(std::span<const TokenId> prompt) const {
-    return num_free_blocks() >= blocks_for(prompt.size());
+  // nano-vllm's can_allocate, then allocate.
+  std::optional<int32_t> try_allocate(SeqId seq_id, std::span<const TokenId> prompt) {
+    if (num_free_blocks() < blocks_for(prompt.size())) return std::nullopt;
+    return allocate(seq_id, prompt);
   }
 
   // nano-vllm's allocate: walks the prompt's blocks, sharing cached ones until the first miss.
@@ -90,7 +93,12 @@ class BaselineBlockManager {
     return cached_tokens;
   }
 
-  // nano-vllm's can_append, asked before the token joins the sequence.
+  // nano-vllm's can_append, asked before the token joins the sequence, then append.
+  std::optional<int64_t> try_append(SeqId seq_id, TokenId token) {
+    if (!can_append(seq_id)) return std::nullopt;
+    return append(seq_id, token);
+  }
+
   bool can_append(SeqId seq_id) const {
     const Sequence& seq = sequences_.at(seq_id);
     const bool needs_block = seq.tokens.size() % static_cast<size_t>(block_size_) == 0;

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "core/common/types.h"
 #include "core/kv/kv_cache_manager.h"
@@ -25,8 +27,13 @@ class PagedKv {
   }
   int32_t num_free_blocks() const { return manager_.device_pool().num_free(); }
 
-  bool can_allocate(std::span<const TokenId> prompt) const {
-    return manager_.can_allocate(kv::PromptRef{prompt, 0}, length(prompt)) == kv::AllocStatus::ok;
+  // The whole prompt's slots, leaving the watermark free (an admission), or nothing.
+  std::optional<int32_t> try_allocate(SeqId seq, std::span<const TokenId> prompt) {
+    const int32_t watermark = manager_.watermark_blocks();
+    const kv::AllocResult result = manager_.try_allocate(seq, kv::PromptRef{prompt, 0}, length(prompt),
+                                                         {.reserve_blocks = watermark, .min_free_after = watermark});
+    if (result.status != kv::AllocStatus::ok) return std::nullopt;
+    return result.num_cached_tokens;
   }
   int32_t allocate(SeqId seq, std::span<const TokenId> prompt) {
     return manager_.allocate(seq, kv::PromptRef{prompt, 0}, length(prompt));
@@ -34,8 +41,15 @@ class PagedKv {
   int32_t match_prefix(std::span<const TokenId> prompt) const {
     return manager_.match_prefix(kv::PromptRef{prompt, 0}).num_cached_tokens;
   }
-  bool can_append(SeqId seq) const { return manager_.can_append_slots(seq, 1); }
-  // Returns a value that depends on the call, for the sink.
+  // One token's slot, or nothing when no block is free. Returns a value that depends on the call,
+  // for the sink.
+  std::optional<int64_t> try_append(SeqId seq, TokenId token) {
+    copies_.clear();
+    if (!manager_.try_append_slots({.seq = seq, .tokens = std::span<const TokenId>(&token, 1)}, copies_)) {
+      return std::nullopt;
+    }
+    return copies_.empty() ? 1 : copies_.front().dst;
+  }
   int64_t append(SeqId seq, TokenId token) {
     const auto copy = manager_.append_slots(seq, std::span<const TokenId>(&token, 1));
     return copy ? copy->dst : 1;
@@ -52,6 +66,7 @@ class PagedKv {
 
   kv::KvCacheManager manager_;
   kv::KvEventLog* log_;
+  std::vector<kv::BlockCopy> copies_;  // try_append's, reused
 };
 
 }  // namespace pagedllm::kv_bench

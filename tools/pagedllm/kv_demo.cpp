@@ -129,13 +129,15 @@ class KvDemo {
     const std::vector<TokenId> question = synthetic_tokens(options_.question_tokens, question_seed);
     prompt.insert(prompt.end(), question.begin(), question.end());
     const kv::PromptRef ref{prompt};
-    const kv::AllocStatus status = cache_.can_allocate(ref, static_cast<int32_t>(prompt.size()));
-    if (status != kv::AllocStatus::ok) {
-      throw std::runtime_error("request " + name + " cannot be admitted (" + kv::to_string(status) +
+    DemoRequest request{name, {next_seq_++}};
+    const int32_t watermark = cache_.watermark_blocks();
+    const kv::AllocResult admitted = cache_.try_allocate(request.seqs[0], ref, static_cast<int32_t>(prompt.size()),
+                                                         {.reserve_blocks = watermark, .min_free_after = watermark});
+    if (admitted.status != kv::AllocStatus::ok) {
+      throw std::runtime_error("request " + name + " cannot be admitted (" + kv::to_string(admitted.status) +
                                "): enlarge --device-blocks");
     }
-    DemoRequest request{name, {next_seq_++}};
-    const int32_t cached = cache_.allocate(request.seqs[0], ref, static_cast<int32_t>(prompt.size()));
+    const int32_t cached = admitted.num_cached_tokens;
     std::cout << "admit " << name << ": " << prompt.size() << "-token prompt, " << cached
               << " tokens from the prefix cache\n  " << describe_table(cache_, request.seqs[0]) << "\n";
     for (int32_t i = 1; i < num_samples; ++i) {
@@ -159,8 +161,7 @@ class KvDemo {
   bool decode_step() {
     bool progressed = false;
     for (DemoRequest& request : requests_) {
-      if (request.swapped && can_resume(request)) {
-        counters_.blocks_swapped_in += static_cast<int64_t>(cache_.swap_in(request.seqs).size());
+      if (request.swapped && try_resume(request)) {
         request.swapped = false;
         std::cout << "swap in " << request.name << "\n";
         print_usage_line(cache_, "after swap in");
@@ -181,14 +182,18 @@ class KvDemo {
 
   // Swap a group back in only when every running sequence, its own included, can still grow by a
   // block afterwards; otherwise it would be preempted again at once.
-  bool can_resume(const DemoRequest& request) const {
-    if (cache_.can_swap_in(request.seqs) != kv::AllocStatus::ok) return false;
+  bool try_resume(const DemoRequest& request) {
     size_t running = request.seqs.size();
     for (const DemoRequest& other : requests_) {
       if (!other.finished && !other.swapped) running += other.seqs.size();
     }
-    const int32_t free_after = cache_.stats().device_blocks_free - cache_.num_free_blocks_to_swap_in(request.seqs);
-    return free_after >= static_cast<int32_t>(running);
+    const int32_t watermark = cache_.watermark_blocks();
+    const kv::SwapInResult result = cache_.try_swap_in(
+        request.seqs, {.reserve_blocks = watermark,
+                       .min_free_after = std::max(watermark, static_cast<int32_t>(running))});
+    if (result.status != kv::AllocStatus::ok) return false;
+    counters_.blocks_swapped_in += static_cast<int64_t>(result.moves.size());
+    return true;
   }
 
   bool group_fits(const DemoRequest& request) const {
@@ -205,9 +210,11 @@ class KvDemo {
       for (DemoRequest& candidate : requests_) {
         if (!candidate.finished && !candidate.swapped) victim = &candidate;
       }
-      if (victim == nullptr || !cache_.can_swap_out(victim->seqs)) return false;
+      if (victim == nullptr) return false;
       print_usage_line(cache_, "device full");
-      counters_.blocks_swapped_out += static_cast<int64_t>(cache_.swap_out(victim->seqs).size());
+      const std::optional<std::vector<kv::BlockMove>> moves = cache_.try_swap_out(victim->seqs);
+      if (!moves) return false;
+      counters_.blocks_swapped_out += static_cast<int64_t>(moves->size());
       victim->swapped = true;
       ++counters_.preemptions;
       std::cout << "preempt " << victim->name << " by swap:\n";

@@ -35,8 +35,8 @@ bool PropertyRun::misuse_unknown_sequence() {
     case 3: expect_refused(Expect::misuse, what, [&] { manager_.num_blocks_to_append(id, 1); }); break;
     case 4: expect_refused(Expect::misuse, what, [&] { manager_.swap_out(group); }); break;
     case 5: expect_refused(Expect::misuse, what, [&] { manager_.swap_in(group); }); break;
-    case 6: expect_refused(Expect::misuse, what, [&] { manager_.can_swap_out(group); }); break;
-    case 7: expect_refused(Expect::misuse, what, [&] { manager_.can_swap_in(group); }); break;
+    case 6: expect_refused(Expect::misuse, what, [&] { manager_.try_swap_out(group); }); break;
+    case 7: expect_refused(Expect::misuse, what, [&] { manager_.try_swap_in(group, {}); }); break;
     case 8: expect_refused(Expect::misuse, what, [&] { manager_.block_table(id); }); break;
     default: expect_refused(Expect::misuse, what, [&] { manager_.num_tokens(id); }); break;
   }
@@ -140,9 +140,9 @@ bool PropertyRun::misuse_bad_swap_group() {
       break;
     case 2:
       if (on_device) {
-        expect_refused(Expect::misuse, "can_swap_in of a device sequence", [&] { manager_.can_swap_in(group_); });
+        expect_refused(Expect::misuse, "try_swap_in of a device sequence", [&] { manager_.try_swap_in(group_, {}); });
       } else {
-        expect_refused(Expect::misuse, "can_swap_out of a swapped sequence", [&] { manager_.can_swap_out(group_); });
+        expect_refused(Expect::misuse, "try_swap_out of a swapped sequence", [&] { manager_.try_swap_out(group_); });
       }
       break;
     default:

@@ -44,7 +44,7 @@ void PropertyRun::draw_prompt(ModelSeq& seq) {
   }
 }
 
-// A prompt longer than the device tier less the watermark: can_allocate must say never.
+// A prompt longer than the device tier less the watermark: try_allocate must say never.
 void PropertyRun::draw_huge_prompt(ModelSeq& seq) {
   const int32_t blocks = config_.num_device_blocks - manager_.watermark_blocks() + 1;
   for (int32_t i = 0; i < blocks * config_.block_size; ++i) seq.prompt.push_back(random_token());
@@ -81,9 +81,25 @@ bool PropertyRun::op_allocate(bool chunked) {
   // Reviving a free hit block takes it off the free list just like a fresh block.
   const int32_t needed = blocks_for(slots) - match.num_hit_blocks + match.num_free_hit_blocks;
   const int32_t free_before = num_free(Tier::device);
-  const AllocStatus status = manager_.can_allocate(prompt, num_tokens);
-  require(status == expected_status(blocks_for(len), needed), "can_allocate disagrees with the blocks it needs");
+  const int32_t watermark = manager_.watermark_blocks();
+  const Headroom admission{.reserve_blocks = watermark, .min_free_after = watermark};
+  const AllocStatus expected = expected_status(blocks_for(len), needed);
+  require(manager_.allocation_status(prompt, num_tokens, admission) == expected,
+          "allocation_status disagrees with the blocks it needs");
+  if (expected == AllocStatus::ok && rng_.percent(50)) {
+    // The scheduler's one call: it allocates at once.
+    note(chunked ? "try_allocate chunk" : "try_allocate", seq.id, num_tokens);
+    const AllocResult result = manager_.try_allocate(seq.id, prompt, num_tokens, admission);
+    require(result.status == AllocStatus::ok && result.num_cached_tokens == match.num_cached_tokens,
+            "try_allocate refused what allocation_status accepts, or another cached count");
+    return after_allocation(seq, {match, needed, free_before, slots, chunked});
+  }
+  const AllocStatus status = expected;
   if (status != AllocStatus::ok) {
+    // A refusal changes nothing.
+    require(manager_.try_allocate(seq.id, prompt, num_tokens, admission).status == status,
+            "try_allocate disagrees with allocation_status");
+    require(!manager_.contains(seq.id) && num_free(Tier::device) == free_before, "a refused try_allocate changed state");
     if (!huge && !rng_.percent(kForcePercent)) return false;
     if (needed > free_before) {
       note("allocate refused", seq.id, num_tokens);
@@ -95,9 +111,17 @@ bool PropertyRun::op_allocate(bool chunked) {
     ++counts_.forced_ok;  // refused for the watermark only, which allocate itself leaves to the caller
   }
   note(chunked ? "allocate chunk" : "allocate", seq.id, num_tokens);
-  const int32_t cached = manager_.allocate(seq.id, prompt, num_tokens);
-  require(cached == match.num_cached_tokens, "allocate returned another cached count than match_prefix");
-  require(num_free(Tier::device) == free_before - needed, "allocate took another number of free blocks");
+  require(manager_.allocate(seq.id, prompt, num_tokens) == match.num_cached_tokens,
+          "allocate returned another cached count than match_prefix");
+  return after_allocation(seq, {match, needed, free_before, slots, chunked});
+}
+
+bool PropertyRun::after_allocation(ModelSeq& seq, const AllocationDone& done) {
+  const PrefixMatch& match = done.match;
+  const int32_t cached = match.num_cached_tokens;
+  const int32_t slots = done.slots;
+  const bool chunked = done.chunked;
+  require(num_free(Tier::device) == done.free_before - done.needed, "allocate took another number of free blocks");
   const std::span<const BlockId> table = manager_.block_table(seq.id);
   int32_t revived = 0;
   for (size_t i = 0; i < table.size(); ++i) {
@@ -185,17 +209,31 @@ bool PropertyRun::append(ModelSeq& seq, std::span<const TokenId> tokens, const c
   const int32_t needed = blocks_for(before + n) - blocks_for(before) + (cow ? 1 : 0);
   require(manager_.num_blocks_to_append(seq.id, n) == needed, "num_blocks_to_append is wrong");
   const int32_t free_before = num_free(Tier::device);
-  const bool fits = manager_.can_append_slots(seq.id, n);
-  require(fits == (needed <= free_before), "can_append_slots disagrees with the free blocks");
+  const bool fits = needed <= free_before;
   if (!fits) {
     if (!rng_.percent(kForcePercent)) return false;
     note("append refused", seq.id, n);
-    expect_refused(Expect::full, "append beyond the free blocks", [&] { manager_.append_slots(seq.id, tokens); });
+    if (rng_.percent(50)) {
+      expect_refused(Expect::full, "append beyond the free blocks", [&] { manager_.append_slots(seq.id, tokens); });
+    } else {
+      copies_.clear();
+      require(!manager_.try_append_slots({.seq = seq.id, .tokens = tokens}, copies_) && copies_.empty() &&
+                  manager_.num_tokens(seq.id) == before && num_free(Tier::device) == free_before,
+              "try_append_slots beyond the free blocks did something");
+    }
     ++counts_.refused_append_full;
     return true;
   }
   note(what, seq.id, n);
-  const std::optional<BlockCopy> copy = manager_.append_slots(seq.id, tokens);
+  std::optional<BlockCopy> copy;
+  if (rng_.percent(50)) {
+    copy = manager_.append_slots(seq.id, tokens);
+  } else {
+    copies_.clear();
+    require(manager_.try_append_slots({.seq = seq.id, .tokens = tokens}, copies_) && copies_.size() <= 1,
+            "try_append_slots refused what fits");
+    if (!copies_.empty()) copy = copies_.front();
+  }
   require(copy.has_value() == cow, cow ? "no copy-on-write of a shared partial block" : "needless copy-on-write");
   const std::span<const BlockId> table = manager_.block_table(seq.id);
   require(static_cast<int32_t>(table.size()) == blocks_for(before + n), "block table has the wrong length");
@@ -315,12 +353,17 @@ bool PropertyRun::op_swap_out() {
   const auto needed = static_cast<int32_t>(group_blocks_.size());
   const int32_t host_free = num_free(Tier::host);
   const int32_t device_free = num_free(Tier::device);
-  const bool fits = manager_.can_swap_out(group_);
-  require(fits == (needed <= host_free), "can_swap_out disagrees with the free host blocks");
+  const bool fits = needed <= host_free;
   if (!fits) {
     if (!rng_.percent(kForcePercent)) return false;
     note("swap out refused", group_.front(), needed);
-    expect_refused(Expect::full, "swap out into a full host tier", [&] { manager_.swap_out(group_); });
+    if (rng_.percent(50)) {
+      expect_refused(Expect::full, "swap out into a full host tier", [&] { manager_.swap_out(group_); });
+    } else {
+      require(!manager_.try_swap_out(group_).has_value() && num_free(Tier::host) == host_free &&
+                  num_free(Tier::device) == device_free,
+              "try_swap_out into a full host tier did something");
+    }
     ++counts_.refused_host_full;
     return true;
   }
@@ -387,14 +430,19 @@ bool PropertyRun::op_swap_in() {
   const int32_t device_free = num_free(Tier::device);
   const SwapInPlan plan = plan_swap_in();
   const int32_t consumed = plan.consumed;
-  const AllocStatus status = manager_.can_swap_in(group_);
-  if (status != expected_status(distinct, consumed)) {
-    fail(std::string("can_swap_in says ") + to_string(status) + " for " + std::to_string(distinct) +
+  const int32_t watermark = manager_.watermark_blocks();
+  const AllocStatus expected = expected_status(distinct, consumed);  // before the call: it may swap in
+  SwapInResult tried = manager_.try_swap_in(group_, {.reserve_blocks = watermark, .min_free_after = watermark});
+  const AllocStatus status = tried.status;
+  if (status != expected) {
+    fail(std::string("try_swap_in says ") + to_string(status) + " for " + std::to_string(distinct) +
          " host blocks of which " + std::to_string(plan.reused) + " are still cached on the device, taking " +
          std::to_string(consumed) + " of " + std::to_string(device_free) + " free device blocks (watermark " +
          std::to_string(manager_.watermark_blocks()) + ")");
   }
   if (status != AllocStatus::ok) {
+    require(num_free(Tier::device) == device_free && num_free(Tier::host) == host_free && tried.moves.empty(),
+            "a refused try_swap_in changed state");
     if (!rng_.percent(kForcePercent)) return false;
     if (consumed > device_free) {
       note("swap in refused", group_.front(), consumed);
@@ -403,9 +451,12 @@ bool PropertyRun::op_swap_in() {
       return true;
     }
     ++counts_.forced_ok;
+    note("swap in", group_.front(), static_cast<int64_t>(group_.size()));
+    tried.moves = manager_.swap_in(group_);
+  } else {
+    note("try_swap_in", group_.front(), static_cast<int64_t>(group_.size()));
   }
-  note("swap in", group_.front(), static_cast<int64_t>(group_.size()));
-  const std::vector<BlockMove> moves = manager_.swap_in(group_);
+  const std::vector<BlockMove>& moves = tried.moves;
   check_moves(moves, Tier::device);  // reused blocks need no move; verify() checks their content
   check_group_tables();
   for (const BlockMove& move : moves) memory_.copy(Tier::host, move.src, Tier::device, move.dst);

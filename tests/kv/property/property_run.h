@@ -134,6 +134,15 @@ class PropertyRun {
   AllocStatus expected_status(int32_t whole_blocks, int32_t needed) const;
   void check_match(const ModelSeq& seq, const PrefixMatch& match);
   bool op_allocate(bool chunked);
+  // After an allocation: the free blocks it took, the table it built (the hit blocks, fresh ones).
+  struct AllocationDone {
+    PrefixMatch match;
+    int32_t needed = 0;       // free blocks it was to take
+    int32_t free_before = 0;
+    int32_t slots = 0;
+    bool chunked = false;
+  };
+  bool after_allocation(ModelSeq& seq, const AllocationDone& done);
   void remember_prompt(const ModelSeq& seq);
   void write_kv(const ModelSeq& seq, int32_t from, int32_t to);
 
@@ -239,6 +248,7 @@ class PropertyRun {
   std::vector<SeqId> model_ids_;
   std::vector<TokenId> new_tokens_;
   std::vector<BlockHash> prompt_hashes_;
+  std::vector<BlockCopy> copies_;  // try_append_slots' output, reused
   Snapshot before_;
   Snapshot after_;
 };

@@ -57,7 +57,7 @@ struct OpCounts {
   int64_t swap_in_reused = 0;       // host blocks brought back as still-cached device blocks
   int64_t swap_in_reused_free = 0;  // of those, distinct blocks revived from the free list
   int64_t reset_prefix_cache = 0;
-  int64_t forced_ok = 0;  // a can_* query said no for the watermark only, and the call succeeded
+  int64_t forced_ok = 0;  // a try_ call said no for the watermark only, and the plain call succeeded
   // Refused calls, each checked to leave the manager unchanged.
   int64_t refused_unknown = 0;
   int64_t refused_double_free = 0;

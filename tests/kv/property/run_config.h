@@ -61,7 +61,7 @@ class Rng {
 };
 
 inline constexpr uint64_t kVocab = 32000;
-inline constexpr int32_t kForcePercent = 40;  // how often a call that a can_* query rejects is made anyway
+inline constexpr int32_t kForcePercent = 40;  // how often a call that a try_ call refused is made anyway
 inline constexpr int32_t kNumTopics = 6;      // prefix families that many prompts start with
 inline constexpr size_t kRecentPrompts = 16;
 inline constexpr size_t kRecentFrees = 16;

@@ -1,0 +1,319 @@
+// The block tables side of the KV manager: a sequence's first slots (allocation, reusing cached
+// prefix blocks), its growth by appended tokens (copy-on-write of a shared last block), forks, and
+// freeing. Each operation counts the blocks it needs before its first write, so that it does all
+// of its work or none.
+#include <algorithm>
+#include <string>
+
+#include "core/common/check.h"
+#include "core/kv/kv_cache_manager.h"
+#include "core/kv/kv_errors.h"
+
+namespace pagedllm::kv {
+namespace {
+
+std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
+
+#ifdef NDEBUG
+constexpr bool kCheckKnownHashes = false;
+#else
+constexpr bool kCheckKnownHashes = true;  // debug builds hash every block and compare
+#endif
+
+}  // namespace
+
+// --- admission ---------------------------------------------------------------------------------
+
+void KvCacheManager::check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const {
+  if (contains(seq)) {
+    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ", which already holds blocks");
+  }
+  const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
+  if (prompt_len == 0) throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with an empty prompt");
+  if (num_tokens < 1 || num_tokens > prompt_len) {
+    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ": num_tokens " + std::to_string(num_tokens) +
+                       " outside [1, prompt length " + std::to_string(prompt_len) + "]");
+  }
+}
+
+KvCacheManager::AllocPlan KvCacheManager::plan_allocation(PromptRef prompt, int32_t num_tokens,
+                                                          std::vector<BlockId>* hits) const {
+  AllocPlan plan;
+  plan.match = match_prefix(prompt, hits);
+  plan.slots = std::max(num_tokens, plan.match.num_cached_tokens);
+  plan.consumed = blocks_for_tokens(plan.slots) - plan.match.num_hit_blocks + plan.match.num_free_hit_blocks;
+  return plan;
+}
+
+AllocStatus KvCacheManager::status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const {
+  if (num_blocks_held > device_.num_blocks() - headroom.reserve_blocks) return AllocStatus::never;
+  return device_.num_free() - num_free_blocks_taken >= headroom.min_free_after ? AllocStatus::ok : AllocStatus::later;
+}
+
+AllocStatus KvCacheManager::allocation_status(PromptRef prompt, int32_t num_tokens, Headroom headroom) const {
+  const AllocPlan plan = plan_allocation(prompt, num_tokens, nullptr);
+  return status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed, headroom);
+}
+
+AllocResult KvCacheManager::try_allocate(SeqId seq, PromptRef prompt, int32_t num_tokens, Headroom headroom) {
+  check_allocation(seq, prompt, num_tokens);
+  scratch_hits_.clear();
+  const AllocPlan plan = plan_allocation(prompt, num_tokens, &scratch_hits_);
+  // The whole prompt must fit the tier some day, not only the first chunk asked for now.
+  const AllocStatus status = status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed,
+                                       headroom);
+  if (status != AllocStatus::ok) return {status, 0};
+  return {AllocStatus::ok, commit_allocation(seq, prompt, plan)};
+}
+
+int32_t KvCacheManager::allocate(SeqId seq, PromptRef prompt, int32_t num_tokens) {
+  check_allocation(seq, prompt, num_tokens);
+  scratch_hits_.clear();
+  const AllocPlan plan = plan_allocation(prompt, num_tokens, &scratch_hits_);
+  if (plan.consumed > device_.num_free()) {
+    throw KvCacheFullError("kv cache: allocate of " + seq_name(seq) + " needs " + std::to_string(plan.consumed) +
+                           " free device blocks, " + std::to_string(device_.num_free()) + " are free");
+  }
+  return commit_allocation(seq, prompt, plan);
+}
+
+int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan) {
+  // Counted; from here on nothing fails (short of memory exhaustion). scratch_hits_ holds the
+  // plan's hit blocks.
+  const PrefixMatch& match = plan.match;
+  const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
+  SequenceKv& state = add_sequence(seq);
+  state.salt = prompt.salt;
+  state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
+  for (const BlockId block : scratch_hits_) {
+    revive_device_block(block);
+    state.block_table.push_back(block);
+  }
+  const BlockHash parent = scratch_hits_.empty() ? kRootBlockHash : device_.meta(scratch_hits_.back()).hash;
+  state.tail_hasher.reset(parent, prompt.salt);
+  state.num_tokens = match.num_cached_tokens;
+  prefix_query_tokens_ += prompt_len;
+  prefix_hit_tokens_ += match.num_cached_tokens;
+
+  const bool logging = event_log_ != nullptr;
+  if (logging) {
+    scratch_fresh_.clear();
+    scratch_cached_.clear();
+  }
+  append_tokens(state,
+                prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
+                                      static_cast<size_t>(plan.slots - match.num_cached_tokens)),
+                prompt.block_hashes, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
+  if (logging) {
+    event_log_->allocate(seq, std::span(state.block_table).first(static_cast<size_t>(match.num_hit_blocks)),
+                         scratch_fresh_, scratch_cached_);
+  }
+  return match.num_cached_tokens;
+}
+
+// --- growth ------------------------------------------------------------------------------------
+
+int32_t KvCacheManager::num_blocks_to_append(SeqId seq, int32_t num_new_tokens) const {
+  if (num_new_tokens < 0) throw KvCacheError("kv cache: negative token count for " + seq_name(seq));
+  return num_blocks_to_append(sequence(seq), num_new_tokens);
+}
+
+int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const {
+  if (num_new_tokens == 0) return 0;
+  const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
+                             static_cast<int32_t>(state.block_table.size());
+  return new_blocks + (needs_copy_on_write(state) ? 1 : 0);
+}
+
+bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
+  // Only fork shares a partial block, and fork sets the hint: the common decode append reads no
+  // block metadata at all.
+  return state.last_block_maybe_shared && state.num_tokens % config_.block_size != 0 &&
+         state.tier == Tier::device && device_.meta(state.block_table.back()).ref_count > 1;
+}
+
+bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<BlockCopy>& copies,
+                                      int32_t keep_free_blocks, std::span<const BlockId>* table) {
+  SequenceKv& state = sequence(request.seq);
+  if (state.tier != Tier::device) {
+    throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", which is swapped out");
+  }
+  const int32_t needed = num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
+  if (device_.num_free() - needed < keep_free_blocks) return false;
+  append_counted(request.seq, state, request.tokens, request.block_hashes, copies);
+  if (table != nullptr) *table = state.block_table;
+  return true;
+}
+
+bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, std::vector<BlockCopy>& copies,
+                                      int32_t keep_free_blocks, std::span<const BlockId>* tables) {
+  if (requests.size() == 1) return try_append_slots(requests.front(), copies, keep_free_blocks, tables);  // the common case
+  // Two passes over the sequences, found once: count every block (a group's appends fit together
+  // or not at all), then append.
+  scratch_appending_.clear();
+  int32_t needed = 0;
+  for (const AppendRequest& request : requests) {
+    SequenceKv& state = sequence(request.seq);
+    if (state.tier != Tier::device) {
+      throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", which is swapped out");
+    }
+    if (std::find(scratch_appending_.begin(), scratch_appending_.end(), &state) != scratch_appending_.end()) {
+      throw KvCacheError("kv cache: " + seq_name(request.seq) + " appears twice in one append");
+    }
+    needed += num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
+    scratch_appending_.push_back(&state);
+  }
+  if (device_.num_free() - needed < keep_free_blocks) return false;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    append_counted(requests[i].seq, *scratch_appending_[i], requests[i].tokens, requests[i].block_hashes, copies);
+  }
+  if (tables != nullptr) {
+    for (size_t i = 0; i < requests.size(); ++i) tables[i] = scratch_appending_[i]->block_table;
+  }
+  return true;
+}
+
+std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const TokenId> tokens,
+                                                      std::span<const BlockHash> block_hashes) {
+  std::vector<BlockCopy> copies;
+  if (!try_append_slots(AppendRequest{.seq = seq, .tokens = tokens, .block_hashes = block_hashes}, copies)) {
+    throw KvCacheFullError("kv cache: append to " + seq_name(seq) + " needs " +
+                           std::to_string(num_blocks_to_append(seq, static_cast<int32_t>(tokens.size()))) +
+                           " free device blocks, " + std::to_string(device_.num_free()) + " are free");
+  }
+  if (copies.empty()) return std::nullopt;
+  return copies.front();
+}
+
+void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                    std::span<const BlockHash> known, std::vector<BlockCopy>& copies) {
+  if (tokens.empty()) return;
+  // The rare copy-on-write path lives in its own function, out of this hot one (one call per
+  // scheduled sequence and step).
+  if (needs_copy_on_write(state)) [[unlikely]] {
+    copies.push_back(copy_and_append(seq, state, tokens, known));
+    return;
+  }
+  state.last_block_maybe_shared = false;  // found exclusive
+  append_and_log(seq, state, tokens, known);
+}
+
+BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                          std::span<const BlockHash> known) {
+  // The shared partial block is copied before this sequence writes into it.
+  const int32_t fill = state.num_tokens % config_.block_size;
+  const BlockId src = state.block_table.back();
+  const BlockId dst = take_device_block();
+  device_slots_filled_ += fill;
+  release_device_block(src, fill);  // stays held by the other sharers
+  state.block_table.back() = dst;
+  const BlockCopy copy{src, dst};
+  if (event_log_) event_log_->copy_on_write(seq, copy);
+  state.last_block_maybe_shared = false;  // copied
+  append_and_log(seq, state, tokens, known);
+  return copy;
+}
+
+void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
+                                    std::span<const BlockHash> known) {
+  if (event_log_ == nullptr) [[likely]] {
+    append_tokens(state, tokens, known, nullptr, nullptr);
+    return;
+  }
+  scratch_fresh_.clear();
+  scratch_cached_.clear();
+  append_tokens(state, tokens, known, &scratch_fresh_, &scratch_cached_);
+  if (!scratch_fresh_.empty() || !scratch_cached_.empty()) event_log_->append(seq, scratch_fresh_, scratch_cached_);
+}
+
+void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
+                                   std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
+  const int32_t block_size = config_.block_size;
+  if (tokens.size() == 1 && (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
+    // A decode's token that does not fill its block (15 in 16): the common case, kept short.
+    if (state.num_tokens % block_size == 0) {
+      const BlockId block = take_device_block();
+      state.block_table.push_back(block);
+      if (fresh) fresh->push_back(block);
+    }
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
+    ++device_slots_filled_;
+    ++state.num_tokens;
+    if (config_.enable_prefix_caching) state.tail_hasher.add(tokens.front());
+    return;
+  }
+  // A block's worth of tokens at a time: the run up to the end of the current block.
+  size_t next = 0;
+  while (next < tokens.size()) {
+    const int32_t offset = state.num_tokens % block_size;
+    if (offset == 0) {
+      const BlockId block = take_device_block();
+      state.block_table.push_back(block);
+      if (fresh) fresh->push_back(block);
+    }
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1,
+                          "append into a block that is shared");
+    const size_t run = std::min(tokens.size() - next, static_cast<size_t>(block_size - offset));
+    const std::span<const TokenId> part = tokens.subspan(next, run);
+    next += run;
+    device_slots_filled_ += static_cast<int64_t>(run);
+    state.num_tokens += static_cast<int32_t>(run);
+    if (!config_.enable_prefix_caching) continue;
+    const bool fills = offset + static_cast<int32_t>(run) == block_size;
+    const size_t index = state.block_table.size() - 1;  // the block being filled
+    const bool known_hash = fills && index < known.size();
+    if (!known_hash || kCheckKnownHashes) {
+      for (const TokenId token : part) state.tail_hasher.add(token);
+    }
+    if (!fills) continue;
+    if (known_hash) {
+      PAGEDLLM_DEBUG_ASSERT(state.tail_hasher.finish() == known[index], "a given block hash does not match the block's tokens");
+      register_full_block(state, state.block_table.back(), known[index], cached);
+    } else {
+      PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == block_size, "hashing a block that is not full");
+      register_full_block(state, state.block_table.back(), state.tail_hasher.finish(), cached);
+    }
+  }
+}
+
+// --- forks and frees ---------------------------------------------------------------------------
+
+void KvCacheManager::fork(SeqId parent, SeqId child) {
+  if (parent == child) throw KvCacheError("kv cache: fork of " + seq_name(parent) + " onto itself");
+  const SequenceKv& source = sequence(parent);
+  if (contains(child)) {
+    throw KvCacheError("kv cache: fork into " + seq_name(child) + ", which already holds blocks");
+  }
+  SequenceKv& copy = add_sequence(child);  // slots live in a deque: `source` stays valid
+  copy.block_table = source.block_table;
+  copy.tail_hasher = source.tail_hasher;
+  copy.salt = source.salt;
+  copy.num_tokens = source.num_tokens;
+  copy.tier = source.tier;
+  copy.last_block_maybe_shared = true;
+  sequence(parent).last_block_maybe_shared = true;
+  BlockPool& tier_pool = pool(copy.tier);
+  for (const BlockId block : copy.block_table) tier_pool.acquire(block);
+  if (event_log_) event_log_->fork(parent, child);
+}
+
+void KvCacheManager::free(SeqId seq) {
+  const SequenceKv* found = find_sequence(seq);
+  if (found == nullptr) {
+    throw KvCacheError("kv cache: free of unknown " + seq_name(seq) + " (double free?)");
+  }
+  const SequenceKv& state = *found;
+  const std::vector<BlockId>& table = state.block_table;
+  // Release the tail first so that it reaches the free list first and is evicted first.
+  for (size_t i = table.size(); i-- > 0;) {
+    if (state.tier == Tier::device) {
+      release_device_block(table[i], block_fill(state, i));
+    } else {
+      host_.release(table[i]);
+    }
+  }
+  if (event_log_) event_log_->free(seq, state.tier, table);
+  remove_sequence(seq);
+}
+
+}  // namespace pagedllm::kv
