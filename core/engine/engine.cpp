@@ -136,7 +136,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
     PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
     seq.num_computed_tokens = scheduled.end;
   }
-  counters_.prompt_tokens += plan.num_prefill_tokens;
+  counters_.prompt_tokens_computed += plan.num_prefill_tokens;
   for (const sched::PreemptedGroup& preempted : plan.preempted) {
     ++(preempted.mode == sched::PreemptionMode::swap ? counters_.preemptions_swap : counters_.preemptions_recompute);
   }
@@ -157,7 +157,10 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
     if (group.last_sampled_step != plan.step) {
       group.last_sampled_step = plan.step;
       touched_groups_.push_back(&group);
-      if (group.times.first_token < 0) group.times.first_token = end_time;
+      if (group.times.first_token < 0) {
+        group.times.first_token = end_time;
+        counters_.prompt_tokens += static_cast<int64_t>(group.request.prompt_tokens.size());
+      }
       group.times.token_times.push_back(end_time);
     }
     if (group.is_beam_search()) {

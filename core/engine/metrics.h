@@ -30,7 +30,10 @@ struct StepMetrics {
 };
 
 struct EngineCounters {
-  int64_t prompt_tokens = 0;      // prompt tokens of finished or running requests, counted on admission
+  // Each request's whole prompt, once, when its first token is sampled: vLLM's
+  // prompt_tokens_total (prefix-cache hits included, recomputation not counted again).
+  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens_computed = 0;  // prefill work: recomputation included, prefix-cache hits not
   int64_t generation_tokens = 0;  // tokens sampled
   int64_t preemptions_recompute = 0;
   int64_t preemptions_swap = 0;

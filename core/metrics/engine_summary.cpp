@@ -15,7 +15,7 @@ EngineSummary summarize_engine(const engine::Engine& engine) {
   summary.prefix_query_tokens = kv.prefix_query_tokens;
   summary.prefix_hit_tokens = kv.prefix_hit_tokens;
   summary.prefix_hit_rate = kv.prefix_hit_rate();
-  summary.prompt_tokens_computed = counters.prompt_tokens;
+  summary.prompt_tokens_computed = counters.prompt_tokens_computed;
   summary.generation_tokens = counters.generation_tokens;
   summary.preemptions_recompute = counters.preemptions_recompute;
   summary.preemptions_swap = counters.preemptions_swap;

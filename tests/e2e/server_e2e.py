@@ -298,6 +298,19 @@ def protocol(server):
     status, body = server.request("GET", "/v1/models/gpt-5")
     check(status == 404 and json.loads(body)["error"]["code"] == "model_not_found", "GET /v1/models/gpt-5: 404")
 
+    # vLLM's prompt_tokens_total counts whole prompts, prefix-cache hits included; the computed
+    # count has its own name.
+    prompt = list(range(300, 380))  # 80 token ids: whole blocks the second request finds cached
+    before = server.metrics()
+    for _ in range(2):
+        server.post("/v1/completions", {"model": "tiny", "prompt": prompt, "max_tokens": 2, "temperature": 0})
+    after = server.metrics()
+    key = 'pagedllm:prompt_tokens_total{model_name="tiny"}'
+    computed = 'pagedllm:prompt_tokens_computed_total{model_name="tiny"}'
+    check(after[key] - before[key] == 160, f"prompt_tokens_total: +160 for two 80-token prompts ({after[key] - before[key]})")
+    check(after[computed] - before[computed] < 160,
+          f"prompt_tokens_computed_total: fewer, the second prompt hit the cache ({after[computed] - before[computed]})")
+
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     connection.request("OPTIONS", "/v1/chat/completions")
     response = connection.getresponse()

@@ -28,8 +28,14 @@ ServerMetrics::ServerMetrics(const std::string& model_name)
                                          "Prompt tokens looked up in the prefix cache.", {{"model_name", model_name}}, ""})),
       prefix_hits_(registry_.counter({"pagedllm:prefix_cache_hits_total", "Prompt tokens served from the prefix cache.",
                                       {{"model_name", model_name}}, ""})),
-      prompt_tokens_(registry_.counter({"pagedllm:prompt_tokens_total", "Prompt tokens admitted.",
+      prompt_tokens_(registry_.counter({"pagedllm:prompt_tokens_total",
+                                        "Prompt tokens of requests that produced a token (vLLM's meaning: whole "
+                                        "prompts, prefix-cache hits included).",
                                         {{"model_name", model_name}}, ""})),
+      prompt_tokens_computed_(registry_.counter({"pagedllm:prompt_tokens_computed_total",
+                                                 "Prompt tokens computed: recomputation after preemption included, "
+                                                 "prefix-cache hits not.",
+                                                 {{"model_name", model_name}}, ""})),
       generation_tokens_(registry_.counter({"pagedllm:generation_tokens_total", "Tokens generated.",
                                             {{"model_name", model_name}}, ""})),
       preemptions_(registry_.add_counter({"pagedllm:num_preemptions_total", "Preemptions, by mode.",
@@ -64,6 +70,8 @@ void ServerMetrics::on_step(const Snapshot& snapshot) {
   prefix_queries_.inc(static_cast<double>(snapshot.prefix_query_tokens - last_.prefix_query_tokens));
   prefix_hits_.inc(static_cast<double>(snapshot.prefix_hit_tokens - last_.prefix_hit_tokens));
   prompt_tokens_.inc(static_cast<double>(snapshot.counters.prompt_tokens - last_.counters.prompt_tokens));
+  prompt_tokens_computed_.inc(
+      static_cast<double>(snapshot.counters.prompt_tokens_computed - last_.counters.prompt_tokens_computed));
   generation_tokens_.inc(static_cast<double>(snapshot.counters.generation_tokens - last_.counters.generation_tokens));
   preemptions_.with("swap").inc(
       static_cast<double>(snapshot.counters.preemptions_swap - last_.counters.preemptions_swap));

@@ -31,6 +31,7 @@ class ServerMetrics final : public frontend::ServingObserver {
   Counter& prefix_queries_;
   Counter& prefix_hits_;
   Counter& prompt_tokens_;
+  Counter& prompt_tokens_computed_;
   Counter& generation_tokens_;
   CounterFamily& preemptions_;
   CounterFamily& finished_;
