@@ -11,7 +11,7 @@
 //      chunks in one step) and the fused small kernels; logits in fp32 only for sampled rows. Pure
 //      decode steps replay a CUDA graph captured for the next batch-size bucket (unless
 //      enforce_eager);
-//   4. sampling on the device (greedy, temperature, top-k, top-p with per-request Philox streams;
+//   4. sampling on the device (greedy, temperature, top-k, top-p with the host sampler's per-request streams;
 //      the sampled token's raw logprob): only token ids and logprobs come back. Rows that ask for
 //      what the device sampler does not do (penalties, min_p, logprobs lists, parallel sampling's
 //      first step, beam candidates) have their logits row copied back and go through core's host

@@ -3,10 +3,12 @@
 
 #include <cstdint>
 
+#include "core/common/host_device.h"
+
 namespace pagedllm {
 
 // The 64-bit finalizer of MurmurHash3: a bijection with full avalanche.
-constexpr uint64_t mix64(uint64_t x) {
+PAGEDLLM_HOST_DEVICE constexpr uint64_t mix64(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;

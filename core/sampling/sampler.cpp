@@ -269,17 +269,6 @@ uint64_t stream_seed(const sched::SamplingParams& params, sched::RequestId reque
   return mix64(static_cast<uint64_t>(request) ^ 0x5851f42d4c957f2dULL);
 }
 
-double uniform_draw(uint64_t seed, int32_t stream_index, int32_t position) {
-  // Each step is a bijection of the previous value for a fixed argument, so distinct streams (and
-  // distinct positions of one stream) never share a value.
-  uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ULL);
-  h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(stream_index)) * 0xbf58476d1ce4e5b9ULL +
-                 0x94d049bb133111ebULL));
-  h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(position)) * 0xd6e8feb86659fd93ULL +
-                 0x632be59bd9b4e019ULL));
-  return static_cast<double>(h >> 11) * 0x1.0p-53;
-}
-
 SamplerOutput Sampler::sample(const SamplerInput& input) {
   validate(input);
   const sched::SamplingParams& params = *input.params;

@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/sampling/uniform_draw.h"
 #include "core/sched/request.h"
 #include "core/sched/sampling_params.h"
 #include "core/sched/step_plan.h"
@@ -112,9 +113,6 @@ struct SamplerOutput {
 // The stream seed of a request: params.seed when set, else a fixed mix of the request id (so
 // unseeded requests are reproducible too).
 uint64_t stream_seed(const sched::SamplingParams& params, sched::RequestId request);
-
-// The uniform number in [0, 1) of (seed, stream, position): 53 random bits of a mix64 chain.
-double uniform_draw(uint64_t seed, int32_t stream_index, int32_t position);
 
 namespace detail {
 struct RankedValue {

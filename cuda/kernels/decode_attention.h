@@ -25,8 +25,8 @@ namespace pagedllm::cuda {
 // Tokens per split-KV partition by default, and the most one thread block handles.
 inline constexpr int32_t kDecodePartitionTokens = 512;
 inline constexpr int32_t kMinDecodePartitionTokens = 64;
-// The largest block size the kernel takes (block sizes are powers of two from 8): 2048 is the
-// "unpaged" end of the vLLM paper's block-size comparison.
+// The largest block size the kernel takes (block sizes are powers of two from 8): 4096, past the
+// 2048 of the "unpaged" end of the vLLM paper's block-size comparison.
 inline constexpr int32_t kMaxDecodeBlockSize = 4096;
 
 // Views only. Pointers are device pointers unless said otherwise.

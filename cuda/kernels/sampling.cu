@@ -1,7 +1,6 @@
 #include "cuda/kernels/sampling.h"
 
-#include <curand_kernel.h>
-
+#include "core/sampling/uniform_draw.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/block_reduce.cuh"
 
@@ -168,8 +167,12 @@ sample_kernel(TopKTopPParams p) {
     threshold = radix_threshold(w, vocab, threshold, false, target, hist, &shared_prefix, &shared_above);
   }
 
-  // The draw: u in (0, 1] scales the kept mass; the first token (in id order) whose cumulative
-  // mass reaches it wins (a block-wide prefix sum per chunk of kSampleThreads tokens). Tokens with zero mass can never be first to reach it.
+  // The draw, as the host sampler draws: u in [0, 1) scales the kept mass, and the first token in
+  // rank order (weight descending, ties by lower id) whose cumulative mass reaches it wins. A
+  // third radix descent finds the weight t of that token (the mass of weights above t falls
+  // short of the target, with t's it reaches it); then the tokens of weight t, in id order
+  // (a block-wide prefix sum per chunk of kSampleThreads tokens), settle the tie. Tokens with zero
+  // mass can never be first to reach it.
   __syncthreads();
   if (threadIdx.x == 0) {
     shared_total = 0;
@@ -184,23 +187,20 @@ sample_kernel(TopKTopPParams p) {
   atomicAdd(&shared_total, local);
   __syncthreads();
   const unsigned long long total = shared_total;
-  curandStatePhilox4_32_10_t state;
-  const unsigned long long subsequence =
-      (static_cast<unsigned long long>(static_cast<uint32_t>(p.streams[row_index])) << 32) |
-      static_cast<uint32_t>(p.positions[row_index]);
-  curand_init(p.seeds[row_index], subsequence, 0, &state);
-  const double u = curand_uniform_double(&state);  // every thread draws the same number
+  // The host sampler's draw (core/sampling/uniform_draw.h); every thread computes the same number.
+  const double u = sampling::uniform_draw(p.seeds[row_index], p.streams[row_index], p.positions[row_index]);
   unsigned long long target = static_cast<unsigned long long>(ceil(u * static_cast<double>(total)));
   if (target < 1) target = 1;
   if (target > total) target = total;
+  const uint32_t drawn_key = radix_threshold(w, vocab, threshold, false, target, hist, &shared_prefix, &shared_above);
+  unsigned long long running = shared_above;  // the mass of the weights above drawn_key
 
-  unsigned long long running = 0;
   for (int base = 0; base < vocab; base += kSampleThreads) {
     const int i = base + static_cast<int>(threadIdx.x);
     unsigned long long mass = 0;
     if (i < vocab) {
       const uint32_t key = w.key(i);
-      if (key >= threshold) mass = RowWeights::mass(key);
+      if (key == drawn_key) mass = RowWeights::mass(key);
     }
     unsigned long long chunk_total = 0;
     const unsigned long long inclusive = block_inclusive_sum(mass, warp_sums, chunk_total);
@@ -241,8 +241,9 @@ void validate(const TopKTopPParams& p) {
 void sample_top_k_top_p(const TopKTopPParams& p, cudaStream_t stream) {
   validate(p);
   if (p.num_rows == 0) return;
-  // Moves: each row's logits (vocab_size * 4 bytes) read about 11 times (argmax, 4 radix passes
-  // per filter, mass, draw); L2-resident for one row at a time. Latency-bound, not tuned.
+  // Moves: each row's logits (vocab_size * 4 bytes) read about 15 times (argmax, 4 radix passes
+  // per filter and 4 for the draw, mass, the tie scan); L2-resident for one row at a time.
+  // Latency-bound, not tuned.
   sample_kernel<<<static_cast<unsigned>(p.num_rows), kSampleThreads, 0, stream>>>(p);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }

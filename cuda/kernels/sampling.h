@@ -3,9 +3,11 @@
 //   - sample_top_k_top_p: temperature, then top-k, then top-p (nucleus), then one draw, per row
 //     with its own parameters and random stream. Rows with temperature < kGreedyTemperatureCuda
 //     take the argmax.
-// Randomness: Philox4x32-10 (curand) keyed by the row's seed, subsequence (stream << 32 | position):
-// a pure function of (seed, stream, position), independent of the batch. Not bit-identical to
-// the host sampler's mix64 draws (different generators); greedy is identical.
+// Randomness: the host sampler's counter-based draw (core/sampling/uniform_draw.h), a pure
+// function of (seed, stream, position), independent of the batch, and its inverse CDF in rank
+// order: a request draws the same tokens when it moves between this sampler and the host one.
+// The masses are integers here and doubles on the host, so a draw within rounding of a boundary
+// between two tokens may pick either; greedy is identical.
 // Penalties and min_p are not applied here (see docs/CUDA_KERNELS.md).
 #pragma once
 

@@ -232,4 +232,31 @@ BOOST_AUTO_TEST_CASE(draws_stay_in_the_top_k_top_p_set_with_sane_frequencies) {
   BOOST_TEST((first != other), "different seeds gave identical draws for 256 rows");
 }
 
+// The device draws the host sampler's random stream: for the same (seed, stream, position) the two
+// samplers pick the same token, but for a draw within rounding of a token boundary (integer masses
+// on the device, double on the host). Before they shared the draw, they agreed about as often as
+// two independent draws do (the sum of the squared probabilities, ~0.2 here).
+BOOST_AUTO_TEST_CASE(the_device_draws_the_host_samplers_stream) {
+  if (skip_without_gpu()) return;
+  const std::vector<float> logits = {1.0f, 0.5f, 0.0f, -0.5f, 1.5f, 0.25f, -1.0f, 0.75f};
+  const Filter f{1.0f, 0, 1.0f};
+  constexpr int32_t kRows = 400;
+  constexpr uint64_t kSeed = 4242;
+  const std::vector<int32_t> device = sample_rows(logits, f, kRows, kSeed, false);
+  pagedllm::sched::SamplingParams params;
+  params.temperature = 1.0f;
+  pagedllm::sampling::Sampler host;
+  int32_t same = 0;
+  for (int32_t position = 0; position < kRows; ++position) {
+    pagedllm::sampling::SamplerInput input;
+    input.logits = logits;
+    input.params = &params;
+    input.seed = kSeed;
+    input.position = position;
+    const pagedllm::sampling::SamplerOutput out = host.sample(input);
+    same += out.samples.front().token == device[static_cast<std::size_t>(position)] ? 1 : 0;
+  }
+  BOOST_TEST(same >= kRows - 2, same << " of " << kRows << " draws agree");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,7 +11,7 @@
 // (a read of a value another thread writes in the same interval) changes the results under another
 // order, so running the tests under all three is a CPU stand-in for racecheck; races that cannot
 // change a result at this granularity (within a warp, between barriers) stay for racecheck on a
-// GPU. curand is replaced by a splitmix stub (sampling logic only), and float math is the host's.
+// GPU. Float math is the host's.
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -217,18 +217,6 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
   const auto old = *p;
   *p += v;
   return old;
-}
-struct curandStatePhilox4_32_10_t {
-  unsigned long long s;
-};
-inline void curand_init(unsigned long long seed, unsigned long long subsequence, unsigned long long, curandStatePhilox4_32_10_t* st) {
-  unsigned long long z = seed * 0x9e3779b97f4a7c15ULL ^ (subsequence + 0x632be59bd9b4e019ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  st->s = z ^ (z >> 31);
-}
-inline double curand_uniform_double(curandStatePhilox4_32_10_t* st) {
-  return (static_cast<double>(st->s >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
 }
 
 // Host "device" memory. EMU_MALLOC_SLACK bytes past each allocation tolerate a stray read past the

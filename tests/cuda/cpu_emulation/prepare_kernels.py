@@ -1,12 +1,10 @@
 # Rewrites a .cu file of cuda/kernels/ for the CPU emulation (emu.h): kernel launches
-# `kernel<<<grid, block, smem, stream>>>(args)` become `emu::launch(kernel, emu::Config{...})(args)`,
-# and curand's header is dropped (emu.h stubs the two functions the sampler uses).
+# `kernel<<<grid, block, smem, stream>>>(args)` become `emu::launch(kernel, emu::Config{...})(args)`.
 import re
 import sys
 
 src, dst = sys.argv[1], sys.argv[2]
 text = open(src).read()
-text = text.replace('#include <curand_kernel.h>\n', '')
 launch = re.compile(r'([\w:]+(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?)<<<(.*?)>>>\(', flags=re.S)
 text = launch.sub(lambda m: 'emu::launch(%s, emu::Config{%s})(' % (m.group(1), m.group(2)), text)
 open(dst, 'w').write('#include "emu.h"\n' + text)
