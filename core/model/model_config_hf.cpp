@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/common/json_value.h"
 #include "core/model/model_config.h"
 #include "core/model/model_errors.h"
 
@@ -11,89 +12,28 @@ namespace {
 
 using nlohmann::json;
 
-// Reads typed fields of one JSON object, naming the file and the field in every error.
-class FieldReader {
- public:
-  FieldReader(const json& object, const std::string& file) : object_(object), file_(file) {}
+// A token id, or a list of them (eos_token_id may be either).
+std::vector<std::int32_t> token_ids(const JsonValue& value) {
+  if (!value.json().is_array()) return {value.token_id()};
+  std::vector<std::int32_t> ids;
+  for (std::size_t i = 0; i < value.size(); ++i) ids.push_back(value.at(i).token_id());
+  return ids;
+}
 
-  const json* find(const char* name) const {
-    const auto found = object_.find(name);
-    return found == object_.end() || found->is_null() ? nullptr : &*found;
-  }
+std::optional<std::int64_t> find_int(const JsonValue& object, std::string_view key) {
+  const std::optional<JsonValue> value = object.find(key);
+  return value ? std::optional<std::int64_t>(value->integer()) : std::nullopt;
+}
 
-  std::optional<std::int64_t> find_int(const char* name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_number_integer()) throw wrong_type(name, "an integer", *value);
-    return value->get<std::int64_t>();
-  }
+std::optional<double> find_number(const JsonValue& object, std::string_view key) {
+  const std::optional<JsonValue> value = object.find(key);
+  return value ? std::optional<double>(value->number()) : std::nullopt;
+}
 
-  std::int64_t get_int(const char* name) const {
-    if (const auto value = find_int(name)) return *value;
-    throw missing(name);
-  }
-
-  std::optional<double> find_number(const char* name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_number()) throw wrong_type(name, "a number", *value);
-    return value->get<double>();
-  }
-
-  std::optional<bool> find_bool(const char* name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_boolean()) throw wrong_type(name, "true or false", *value);
-    return value->get<bool>();
-  }
-
-  std::optional<std::string> find_string(const char* name) const {
-    const json* value = find(name);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_string()) throw wrong_type(name, "a string", *value);
-    return value->get<std::string>();
-  }
-
-  // A token id, or a list of them (eos_token_id may be either).
-  std::vector<std::int32_t> find_token_ids(const char* name) const {
-    const json* value = find(name);
-    if (value == nullptr) return {};
-    std::vector<std::int32_t> ids;
-    const auto add = [&](const json& item) {
-      if (!item.is_number_integer() || item.get<std::int64_t>() < 0 ||
-          item.get<std::int64_t>() > INT32_MAX) {
-        throw wrong_type(name, "a token id or a list of token ids", *value);
-      }
-      ids.push_back(item.get<std::int32_t>());
-    };
-    if (value->is_array()) {
-      for (const json& item : *value) add(item);
-    } else {
-      add(*value);
-    }
-    return ids;
-  }
-
-  ModelFormatError missing(const char* name) const {
-    return ModelFormatError(file_, subject(name), "missing (required)");
-  }
-  ModelFormatError wrong_type(const char* name, const char* expected, const json& found) const {
-    return ModelFormatError(file_, subject(name),
-                            std::string("expected ") + expected + ", found " + found.dump());
-  }
-  ModelFormatError invalid(const char* name, const std::string& problem) const {
-    return ModelFormatError(file_, subject(name), problem);
-  }
-
-  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
-
- private:
-  std::string subject(const char* name) const { return "field '" + prefix_ + name + "'"; }
-
-  const json& object_;
-  const std::string& file_;
-  std::string prefix_;  // "rope_scaling." inside the nested object
-};
+std::optional<std::string> find_string(const JsonValue& object, std::string_view key) {
+  const std::optional<JsonValue> value = object.find(key);
+  return value ? std::optional<std::string>(value->string()) : std::nullopt;
+}
 
 struct ArchitectureName {
   const char* hf_class;
@@ -102,43 +42,37 @@ struct ArchitectureName {
 constexpr ArchitectureName kArchitectures[] = {
     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"}};
 
-std::string read_architecture(const FieldReader& fields) {
-  if (const json* list = fields.find("architectures")) {
-    if (!list->is_array() || list->empty() || !(*list)[0].is_string()) {
-      throw fields.wrong_type("architectures", "a list of class names", *list);
+std::string read_architecture(const JsonValue& config) {
+  if (const std::optional<JsonValue> list = config.find("architectures")) {
+    if (!list->json().is_array() || list->json().empty() || !list->json()[0].is_string()) {
+      list->fail_type("a list of class names");
     }
-    const std::string name = (*list)[0].get<std::string>();
+    const std::string& name = list->at(0).string();
     for (const ArchitectureName& known : kArchitectures) {
       if (name == known.hf_class) return known.model_type;
     }
-    throw fields.invalid("architectures", "unsupported architecture '" + name +
-                                              "' (supported: " + kSupportedArchitectures + ")");
+    list->fail("unsupported architecture '" + name + "' (supported: " + kSupportedArchitectures + ")");
   }
-  if (const auto type = fields.find_string("model_type")) {
+  if (const std::optional<std::string> type = find_string(config, "model_type")) {
     for (const ArchitectureName& known : kArchitectures) {
       if (*type == known.model_type) return known.model_type;
     }
-    throw fields.invalid("model_type", "unsupported architecture '" + *type +
-                                           "' (supported: llama, mistral, qwen2)");
+    config.at("model_type").fail("unsupported architecture '" + *type + "' (supported: llama, mistral, qwen2)");
   }
-  throw fields.invalid("architectures", "missing, and no 'model_type' either (supported: " +
-                                            std::string(kSupportedArchitectures) + ")");
+  throw JsonError("architectures",
+                  "missing, and no 'model_type' either (supported: " + std::string(kSupportedArchitectures) + ")");
 }
 
 // `key`: "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5, which also holds
 // rope_theta and says rope_type "default" when there is no scaling).
-RopeScaling read_rope_scaling(const json& config, const std::string& file, const std::string& key) {
-  const auto found = config.find(key);
-  if (found == config.end() || found->is_null()) return {};
-  if (!found->is_object()) {
-    throw ModelFormatError(file, "field '" + key + "'", "expected an object, found " + found->dump());
-  }
-  FieldReader fields(*found, file);
-  fields.set_prefix(key + ".");
+RopeScaling read_rope_scaling(const JsonValue& config, std::string_view key) {
+  const std::optional<JsonValue> fields = config.find(key);
+  if (!fields) return {};
+  fields->expect_object();
   // transformers accepts the legacy key "type" as well as "rope_type".
-  std::optional<std::string> type = fields.find_string("rope_type");
-  if (!type) type = fields.find_string("type");
-  if (!type) throw fields.missing("rope_type");
+  std::optional<std::string> type = find_string(*fields, "rope_type");
+  if (!type) type = find_string(*fields, "type");
+  if (!type) fields->at("rope_type");  // fails: missing (required)
   RopeScaling scaling;
   if (*type == "default") return scaling;
   if (*type == "linear") {
@@ -146,89 +80,82 @@ RopeScaling read_rope_scaling(const json& config, const std::string& file, const
   } else if (*type == "llama3") {
     scaling.kind = RopeScaling::Kind::llama3;
   } else {
-    throw fields.invalid("rope_type", "unsupported rope scaling '" + *type +
-                                          "' (supported: default, linear, llama3)");
+    throw JsonError(fields->path() + ".rope_type",
+                    "unsupported rope scaling '" + *type + "' (supported: default, linear, llama3)");
   }
-  const auto factor = fields.find_number("factor");
-  if (!factor) throw fields.missing("factor");
-  scaling.factor = *factor;
+  scaling.factor = fields->at("factor").number();
   if (scaling.kind == RopeScaling::Kind::llama3) {
     // transformers requires all four for llama3.
-    const auto low = fields.find_number("low_freq_factor");
-    const auto high = fields.find_number("high_freq_factor");
-    if (!low) throw fields.missing("low_freq_factor");
-    if (!high) throw fields.missing("high_freq_factor");
-    scaling.low_freq_factor = *low;
-    scaling.high_freq_factor = *high;
-    scaling.original_max_position_embeddings = fields.get_int("original_max_position_embeddings");
+    scaling.low_freq_factor = fields->at("low_freq_factor").number();
+    scaling.high_freq_factor = fields->at("high_freq_factor").number();
+    scaling.original_max_position_embeddings = fields->at("original_max_position_embeddings").integer();
   }
   return scaling;
 }
 
-}  // namespace
-
-ModelConfig parse_hf_config(const json& config_json, const std::string& file) {
-  if (!config_json.is_object()) {
-    throw ModelFormatError(file, "", "expected a JSON object, found " +
-                                         std::string(config_json.type_name()));
-  }
-  const FieldReader fields(config_json, file);
+ModelConfig read_config(const JsonValue& fields) {
+  fields.expect_object();
   ModelConfig config;
   config.architecture = read_architecture(fields);
-  config.hidden_size = fields.get_int("hidden_size");
-  config.num_layers = fields.get_int("num_hidden_layers");
-  config.num_heads = fields.get_int("num_attention_heads");
-  config.num_kv_heads = fields.find_int("num_key_value_heads").value_or(config.num_heads);
-  config.intermediate_size = fields.get_int("intermediate_size");
-  config.vocab_size = fields.get_int("vocab_size");
-  config.max_position_embeddings = fields.get_int("max_position_embeddings");
-  if (const auto head_dim = fields.find_int("head_dim")) {
+  config.hidden_size = fields.at("hidden_size").integer();
+  config.num_layers = fields.at("num_hidden_layers").integer();
+  config.num_heads = fields.at("num_attention_heads").integer();
+  config.num_kv_heads = find_int(fields, "num_key_value_heads").value_or(config.num_heads);
+  config.intermediate_size = fields.at("intermediate_size").integer();
+  config.vocab_size = fields.at("vocab_size").integer();
+  config.max_position_embeddings = fields.at("max_position_embeddings").integer();
+  if (const auto head_dim = find_int(fields, "head_dim")) {
     config.head_dim = *head_dim;
   } else {
     if (config.num_heads <= 0 || config.hidden_size % config.num_heads != 0) {
-      throw fields.invalid("num_attention_heads",
-                           std::to_string(config.num_heads) + " does not divide hidden_size " +
-                               std::to_string(config.hidden_size) + " (and no head_dim is given)");
+      fields.at("num_attention_heads").fail(std::to_string(config.num_heads) + " does not divide hidden_size " +
+                                            std::to_string(config.hidden_size) + " (and no head_dim is given)");
     }
     config.head_dim = config.hidden_size / config.num_heads;
   }
   // transformers 5 writes rope_theta and the scaling inside "rope_parameters" only; older files
   // have top-level "rope_theta" and "rope_scaling". The nested form wins where both exist.
-  config.rope_theta = fields.find_number("rope_theta").value_or(10000.0);
-  if (const json* parameters = fields.find("rope_parameters"); parameters != nullptr && !parameters->is_null()) {
-    if (!parameters->is_object()) throw fields.wrong_type("rope_parameters", "an object", *parameters);
-    FieldReader nested(*parameters, file);
-    nested.set_prefix("rope_parameters.");
-    if (const auto theta = nested.find_number("rope_theta")) config.rope_theta = *theta;
-    config.rope_scaling = read_rope_scaling(config_json, file, "rope_parameters");
+  config.rope_theta = find_number(fields, "rope_theta").value_or(10000.0);
+  if (const std::optional<JsonValue> parameters = fields.find("rope_parameters")) {
+    parameters->expect_object();
+    if (const auto theta = find_number(*parameters, "rope_theta")) config.rope_theta = *theta;
+    config.rope_scaling = read_rope_scaling(fields, "rope_parameters");
   } else {
-    config.rope_scaling = read_rope_scaling(config_json, file, "rope_scaling");
+    config.rope_scaling = read_rope_scaling(fields, "rope_scaling");
   }
-  config.rms_norm_eps = fields.find_number("rms_norm_eps").value_or(1e-6);
-  config.tie_word_embeddings = fields.find_bool("tie_word_embeddings").value_or(false);
-  if (const auto act = fields.find_string("hidden_act"); act && *act != "silu") {
-    throw fields.invalid("hidden_act", "unsupported activation '" + *act + "' (supported: silu)");
+  config.rms_norm_eps = find_number(fields, "rms_norm_eps").value_or(1e-6);
+  config.tie_word_embeddings = fields.flag("tie_word_embeddings", false);
+  if (const auto act = find_string(fields, "hidden_act"); act && *act != "silu") {
+    fields.at("hidden_act").fail("unsupported activation '" + *act + "' (supported: silu)");
   }
-  if (fields.find_bool("mlp_bias").value_or(false)) {
-    throw fields.invalid("mlp_bias", "MLP biases are not supported");
-  }
+  if (fields.flag("mlp_bias", false)) fields.at("mlp_bias").fail("MLP biases are not supported");
   if (config.architecture == "qwen2") {
     config.attention_bias = true;  // Qwen2 always has q/k/v biases (and no o_proj bias)
-    if (fields.find_bool("use_sliding_window").value_or(false)) {
-      config.sliding_window = fields.find_int("sliding_window");
-    }
+    if (fields.flag("use_sliding_window", false)) config.sliding_window = find_int(fields, "sliding_window");
   } else {
     // Llama's attention_bias adds an o_proj bias too, which the Llama-family forward lacks.
-    if (fields.find_bool("attention_bias").value_or(false)) {
-      throw fields.invalid("attention_bias", "attention biases are not supported for " +
-                                                 config.architecture);
+    if (fields.flag("attention_bias", false)) {
+      fields.at("attention_bias").fail("attention biases are not supported for " + config.architecture);
     }
-    if (config.architecture == "mistral") config.sliding_window = fields.find_int("sliding_window");
+    if (config.architecture == "mistral") config.sliding_window = find_int(fields, "sliding_window");
   }
-  if (const auto bos = fields.find_token_ids("bos_token_id"); !bos.empty()) {
-    config.bos_token_id = bos.front();
+  if (const std::optional<JsonValue> bos = fields.find("bos_token_id")) {
+    const std::vector<std::int32_t> ids = token_ids(*bos);
+    if (!ids.empty()) config.bos_token_id = ids.front();
   }
-  config.eos_token_ids = fields.find_token_ids("eos_token_id");
+  if (const std::optional<JsonValue> eos = fields.find("eos_token_id")) config.eos_token_ids = token_ids(*eos);
+  return config;
+}
+
+}  // namespace
+
+ModelConfig parse_hf_config(const json& config_json, const std::string& file) {
+  ModelConfig config;
+  try {
+    config = read_config(JsonValue(config_json));
+  } catch (const JsonError& error) {
+    throw ModelFormatError(file, error.path().empty() ? "" : "field '" + error.path() + "'", error.problem());
+  }
   validate(config, file);
   return config;
 }

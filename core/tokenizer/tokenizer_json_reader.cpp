@@ -2,14 +2,14 @@
 #include <stdexcept>
 
 #include "core/model/model_errors.h"
-#include "core/tokenizer/json_field.h"
+#include "core/common/json_value.h"
 #include "core/tokenizer/regex.h"
 #include "core/tokenizer/tokenizer_json.h"
 
 namespace pagedllm::tokenizer {
 namespace {
 
-[[noreturn]] void unsupported(const JsonField& type, const std::string& name) {
+[[noreturn]] void unsupported(const JsonValue& type, const std::string& name) {
   type.fail("unsupported '" + name + "'");
 }
 
@@ -21,14 +21,14 @@ nlohmann::json parse_document(std::string_view text, const std::string& source) 
   }
 }
 
-std::vector<AddedTokenSpec> read_added_tokens(const JsonField& root) {
+std::vector<AddedTokenSpec> read_added_tokens(const JsonValue& root) {
   std::vector<AddedTokenSpec> tokens;
   const auto list = root.find("added_tokens");
   if (!list) return tokens;
   for (std::size_t i = 0; i < list->size(); ++i) {
-    const JsonField entry = list->at(i);
+    const JsonValue entry = list->at(i);
     AddedTokenSpec token;
-    const JsonField id = entry.at("id");
+    const JsonValue id = entry.at("id");
     const std::int64_t value = id.integer();
     if (value < 0 || value > INT32_MAX) id.fail("id " + std::to_string(value) + " out of range");
     token.id = static_cast<TokenId>(value);
@@ -44,21 +44,21 @@ std::vector<AddedTokenSpec> read_added_tokens(const JsonField& root) {
 }
 
 // Only NFC (alone or in Sequences) is supported.
-void read_normalizer(const JsonField& normalizer, bool& nfc) {
+void read_normalizer(const JsonValue& normalizer, bool& nfc) {
   normalizer.expect_object();
-  const JsonField type = normalizer.at("type");
+  const JsonValue type = normalizer.at("type");
   const std::string name = type.string();
   if (name == "NFC") {
     nfc = true;
   } else if (name == "Sequence") {
-    const JsonField list = normalizer.at("normalizers");
+    const JsonValue list = normalizer.at("normalizers");
     for (std::size_t i = 0; i < list.size(); ++i) read_normalizer(list.at(i), nfc);
   } else {
     unsupported(type, name);
   }
 }
 
-SplitBehavior read_behavior(const JsonField& field) {
+SplitBehavior read_behavior(const JsonValue& field) {
   const std::string name = field.string();
   if (name == "Isolated") return SplitBehavior::isolated;
   if (name == "Removed") return SplitBehavior::removed;
@@ -68,7 +68,7 @@ SplitBehavior read_behavior(const JsonField& field) {
   unsupported(field, name);
 }
 
-void check_pattern(const JsonField& field, const std::string& pattern, Regex::Syntax syntax) {
+void check_pattern(const JsonValue& field, const std::string& pattern, Regex::Syntax syntax) {
   try {
     Regex compiled(pattern, syntax);
   } catch (const std::invalid_argument& error) {
@@ -76,16 +76,16 @@ void check_pattern(const JsonField& field, const std::string& pattern, Regex::Sy
   }
 }
 
-void read_pre_tokenizer(const JsonField& pre, std::vector<PreTokenizerStep>& steps) {
+void read_pre_tokenizer(const JsonValue& pre, std::vector<PreTokenizerStep>& steps) {
   pre.expect_object();
-  const JsonField type = pre.at("type");
+  const JsonValue type = pre.at("type");
   const std::string name = type.string();
   if (name == "Sequence") {
-    const JsonField list = pre.at("pretokenizers");
+    const JsonValue list = pre.at("pretokenizers");
     for (std::size_t i = 0; i < list.size(); ++i) read_pre_tokenizer(list.at(i), steps);
   } else if (name == "Split") {
     SplitStep split;
-    const JsonField pattern = pre.at("pattern");
+    const JsonValue pattern = pre.at("pattern");
     pattern.expect_object();
     if (const auto regex = pattern.find("Regex")) {
       split.pattern = regex->string();
@@ -110,7 +110,7 @@ void read_pre_tokenizer(const JsonField& pre, std::vector<PreTokenizerStep>& ste
   }
 }
 
-std::vector<PreTokenizerStep> read_pre_tokenizer_root(const JsonField& root) {
+std::vector<PreTokenizerStep> read_pre_tokenizer_root(const JsonValue& root) {
   const auto pre = root.find("pre_tokenizer");
   if (!pre) root.at("pre_tokenizer").fail("missing or null: pagedllm needs a ByteLevel pre-tokenizer");
   std::vector<PreTokenizerStep> steps;
@@ -125,21 +125,21 @@ std::vector<PreTokenizerStep> read_pre_tokenizer_root(const JsonField& root) {
   return steps;
 }
 
-void expect_empty_or_null(const JsonField& model, std::string_view key, std::string_view why) {
+void expect_empty_or_null(const JsonValue& model, std::string_view key, std::string_view why) {
   const auto field = model.find(key);
   if (!field) return;
-  if (field->value().is_string() && field->value().get<std::string>().empty()) return;
-  field->fail("unsupported " + field->value().dump() + " (" + std::string(why) + ")");
+  if (field->json().is_string() && field->json().get<std::string>().empty()) return;
+  field->fail("unsupported " + field->json().dump() + " (" + std::string(why) + ")");
 }
 
-BpeSpec read_model(const JsonField& root) {
-  const JsonField model = root.at("model");
+BpeSpec read_model(const JsonValue& root) {
+  const JsonValue model = root.at("model");
   model.expect_object();
   if (const auto type = model.find("type"); type && type->string() != "BPE") unsupported(*type, type->string());
   expect_empty_or_null(model, "continuing_subword_prefix", "byte-level BPE has no subword prefix");
   expect_empty_or_null(model, "end_of_word_suffix", "byte-level BPE has no word suffix");
-  if (const auto dropout = model.find("dropout"); dropout && dropout->value() != 0.0) {
-    dropout->fail("unsupported " + dropout->value().dump() + " (dropout is for training)");
+  if (const auto dropout = model.find("dropout"); dropout && dropout->json() != 0.0) {
+    dropout->fail("unsupported " + dropout->json().dump() + " (dropout is for training)");
   }
   if (model.flag("byte_fallback", false)) {
     model.at("byte_fallback").fail("unsupported true (byte-level BPE needs no byte fallback)");
@@ -150,13 +150,13 @@ BpeSpec read_model(const JsonField& root) {
   if (const auto unk = model.find("unk_token")) bpe.unk_token = unk->string();
 
   // The vocabulary is an object token -> id; the ids must be 0..N-1, each once.
-  const JsonField vocab = model.at("vocab");
+  const JsonValue vocab = model.at("vocab");
   vocab.expect_object();
-  const std::size_t num_tokens = vocab.value().size();
+  const std::size_t num_tokens = vocab.json().size();
   bpe.vocab.resize(num_tokens);
   std::vector<bool> seen(num_tokens, false);
-  for (const auto& [token, id_value] : vocab.value().items()) {
-    const JsonField id = vocab.derived(id_value, vocab.path() + "[\"" + token + "\"]");
+  for (const auto& [token, id_value] : vocab.json().items()) {
+    const JsonValue id = vocab.derived(id_value, vocab.path() + "[\"" + token + "\"]");
     const std::int64_t value = id.integer();
     if (value < 0 || static_cast<std::uint64_t>(value) >= num_tokens) {
       id.fail("id " + std::to_string(value) + " outside 0.." + std::to_string(num_tokens - 1) +
@@ -168,12 +168,12 @@ BpeSpec read_model(const JsonField& root) {
   }
 
   // Merges: "left right" strings (older files) or [left, right] pairs.
-  const JsonField merges = model.at("merges");
+  const JsonValue merges = model.at("merges");
   const std::size_t num_merges = merges.size();
   bpe.merges.reserve(num_merges);
   for (std::size_t i = 0; i < num_merges; ++i) {
-    const JsonField merge = merges.at(i);
-    if (merge.value().is_string()) {
+    const JsonValue merge = merges.at(i);
+    if (merge.json().is_string()) {
       const std::string line = merge.string();
       const std::size_t space = line.find(' ');
       if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
@@ -181,19 +181,19 @@ BpeSpec read_model(const JsonField& root) {
       }
       bpe.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
     } else {
-      if (!merge.value().is_array() || merge.size() != 2) merge.fail("expected \"left right\" or [left, right]");
+      if (!merge.json().is_array() || merge.size() != 2) merge.fail("expected \"left right\" or [left, right]");
       bpe.merges.emplace_back(merge.at(std::size_t{0}).string(), merge.at(std::size_t{1}).string());
     }
   }
   return bpe;
 }
 
-std::vector<TemplateItem> read_template(const JsonField& list) {
+std::vector<TemplateItem> read_template(const JsonValue& list) {
   std::vector<TemplateItem> items;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const JsonField entry = list.at(i);
+    const JsonValue entry = list.at(i);
     TemplateItem item;
-    std::optional<JsonField> body = entry.find("SpecialToken");
+    std::optional<JsonValue> body = entry.find("SpecialToken");
     if (body) {
       item.is_sequence = false;
     } else if ((body = entry.find("Sequence"))) {
@@ -210,17 +210,17 @@ std::vector<TemplateItem> read_template(const JsonField& list) {
   return items;
 }
 
-TemplateStep read_template_processing(const JsonField& processor) {
+TemplateStep read_template_processing(const JsonValue& processor) {
   TemplateStep step;
   step.single = read_template(processor.at("single"));
   if (const auto pair = processor.find("pair")) step.pair = read_template(*pair);
   if (const auto special = processor.find("special_tokens")) {
     special->expect_object();
-    for (const auto& [key, value] : special->value().items()) {
-      const JsonField entry = special->derived(value, special->path() + "[\"" + key + "\"]");
+    for (const auto& [key, value] : special->json().items()) {
+      const JsonValue entry = special->derived(value, special->path() + "[\"" + key + "\"]");
       TemplateSpecialToken token;
       token.key = key;
-      const JsonField ids = entry.at("ids");
+      const JsonValue ids = entry.at("ids");
       for (std::size_t i = 0; i < ids.size(); ++i) {
         const std::int64_t id = ids.at(i).integer();
         if (id < 0 || id > INT32_MAX) ids.at(i).fail("id " + std::to_string(id) + " out of range");
@@ -243,12 +243,12 @@ TemplateStep read_template_processing(const JsonField& processor) {
   return step;
 }
 
-void read_post_processor(const JsonField& processor, std::vector<PostProcessorStep>& steps) {
+void read_post_processor(const JsonValue& processor, std::vector<PostProcessorStep>& steps) {
   processor.expect_object();
-  const JsonField type = processor.at("type");
+  const JsonValue type = processor.at("type");
   const std::string name = type.string();
   if (name == "Sequence") {
-    const JsonField list = processor.at("processors");
+    const JsonValue list = processor.at("processors");
     for (std::size_t i = 0; i < list.size(); ++i) read_post_processor(list.at(i), steps);
   } else if (name == "TemplateProcessing") {
     steps.push_back(read_template_processing(processor));
@@ -261,17 +261,17 @@ void read_post_processor(const JsonField& processor, std::vector<PostProcessorSt
 }
 
 // The decoder must be ByteLevel (alone or as the only step of a Sequence).
-void check_decoder(const JsonField& root) {
+void check_decoder(const JsonValue& root) {
   const auto decoder = root.find("decoder");
   if (!decoder) root.at("decoder").fail("missing or null: pagedllm decodes with the ByteLevel decoder only");
   decoder->expect_object();
-  const JsonField type = decoder->at("type");
+  const JsonValue type = decoder->at("type");
   const std::string name = type.string();
   if (name == "ByteLevel") return;
   if (name == "Sequence") {
-    const JsonField list = decoder->at("decoders");
+    const JsonValue list = decoder->at("decoders");
     for (std::size_t i = 0; i < list.size(); ++i) {
-      const JsonField inner = list.at(i).at("type");
+      const JsonValue inner = list.at(i).at("type");
       if (inner.string() != "ByteLevel") unsupported(inner, inner.string());
     }
     if (list.size() == 1) return;
@@ -309,11 +309,13 @@ std::optional<TokenId> find_token(const TokenizerSpec& spec, const std::string& 
   return static_cast<TokenId>(it - spec.model.vocab.begin());
 }
 
-}  // namespace
+// A JsonError names the field; the file is ours to add.
+[[noreturn]] void rethrow_in(const JsonError& error, const std::string& source) {
+  throw model::ModelFormatError(source, error.path().empty() ? "" : "field '" + error.path() + "'", error.problem());
+}
 
-TokenizerSpec read_tokenizer_json(std::string_view text, const std::string& source) {
-  const nlohmann::json document = parse_document(text, source);
-  const JsonField root(document, "", source);
+TokenizerSpec read_tokenizer_json_document(const nlohmann::json& document, const std::string& source) {
+  const JsonValue root(document);
   root.expect_object();
   TokenizerSpec spec;
   spec.source = source;
@@ -328,16 +330,15 @@ TokenizerSpec read_tokenizer_json(std::string_view text, const std::string& sour
   return spec;
 }
 
-void read_tokenizer_config(std::string_view text, const std::string& source, TokenizerSpec& spec) {
-  const nlohmann::json document = parse_document(text, source);
-  const JsonField root(document, "", source);
+void read_tokenizer_config_document(const nlohmann::json& document, TokenizerSpec& spec) {
+  const JsonValue root(document);
   root.expect_object();
   // BOS and EOS must name tokens of the vocabulary; a PAD or UNK that does not (transformers
   // would add it) is left unset, as nothing here needs it.
   const auto resolve = [&](std::string_view key, std::optional<TokenId>& id, bool required) {
     const auto field = root.find(key);
     if (!field) return;
-    const JsonField content = field->value().is_object() ? field->at("content") : *field;
+    const JsonValue content = field->json().is_object() ? field->at("content") : *field;
     const std::string name = content.string();
     const auto found = find_token(spec, name);
     if (!found && required) content.fail("'" + name + "' is not in the vocabulary");
@@ -347,6 +348,24 @@ void read_tokenizer_config(std::string_view text, const std::string& source, Tok
   resolve("eos_token", spec.special_ids.eos, true);
   resolve("pad_token", spec.special_ids.pad, false);
   resolve("unk_token", spec.special_ids.unk, false);
+}
+
+}  // namespace
+
+TokenizerSpec read_tokenizer_json(std::string_view text, const std::string& source) {
+  try {
+    return read_tokenizer_json_document(parse_document(text, source), source);
+  } catch (const JsonError& error) {
+    rethrow_in(error, source);
+  }
+}
+
+void read_tokenizer_config(std::string_view text, const std::string& source, TokenizerSpec& spec) {
+  try {
+    read_tokenizer_config_document(parse_document(text, source), spec);
+  } catch (const JsonError& error) {
+    rethrow_in(error, source);
+  }
 }
 
 }  // namespace pagedllm::tokenizer

@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(missing_and_mistyped_fields_are_named) {
   expect_parts(config_error(config), {"field 'hidden_size'", "expected an integer", "\"576\""});
   config = smollm2_json();
   config["eos_token_id"] = {2, "x"};
-  expect_parts(config_error(config), {"field 'eos_token_id'", "token id"});
+  expect_parts(config_error(config), {"field 'eos_token_id[1]'", "token id"});
   config = smollm2_json();
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0},
                             {"original_max_position_embeddings", 8192}};
