@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/sched/sampling_params.h"
-#include "tools/server/openai_protocol.h"
+#include "tools/server/openai_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace server = pagedllm::server;
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sched::SamplingParams sampling;
     if (chat) {
       const server::ChatRequest request = server::parse_chat_request(body, limits);
-      if (request.messages.empty()) __builtin_trap();  // parse_messages requires at least one
+      if (request.messages.empty()) __builtin_trap();  // "messages" must hold at least one
       sampling = request.generation.sampling;
     } else {
       const server::CompletionRequest request = server::parse_completion_request(body, limits);

@@ -7,7 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "tools/server/openai_protocol.h"
+#include "tools/server/openai_request.h"
+#include "tools/server/openai_response.h"
 
 namespace pagedllm::server {
 namespace {
@@ -78,15 +79,15 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::completions, completion(R"("temperature": -0.1)"), "temperature", "got -0.1"},
       {Endpoint::completions, completion(R"("temperature": "0.7")"), "temperature", "expected a number, got string"},
       {Endpoint::completions, completion(R"("temperature": 1e999)"), "", "number overflow"},
-      {Endpoint::completions, completion(R"("top_p": 0)"), "top_p", "top_p: must be in (0, 1], got 0"},
+      {Endpoint::completions, completion(R"("top_p": 0)"), "top_p", "top_p must be in (0, 1], got 0"},
       {Endpoint::completions, completion(R"("top_p": 1.01)"), "top_p", "must be in (0, 1]"},
       {Endpoint::completions, completion(R"("top_k": -2)"), "top_k", "got -2"},
       {Endpoint::completions, completion(R"("top_k": 2.5)"), "top_k", "expected an integer"},
-      {Endpoint::completions, completion(R"("min_p": 1.5)"), "min_p", "must be between 0 and 1"},
-      {Endpoint::completions, completion(R"("presence_penalty": -2.01)"), "presence_penalty", "between -2 and 2"},
-      {Endpoint::completions, completion(R"("frequency_penalty": 3)"), "frequency_penalty", "between -2 and 2"},
-      {Endpoint::completions, completion(R"("repetition_penalty": 0)"), "repetition_penalty", "greater than 0"},
-      {Endpoint::completions, completion(R"("repetition_penalty": 1e300)"), "repetition_penalty", "greater than 0"},
+      {Endpoint::completions, completion(R"("min_p": 1.5)"), "min_p", "must be in [0, 1]"},
+      {Endpoint::completions, completion(R"("presence_penalty": -2.01)"), "presence_penalty", "in [-2, 2]"},
+      {Endpoint::completions, completion(R"("frequency_penalty": 3)"), "frequency_penalty", "in [-2, 2]"},
+      {Endpoint::completions, completion(R"("repetition_penalty": 0)"), "repetition_penalty", "a positive number"},
+      {Endpoint::completions, completion(R"("repetition_penalty": 1e300)"), "repetition_penalty", "finite"},
       {Endpoint::completions, completion(R"("seed": "42")"), "seed", "seed: expected an integer, got string"},
       {Endpoint::completions, completion(R"("seed": 18446744073709551615)"), "seed", "must be between"},
       {Endpoint::completions, completion(R"("seed": 1e30)"), "seed", "must be between"},
@@ -219,11 +220,16 @@ BOOST_AUTO_TEST_CASE(hostile_bodies_are_refused_with_400_naming_the_field) {
   for (size_t i = 0; i < bad_bodies().size(); ++i) {
     const BadBody& c = bad_bodies()[i];
     BOOST_TEST_CONTEXT("case " << i << ": " << c.body.substr(0, 160)) {
+      // As the server answers: the request parsed, then validated once against the engine's
+      // limits (the ranges of the sampling fields live there, for every frontend).
       const auto error = error_of([&] {
-        if (c.endpoint == Endpoint::chat) {
-          parse_chat(c.body);
-        } else {
-          parse_completion(c.body);
+        const pagedllm::sched::SamplingParams sampling =
+            c.endpoint == Endpoint::chat ? parse_chat(c.body).generation.sampling
+                                         : parse_completion(c.body).generation.sampling;
+        try {
+          pagedllm::sched::validate(sampling, 1, {.max_model_len = 1 << 20, .max_logprobs = 20, .vocab_size = 0});
+        } catch (const pagedllm::sched::InvalidRequestError& invalid) {
+          throw invalid_request(invalid.field(), invalid.what());
         }
       });
       BOOST_TEST_REQUIRE(error.has_value());

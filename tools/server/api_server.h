@@ -10,7 +10,8 @@
 #include "core/frontend/model_bundle.h"
 #include "tools/server/cors.h"
 #include "tools/server/http_server.h"
-#include "tools/server/openai_protocol.h"
+#include "tools/server/openai_request.h"
+#include "tools/server/openai_response.h"
 #include "tools/server/server_metrics.h"
 #include "core/frontend/serving_engine.h"
 

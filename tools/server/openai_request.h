@@ -1,0 +1,76 @@
+// OpenAI's requests (and vLLM's extras) parsed and checked into engine terms: one table of the
+// fields each endpoint takes, each with its reader; cross-field rules after. Pure functions over
+// JSON: no sockets, no engine.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/chat/chat_template.h"
+#include "core/common/types.h"
+#include "core/sched/sampling_params.h"
+#include "tools/server/openai_errors.h"
+
+namespace pagedllm::server {
+
+struct ProtocolLimits {
+  int32_t max_n = 128;               // parallel samples per request
+  int32_t max_logprobs = 20;         // top logprobs per token (completions: 5, as OpenAI)
+  int32_t max_stop_sequences = 16;
+  int32_t max_prompts = 256;         // prompts in one /v1/completions batch
+};
+
+// What both endpoints share. max_tokens stays unset when the client gave none: the server then
+// uses the room the context leaves (chat) or 16 (completions, OpenAI's default).
+struct GenerationRequest {
+  std::string model;
+  sched::SamplingParams sampling;  // n, temperature, top_p, top_k, min_p, penalties, seed, stop,
+                                   // stop_token_ids, ignore_eos, min_tokens, logit_bias,
+                                   // allowed_token_ids, beams, logprobs (as top-k count); the
+                                   // server fills bad_words_token_ids from bad_words
+  std::optional<int32_t> max_tokens;
+  bool stream = false;
+  bool include_usage = false;      // stream_options.include_usage (only with stream)
+  bool logprobs = false;           // chat: return logprobs; completions: logprobs was given
+  int32_t priority = 0;            // vLLM's extra: lower runs first (needs --scheduling-policy priority)
+  bool skip_special_tokens = true;          // vLLM's extra: special tokens left out of the text
+  bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
+  // vLLM's extra: keep only the prompt's last this-many tokens; -1 = max_model_len.
+  std::optional<int32_t> truncate_prompt_tokens;
+  std::vector<std::string> bad_words;  // vLLM's extra: tokenized by the server (encode_bad_words)
+};
+
+// "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
+struct CompletionPrompt {
+  std::optional<std::string> text;  // set for a text prompt
+  std::vector<TokenId> token_ids;   // set for a token prompt
+};
+
+struct CompletionRequest {
+  GenerationRequest generation;
+  std::vector<CompletionPrompt> prompts;  // at least one
+  bool echo = false;                      // prepend the prompt to the text
+};
+
+struct ChatRequest {
+  GenerationRequest generation;
+  std::vector<chat::ChatMessage> messages;  // content as a string, or text parts joined
+  chat::ChatPromptOptions prompt;           // add_generation_prompt, continue_final_message
+};
+
+// Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, an
+// unknown or unsupported field where silence would mislead (e.g. "tools", "suffix", "best_of" >
+// n, "response_format" other than text), n above the limit.
+// The param is the field's path ("max_tokens", "messages[1].content[0].type", "prompt[2]") and
+// the message starts with it ("max_tokens: expected an integer, got string"). JSON null in an
+// optional field means absent. Unknown fields are ignored (clients send extras). Types are strict,
+// except that a float with no fractional part (2.0) passes as an integer (pydantic's rule, so
+// vLLM's). A negative seed keeps its bits: static_cast<uint64_t>. sampling.max_tokens is set
+// only when the client gave max_tokens (else it keeps its default and the server sets it).
+CompletionRequest parse_completion_request(const nlohmann::json& body, const ProtocolLimits& limits);
+ChatRequest parse_chat_request(const nlohmann::json& body, const ProtocolLimits& limits);
+
+}  // namespace pagedllm::server
