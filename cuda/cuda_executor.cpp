@@ -106,11 +106,11 @@ struct CudaExecutor::State {
 namespace {
 
 int32_t max_tokens_of(const CudaExecutorConfig& config) {
-  return std::max(config.max_num_batched_tokens, config.max_num_seqs);
+  return std::max(config.engine.scheduler.max_num_batched_tokens, config.engine.scheduler.max_num_seqs);
 }
 
 int32_t full_table_width(const CudaExecutorConfig& config) {
-  return (config.max_model_len + config.cache.block_size - 1) / config.cache.block_size;
+  return (config.engine.scheduler.max_model_len + config.engine.cache.block_size - 1) / config.engine.cache.block_size;
 }
 
 // The largest step a configuration allows, as one batch of prompt chunks of at most
@@ -118,10 +118,10 @@ int32_t full_table_width(const CudaExecutorConfig& config) {
 // of a scratch tier: what the profiling pass runs.
 StepBatch profiling_batch(const CudaExecutorConfig& config, int32_t& num_blocks) {
   StepBatch batch;
-  const int32_t block_size = config.cache.block_size;
+  const int32_t block_size = config.engine.cache.block_size;
   const int32_t total = max_tokens_of(config);
-  const int32_t longest = std::max(1, std::min(config.max_model_len, total));
-  const int32_t num_seqs = std::min((total + longest - 1) / longest, std::max(config.max_num_seqs, 1));
+  const int32_t longest = std::max(1, std::min(config.engine.scheduler.max_model_len, total));
+  const int32_t num_seqs = std::min((total + longest - 1) / longest, std::max(config.engine.scheduler.max_num_seqs, 1));
   batch.table_width = (longest + block_size - 1) / block_size;
   batch.query_starts.push_back(0);
   num_blocks = 0;
@@ -149,25 +149,25 @@ StepBatch profiling_batch(const CudaExecutorConfig& config, int32_t& num_blocks)
 
 void check_supported(const model::ModelConfig& config, const CudaExecutorConfig& options) {
   if (config.head_dim != 64 && config.head_dim != 128) {
-    throw std::invalid_argument("--executor cuda: the attention kernels support head_dim 64 and 128, this model has " +
+    throw std::invalid_argument("cuda executor: the attention kernels support head_dim 64 and 128, this model has " +
                                 std::to_string(config.head_dim));
   }
-  const int32_t block_size = options.cache.block_size;
+  const int32_t block_size = options.engine.cache.block_size;
   if (block_size < 8 || block_size > kMaxDecodeBlockSize || (block_size & (block_size - 1)) != 0) {
-    throw std::invalid_argument("--executor cuda: --block-size must be a power of two in [8, " +
+    throw std::invalid_argument("cuda executor: block_size must be a power of two in [8, " +
                                 std::to_string(kMaxDecodeBlockSize) + "], got " + std::to_string(block_size));
   }
-  if (options.max_model_len <= 0) throw std::invalid_argument("--executor cuda: max_model_len must be positive");
-  if (options.max_num_seqs <= 0 || options.max_num_batched_tokens <= 0) {
-    throw std::invalid_argument("--executor cuda: max_num_seqs and max_num_batched_tokens must be positive");
+  if (options.engine.scheduler.max_model_len <= 0) throw std::invalid_argument("cuda executor: max_model_len must be positive");
+  if (options.engine.scheduler.max_num_seqs <= 0 || options.engine.scheduler.max_num_batched_tokens <= 0) {
+    throw std::invalid_argument("cuda executor: max_num_seqs and max_num_batched_tokens must be positive");
   }
 }
 
 DeviceInfo select_device(const CudaExecutorConfig& config) {
   const DeviceQuery query = query_devices();
-  if (query.devices.empty()) throw std::runtime_error("--executor cuda: no usable GPU: " + query.error);
+  if (query.devices.empty()) throw std::runtime_error("cuda executor: no usable GPU: " + query.error);
   if (config.device < 0 || config.device >= static_cast<int32_t>(query.devices.size())) {
-    throw std::runtime_error("--executor cuda: no GPU " + std::to_string(config.device) + " (" +
+    throw std::runtime_error("cuda executor: no GPU " + std::to_string(config.device) + " (" +
                              std::to_string(query.devices.size()) + " visible)");
   }
   PAGEDLLM_CUDA_CHECK(cudaSetDevice(config.device));
@@ -202,13 +202,13 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
   s.model = std::move(device_model);
   s.gemm = std::make_unique<GemmRunner>();
   const int32_t max_tokens = max_tokens_of(config);
-  const int32_t max_seqs = config.max_num_seqs;
+  const int32_t max_seqs = config.engine.scheduler.max_num_seqs;
   s.vocab = model_config.vocab_size;
   s.forward = std::make_unique<ForwardPass>(*s.model, *s.gemm,
                                             ForwardLimits{.max_tokens = max_tokens,
                                                           .max_seqs = max_seqs,
-                                                          .max_model_len = config.max_model_len,
-                                                          .block_size = config.cache.block_size,
+                                                          .max_model_len = config.engine.scheduler.max_model_len,
+                                                          .block_size = config.engine.cache.block_size,
                                                           .num_sms = device.multiprocessors});
   s.inputs = std::make_unique<StepInputs>(StepInputLimits{.max_tokens = max_tokens,
                                                            .max_seqs = max_seqs,
@@ -225,7 +225,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
     kv::KvLayout scratch_layout{.num_layers = static_cast<int32_t>(model_config.num_layers),
                                 .num_kv_heads = static_cast<int32_t>(model_config.num_kv_heads),
                                 .head_dim = static_cast<int32_t>(model_config.head_dim),
-                                .block_size = config.cache.block_size,
+                                .block_size = config.engine.cache.block_size,
                                 .num_blocks = std::max(scratch_blocks, 1)};
     DeviceBuffer scratch_kv(scratch_layout.total_elements() * kDTypeBytes);
     s.inputs->upload(batch, s.stream);
@@ -233,11 +233,11 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
     PAGEDLLM_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   }
 
-  s.cache = config.cache;
+  s.cache = config.engine.cache;
   s.device_layout = kv::KvLayout{.num_layers = static_cast<int32_t>(model_config.num_layers),
                                  .num_kv_heads = static_cast<int32_t>(model_config.num_kv_heads),
                                  .head_dim = static_cast<int32_t>(model_config.head_dim),
-                                 .block_size = config.cache.block_size,
+                                 .block_size = config.engine.cache.block_size,
                                  .num_blocks = 0};
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
@@ -246,9 +246,9 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
                                    .used_memory_bytes = total_bytes - free_bytes,
                                    .gpu_memory_utilization = config.gpu_memory_utilization,
                                    .swap_space_bytes = config.swap_space_bytes,
-                                   .block_bytes = kv_block_bytes(model_config, config.cache.block_size),
-                                   .block_size = config.cache.block_size,
-                                   .max_model_len = config.max_model_len};
+                                   .block_bytes = kv_block_bytes(model_config, config.engine.cache.block_size),
+                                   .block_size = config.engine.cache.block_size,
+                                   .max_model_len = config.engine.scheduler.max_model_len};
   KvSizing sizing;
   if (s.cache.num_device_blocks > 0) {
     sizing.num_device_blocks = s.cache.num_device_blocks;
@@ -382,7 +382,7 @@ void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32
                                      .out = s.sampled_logprobs.as<float>()},
                  s.stream);
   auto* results = static_cast<char*>(s.results_host.get());
-  const std::size_t max_rows = static_cast<std::size_t>(s.config.max_num_seqs);
+  const std::size_t max_rows = static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs);
   PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(results, tokens, static_cast<std::size_t>(rows) * sizeof(int32_t),
                                       cudaMemcpyDeviceToHost, s.stream));
   PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(results + max_rows * sizeof(int32_t), s.sampled_logprobs.get(),
@@ -457,7 +457,7 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
   if (bucket > 0) {
     pad_decode_batch(s.batch, DecodePadding{.batch_size = bucket,
                                             .table_width = full_table_width(s.config),
-                                            .max_seq_len = s.config.max_model_len});
+                                            .max_seq_len = s.config.engine.scheduler.max_model_len});
   }
   s.inputs->upload(s.batch, s.stream);
   const ForwardShape shape = forward_shape(s.batch, s.inputs->device_view());
@@ -473,7 +473,7 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
 
   const auto* tokens = static_cast<const int32_t*>(s.results_host.get());
   const auto* logprobs = reinterpret_cast<const float*>(static_cast<const char*>(s.results_host.get()) +
-                                                        static_cast<std::size_t>(s.config.max_num_seqs) * sizeof(int32_t));
+                                                        static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs) * sizeof(int32_t));
   const auto vocab = static_cast<std::size_t>(s.vocab);
   for (int32_t row = 0; row < rows; ++row) {
     const sched::ScheduledSequence& scheduled =

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/engine_config.h"
 #include "core/engine/executor.h"
 #include "core/kv/kv_cache_config.h"
 #include "core/kv/kv_layout.h"
@@ -44,17 +45,17 @@ class DeviceModel;
 namespace pagedllm::cuda {
 
 struct CudaExecutorConfig {
-  // Block size always; num_device_blocks 0 = sized from memory (gpu_memory_utilization), else
-  // used as given (--num-gpu-blocks-override); num_host_blocks 0 = sized from swap_space_bytes.
-  kv::KvCacheConfig cache;
+  // The engine this executor serves; its limits size the executor: the block size, the step's
+  // token budget (scheduler.max_num_batched_tokens: activations), scheduler.max_num_seqs (rows of
+  // a step), scheduler.max_model_len (block-table width; decode graphs attend up to it).
+  // cache.num_device_blocks 0 = sized from memory (gpu_memory_utilization), else used as given;
+  // cache.num_host_blocks 0 = sized from swap_space_bytes.
+  engine::EngineConfig engine;
   DType dtype = DType::bf16;
   int32_t device = 0;
   double gpu_memory_utilization = 0.9;
   std::uint64_t swap_space_bytes = std::uint64_t{4} << 30;  // vLLM's default, 4 GiB
-  int32_t max_num_batched_tokens = 2048;  // activations are sized for a step of this many tokens
-  int32_t max_num_seqs = 256;             // sequences in one step
-  int32_t max_model_len = 0;              // block-table width; decode graphs attend up to this
-  bool enforce_eager = false;             // never capture CUDA graphs
+  bool enforce_eager = false;                                 // never capture CUDA graphs
   // Sees every logits row the executor samples from (copied to the host), before sampling.
   std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };

@@ -26,7 +26,7 @@ std::uint64_t kv_block_bytes(const model::ModelConfig& config, int32_t block_siz
 
 KvSizing size_kv_cache(const KvSizingInput& input) {
   if (!(input.gpu_memory_utilization > 0.0 && input.gpu_memory_utilization <= 1.0)) {
-    throw std::runtime_error("--gpu-memory-utilization must be in (0, 1], got " +
+    throw std::runtime_error("gpu_memory_utilization must be in (0, 1], got " +
                              std::to_string(input.gpu_memory_utilization));
   }
   if (input.block_bytes == 0) throw std::runtime_error("KV sizing: a block of 0 bytes");
@@ -39,8 +39,8 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
     char message[512];
     std::snprintf(message, sizeof message,
                   "no memory left for the KV cache: %.0f MiB in use after loading the weights and a profiling "
-                  "forward pass, %.0f MiB allowed (--gpu-memory-utilization %.2f of %.0f MiB), one block needs "
-                  "%.2f MiB; raise --gpu-memory-utilization or lower --max-num-batched-tokens",
+                  "forward pass, %.0f MiB allowed (gpu_memory_utilization %.2f of %.0f MiB), one block needs "
+                  "%.2f MiB; raise gpu_memory_utilization or lower max_num_batched_tokens",
                   static_cast<double>(input.used_memory_bytes) / kMiB,
                   input.gpu_memory_utilization * static_cast<double>(input.total_memory_bytes) / kMiB,
                   input.gpu_memory_utilization, static_cast<double>(input.total_memory_bytes) / kMiB,

@@ -35,7 +35,7 @@ struct KvSizing {
 std::uint64_t kv_block_bytes(const model::ModelConfig& config, int32_t block_size);
 
 // Throws std::runtime_error naming the figures when not even one block fits (raise
-// --gpu-memory-utilization, or lower --max-num-batched-tokens) and when utilization is outside
+// gpu_memory_utilization, or lower max_num_batched_tokens) and when utilization is outside
 // (0, 1]. Block counts are capped at kv::kMaxBlocksPerTier.
 KvSizing size_kv_cache(const KvSizingInput& input);
 

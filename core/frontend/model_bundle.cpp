@@ -66,7 +66,7 @@ std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<ch
                                  const chat::ChatPromptOptions& options) {
   if (!bundle.chat_template) {
     throw chat::ChatTemplateError("cannot render a chat: " + bundle.chat_template_error +
-                                  " (choose a format with --chat-template)");
+                                  " (give a chat format explicitly: a named one or a template file)");
   }
   chat::RenderOptions render;
   render.add_generation_prompt = options.add_generation_prompt;

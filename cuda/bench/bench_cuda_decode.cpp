@@ -146,14 +146,14 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
   const int32_t max_len = options.context + options.warmup + options.steps + 1;
   const int32_t blocks_per_seq = (max_len + block_size - 1) / block_size;
   cuda::CudaExecutorConfig executor_config;
-  executor_config.cache.block_size = block_size;
-  executor_config.cache.num_device_blocks = batch * blocks_per_seq;
-  executor_config.cache.num_host_blocks = 0;
+  executor_config.engine.cache.block_size = block_size;
+  executor_config.engine.cache.num_device_blocks = batch * blocks_per_seq;
+  executor_config.engine.cache.num_host_blocks = 0;
   executor_config.swap_space_bytes = 0;
   executor_config.dtype = options.dtype;
-  executor_config.max_num_seqs = batch;
-  executor_config.max_num_batched_tokens = std::max(batch, 256);
-  executor_config.max_model_len = max_len;
+  executor_config.engine.scheduler.max_num_seqs = batch;
+  executor_config.engine.scheduler.max_num_batched_tokens = std::max(batch, 256);
+  executor_config.engine.scheduler.max_model_len = max_len;
   executor_config.enforce_eager = options.eager;
   cuda::CudaExecutor executor(model, executor_config);
 

@@ -179,11 +179,8 @@ RunResult run(const TinyModel& model, Backend backend, const std::vector<TestReq
     executor = std::make_unique<cpu_ref::CpuExecutor>(model.cpu, cpu_config);
   } else {
     CudaExecutorConfig cuda_config;
-    cuda_config.cache = config.cache;
+    cuda_config.engine = config;  // its limits size the executor
     cuda_config.dtype = backend == Backend::bf16 ? DType::bf16 : DType::fp16;
-    cuda_config.max_num_batched_tokens = kMaxBatchedTokens;
-    cuda_config.max_num_seqs = kMaxNumSeqs;
-    cuda_config.max_model_len = kMaxModelLen;
     cuda_config.enforce_eager = options.enforce_eager;
     cuda_config.logits_observer = observer;
     auto cuda_executor = std::make_unique<CudaExecutor>(model.weights, cuda_config);

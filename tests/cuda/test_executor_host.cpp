@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(kv_sizing_follows_vllm) {
     cuda::size_kv_cache(full);
     BOOST_FAIL("expected no room for the KV cache");
   } catch (const std::runtime_error& error) {
-    BOOST_TEST(std::string(error.what()).find("--gpu-memory-utilization") != std::string::npos);
+    BOOST_TEST(std::string(error.what()).find("gpu_memory_utilization") != std::string::npos);
   }
   cuda::KvSizingInput bad = input;
   bad.gpu_memory_utilization = 1.5;

@@ -90,7 +90,7 @@ if ! nvidia-smi > /dev/null 2>&1; then
   # Without a GPU (or without the CUDA executor in this build) check refuses before anything runs.
   if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors sim,cuda > "$work/check_cuda.txt" \
     2>&1; then fail "check --executors sim,cuda ran without a GPU"; fi
-  grep -q "error: --executor cuda" "$work/check_cuda.txt" || fail "the cuda refusal: $(cat "$work/check_cuda.txt")"
+  grep -qE "error: (--executor cuda|cuda executor)" "$work/check_cuda.txt" || fail "the cuda refusal: $(cat "$work/check_cuda.txt")"
   if grep -q " steps, " "$work/check_cuda.txt"; then fail "check ran sim before refusing cuda"; fi
   echo "ok: check refuses cuda up front where there is no GPU"
 fi

@@ -38,14 +38,11 @@ cuda::CudaExecutorConfig executor_config(const CudaOptions& options, const engin
     throw po::error("--dtype: expected bf16 or fp16, got '" + options.dtype + "'");
   }
   cuda::CudaExecutorConfig cuda_config;
-  cuda_config.cache = config.cache;
+  cuda_config.engine = config;
   cuda_config.dtype = options.dtype == "bf16" ? cuda::DType::bf16 : cuda::DType::fp16;
   cuda_config.device = options.device;
   cuda_config.gpu_memory_utilization = options.gpu_memory_utilization;
   cuda_config.swap_space_bytes = static_cast<std::uint64_t>(options.swap_space_gib * static_cast<double>(1ull << 30));
-  cuda_config.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
-  cuda_config.max_num_seqs = config.scheduler.max_num_seqs;
-  cuda_config.max_model_len = config.scheduler.max_model_len;
   cuda_config.enforce_eager = options.enforce_eager;
   cuda_config.logits_observer = options.logits_observer;
   return cuda_config;
@@ -59,17 +56,17 @@ std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions& options, c
 }
 
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const std::shared_ptr<const CudaModel>& model,
-                                     engine::EngineConfig& config) {
+                                     const engine::EngineConfig& config) {
   auto executor = std::make_unique<cuda::CudaExecutor>(model->device_model, executor_config(options, config));
-  config.cache = executor->cache_config();
   CudaExecutorSetup setup;
+  setup.cache = executor->cache_config();
   setup.description = "cuda, " + executor->sizing_description();
   setup.executor = std::move(executor);
   return setup;
 }
 
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
-                                     engine::EngineConfig& config) {
+                                     const engine::EngineConfig& config) {
   return make_cuda_executor(options, upload_cuda_model(options, weights, config), config);
 }
 
@@ -85,12 +82,13 @@ std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions&, const mod
   return nullptr;
 }
 
-CudaExecutorSetup make_cuda_executor(const CudaOptions&, const std::shared_ptr<const CudaModel>&, engine::EngineConfig&) {
+CudaExecutorSetup make_cuda_executor(const CudaOptions&, const std::shared_ptr<const CudaModel>&,
+                                     const engine::EngineConfig&) {
   require_cuda_executor();
   return {};
 }
 
-CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, engine::EngineConfig&) {
+CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, const engine::EngineConfig&) {
   require_cuda_executor();
   return {};
 }

@@ -44,6 +44,7 @@ void require_cuda_executor();
 
 struct CudaExecutorSetup {
   std::unique_ptr<engine::Executor> executor;
+  kv::KvCacheConfig cache;  // the tiers it sized: the engine must run with these
   std::string description;  // the device, dtype and the KV sizing line
 };
 
@@ -52,13 +53,14 @@ struct CudaModel;  // opaque: the device copy of the weights
 std::shared_ptr<const CudaModel> upload_cuda_model(const CudaOptions& options, const model::ModelWeights& weights,
                                                    const engine::EngineConfig& config);
 
-// Uploads `weights`, profiles and sizes the KV cache: fills config.cache's block counts (a
-// num_device_blocks or num_host_blocks already set is kept). Throws boost::program_options::error
-// in a build without CUDA; std::runtime_error when no GPU is usable or the KV cache does not fit.
+// Uploads `weights`, profiles and sizes the KV cache for the engine `config` (a num_device_blocks
+// or num_host_blocks already set is kept), returning the tiers in setup.cache. Throws
+// boost::program_options::error in a build without CUDA; std::runtime_error when no GPU is usable
+// or the KV cache does not fit.
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::ModelWeights& weights,
-                                     engine::EngineConfig& config);
+                                     const engine::EngineConfig& config);
 // The same on weights already uploaded.
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const std::shared_ptr<const CudaModel>& model,
-                                     engine::EngineConfig& config);
+                                     const engine::EngineConfig& config);
 
 }  // namespace pagedllm::cli

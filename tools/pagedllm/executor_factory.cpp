@@ -76,8 +76,8 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
 namespace {
 
 ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
-                                engine::EngineConfig& config) {
-  kv::KvCacheConfig& cache = config.cache;
+                                const engine::EngineConfig& config) {
+  kv::KvCacheConfig cache = config.cache;
   if (cache.num_device_blocks == 0) {
     cache.num_device_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                                static_cast<uint64_t>(options.kv_cache_mib) << 20);
@@ -86,11 +86,13 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
                                                            gib_to_bytes(swap_space_gib_for(options, "cpu")));
   auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
   ExecutorSetup setup;
+  setup.cache = cache;
   setup.executor = std::make_unique<cpu_ref::CpuExecutor>(
       model, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = options.num_threads});
   std::ostringstream description;
   description << "cpu_ref (" << (options.num_threads > 0 ? options.num_threads : omp_get_max_threads())
-              << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path << ", KV blocks: " << cache.num_device_blocks << " ("
+              << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path
+              << ", KV blocks: " << cache.num_device_blocks << " ("
               << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), swap blocks: "
               << cache.num_host_blocks;
   setup.description = description.str();
@@ -100,7 +102,7 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
 // The simulator: the roofline of --hardware on the model's shape (or --sim-model's), or a
 // measured profile (sim_setup.h).
 ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
-                                engine::EngineConfig& config) {
+                                const engine::EngineConfig& config) {
   if (!options.profile.empty() && !options.sim_model.empty()) {
     throw po::error("--profile: the profile fixes the model; drop --sim-model");
   }
@@ -112,19 +114,21 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   sim_config.cost_model = backend.cost_model;
   sim_config.tokens.vocab_size = static_cast<int32_t>(shape.vocab_size);
   ExecutorSetup setup;
-  setup.executor = std::make_unique<sim::SimExecutor>(sim_config, config.cache);
+  setup.cache = backend.cache;
+  setup.executor = std::make_unique<sim::SimExecutor>(sim_config, backend.cache);
   setup.description = backend.description + ", " + backend.sizing;
   return setup;
 }
 
 // The GPU engine: bf16 weights on the host (fp32 when the device runs fp16, rounded once there).
 ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
-                                engine::EngineConfig& config) {
+                                const engine::EngineConfig& config) {
   const CudaOptions cuda = cuda_options_of(options);
   require_cuda_executor();
   CudaExecutorSetup cuda_setup =
       make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda)}), config);
   ExecutorSetup setup;
+  setup.cache = cuda_setup.cache;
   setup.executor = std::move(cuda_setup.executor);
   setup.description = cuda_setup.description + ", " + bundle.source.path;
   return setup;
@@ -140,7 +144,7 @@ CudaOptions cuda_options_of(const ExecutorOptions& options) {
 }
 
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
-                            engine::EngineConfig& config) {
+                            const engine::EngineConfig& config) {
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);
   if (options.executor == "cuda") return make_gpu_executor(options, bundle, config);

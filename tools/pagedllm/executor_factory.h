@@ -58,15 +58,17 @@ void add_executor_options(boost::program_options::options_description& descripti
 
 struct ExecutorSetup {
   std::unique_ptr<engine::Executor> executor;
+  kv::KvCacheConfig cache;               // the tiers it sized: the engine must run with these
   std::string description;               // one line: what runs, on what, with how many blocks
 };
 
 // The GPU engine's options with the memory group's values (--gpu-memory-utilization, --swap-space).
 CudaOptions cuda_options_of(const ExecutorOptions& options);
 
-// Builds the executor for `bundle` and fills config.cache's block counts (unless
-// --num-gpu-blocks-override set num_device_blocks already). Loads weights for cpu and cuda.
+// Builds the executor for `bundle` and the engine `config`, sizing its KV tiers (a
+// num_device_blocks already set, --num-gpu-blocks-override, is kept): setup.cache. Loads weights
+// for cpu and cuda.
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
-                            engine::EngineConfig& config);
+                            const engine::EngineConfig& config);
 
 }  // namespace pagedllm::cli

@@ -246,6 +246,7 @@ int run_plan(const std::vector<std::string>& args) {
     config.output_kind = engine::OutputKind::final_only;
     config.cache.num_device_blocks = engine_options.num_gpu_blocks_override;
     const SimBackend backend = make_sim_backend(executor_options, model.shape, model_config, config);
+    config.cache = backend.cache;
     std::vector<sched::Request> scaled = requests.requests;
     for (sched::Request& request : scaled) request.arrival_time /= rate_scale;
     const SimRunOutput run = run_simulation({.config = config,

@@ -139,16 +139,17 @@ int run_replay(const std::vector<std::string>& args) {
   config.output_kind = engine::OutputKind::final_only;
   frontend::apply_model_limits(bundle, config);
   ExecutorSetup setup = make_executor(options.executor, bundle, config);
+  config.cache = setup.cache;
   std::optional<sim::PredictingExecutor> predicting;
   std::string prediction_description;
   if (!options.check_profile.empty()) {
     if (options.executor.executor == "sim") throw po::error("--check-profile: prices the steps of a real executor");
     ExecutorOptions profile_options = options.executor;
     profile_options.profile = options.check_profile;
-    engine::EngineConfig profile_config = config;  // sized already: the profile checks, not sizes
+    // Sized already: the profile prices the steps, its sizing is not used.
     const SimBackend backend =
         make_sim_backend(profile_options, model::model_shape_from_config(bundle.config, bundle.source.path),
-                         &bundle.config, profile_config);
+                         &bundle.config, config);
     predicting.emplace(*setup.executor, backend.cost_model);
     prediction_description = backend.description;
   }

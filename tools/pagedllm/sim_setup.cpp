@@ -37,10 +37,11 @@ sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::M
 
 // Device blocks from GPU memory (unless config.cache.num_device_blocks is set already), host
 // blocks from --swap-space; both capped where a small model on a large GPU would get tens of
-// millions. Returns a description of the sizing. Throws when the weights leave no KV memory.
-std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& options,
-                           engine::EngineConfig& config) {
-  kv::KvCacheConfig& cache = config.cache;
+// millions. Fills backend.cache and backend.sizing. Throws when the weights leave no KV memory.
+void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& options,
+                    const engine::EngineConfig& config, SimBackend& backend) {
+  backend.cache = config.cache;
+  kv::KvCacheConfig& cache = backend.cache;
   if (cache.num_device_blocks == 0) {
     cache.num_device_blocks = sim::num_device_blocks(roofline, options.gpu_memory_utilization, 0);
     if (cache.num_device_blocks <= 0) {
@@ -64,14 +65,14 @@ std::string size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOp
   description << "GPU blocks: " << cache.num_device_blocks << " ("
               << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), CPU blocks: "
               << cache.num_host_blocks << (capped ? " (capped at 2 x max-num-seqs x max-model-len)" : "");
-  return description.str();
+  backend.sizing = description.str();
 }
 
 SimBackend make_roofline_backend(const ExecutorOptions& options, const model::ModelShape& shape,
-                                 engine::EngineConfig& config) {
+                                 const engine::EngineConfig& config) {
   const sim::RooflineConfig roofline = make_roofline(options, shape, config.cache.block_size);
   SimBackend backend;
-  backend.sizing = size_sim_cache(roofline, options, config);
+  size_sim_cache(roofline, options, config, backend);
   backend.cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   backend.model_name = shape.name;
   backend.device = roofline.hardware.name;
@@ -97,7 +98,7 @@ sim::ProfileModel profile_model_of(const model::ModelShape& shape) {
 // size, and the KV tiers are those the profiled executor would have, so that the simulated run
 // has the real run's blocks.
 SimBackend make_profile_backend(const ExecutorOptions& options, const model::ModelShape& shape,
-                                const model::ModelConfig* model_config, engine::EngineConfig& config) {
+                                const model::ModelConfig* model_config, const engine::EngineConfig& config) {
   const std::string where = "--profile " + options.profile + ": ";
   if (options.tensor_parallel != 1) {
     throw std::invalid_argument(where + "a profile is measured on one device; --tensor-parallel-size does not apply");
@@ -107,7 +108,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
     throw std::invalid_argument(where + "measured on model '" + profile.model.name + "', whose shape differs from " +
                                 "the model simulated ('" + shape.name + "'); give --model " + profile.model.name);
   }
-  kv::KvCacheConfig& cache = config.cache;
+  kv::KvCacheConfig cache = config.cache;
   if (profile.block_size != cache.block_size) {
     throw std::invalid_argument(where + "measured with block size " + std::to_string(profile.block_size) +
                                 ", the engine has --block-size " + std::to_string(cache.block_size));
@@ -134,6 +135,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
                                   .apply_load_factor = !options.profile_quiet});
   const sim::StepProfile& measured = cost_model->config().profile;
   SimBackend backend;
+  backend.cache = cache;
   backend.cost_model = cost_model;
   backend.model_name = measured.model.name;
   backend.device = measured.device;
@@ -158,7 +160,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 }  // namespace
 
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
-                            const model::ModelConfig* model_config, engine::EngineConfig& config) {
+                            const model::ModelConfig* model_config, const engine::EngineConfig& config) {
   if (options.profile.empty()) return make_roofline_backend(options, shape, config);
   return make_profile_backend(options, shape, model_config, config);
 }

@@ -32,19 +32,21 @@ SimModel resolve_sim_model(const std::string& argument);
 struct SimBackend {
   std::shared_ptr<const sim::CostModel> cost_model;
   std::string description;        // the cost model and what it stands for, in words
-  std::string sizing;             // the KV tiers config.cache got, in words
+  kv::KvCacheConfig cache;        // the KV tiers it sized: the engine must run with these
+  std::string sizing;             // those tiers, in words
   std::string model_name;
   std::string device;             // the hardware preset's name, or the profiled device
   int32_t tensor_parallel = 1;    // GPUs per replica
   double usd_per_gpu_hour = 0.0;  // the hardware preset's indicative price; 0 for a profile
 };
 
-// Builds the backend for `shape` and sizes config.cache for it (unless num_device_blocks is set).
+// Builds the backend for `shape` and sizes the KV tiers of the engine `config` for it (a
+// num_device_blocks already set is kept), returned in backend.cache.
 // `model_config` is the model's own config where there is one (null for a shape preset); a
 // profile of the CPU engine needs it, as the CPU engine sizes its KV tiers from it. Throws
 // std::invalid_argument when the profile was measured on another shape or block size.
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
-                            const model::ModelConfig* model_config, engine::EngineConfig& config);
+                            const model::ModelConfig* model_config, const engine::EngineConfig& config);
 
 // One simulation: `num_replicas` engines of `config`, each on a SimExecutor over `cost_model`.
 struct SimRunSpec {

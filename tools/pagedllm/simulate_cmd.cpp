@@ -111,6 +111,7 @@ int run_simulate(const std::vector<std::string>& args) {
   config.output_kind = engine::OutputKind::final_only;  // only finished requests are read
   const SimBackend backend =
       make_sim_backend(options.executor, model.shape, model.bundle ? &model.bundle->config : nullptr, config);
+  config.cache = backend.cache;
 
   trace::MaterializeConfig materialize;
   materialize.max_model_len = config.scheduler.max_model_len;
