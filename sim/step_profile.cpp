@@ -158,6 +158,17 @@ json grid_json(const ProfileGrid& grid, const GridNames& names) {
 
 }  // namespace
 
+ProfileModel ProfileModel::of(const model::ModelShape& shape) {
+  return {.name = shape.name,
+          .num_layers = shape.num_layers,
+          .hidden_size = shape.hidden_size,
+          .num_heads = shape.num_heads,
+          .num_kv_heads = shape.num_kv_heads,
+          .head_dim = shape.head_dim,
+          .intermediate_size = shape.intermediate_size,
+          .vocab_size = shape.vocab_size};
+}
+
 bool ProfileModel::same_shape(const ProfileModel& other) const {
   return num_layers == other.num_layers && hidden_size == other.hidden_size && num_heads == other.num_heads &&
          num_kv_heads == other.num_kv_heads && head_dim == other.head_dim &&

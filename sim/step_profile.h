@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/model_shape.h"
+
 namespace pagedllm::sim {
 
 inline constexpr int32_t kStepProfileFormat = 1;
@@ -42,6 +44,7 @@ struct ProfileModel {
   int64_t vocab_size = 0;
 
   bool same_shape(const ProfileModel& other) const;
+  static ProfileModel of(const model::ModelShape& shape);
 };
 
 struct StepProfile {

@@ -118,4 +118,20 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string name) 
   return shape;
 }
 
+ModelConfig model_config_from_shape(const ModelShape& shape) {
+  ModelConfig config;
+  config.architecture = shape.attention_bias ? "qwen2" : "llama";
+  config.hidden_size = shape.hidden_size;
+  config.num_layers = shape.num_layers;
+  config.num_heads = shape.num_heads;
+  config.num_kv_heads = shape.num_kv_heads;
+  config.head_dim = shape.head_dim;
+  config.intermediate_size = shape.intermediate_size;
+  config.vocab_size = shape.vocab_size;
+  config.max_position_embeddings = shape.max_position_embeddings;
+  config.tie_word_embeddings = shape.tie_word_embeddings;
+  config.attention_bias = shape.attention_bias;
+  return config;
+}
+
 }  // namespace pagedllm::model

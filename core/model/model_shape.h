@@ -56,4 +56,8 @@ std::string model_shape_names();
 // Any config.json or GGUF the model readers accept (bf16 weights and KV assumed).
 ModelShape model_shape_from_config(const ModelConfig& config, std::string name = "config");
 
+// The inverse, for a model of random weights with a preset's shape (qwen2 where it has attention
+// biases, llama otherwise; the other fields keep ModelConfig's defaults).
+ModelConfig model_config_from_shape(const ModelShape& shape);
+
 }  // namespace pagedllm::model

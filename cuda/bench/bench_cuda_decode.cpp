@@ -18,9 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +29,7 @@
 #include "cuda/device_info.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_model.h"
+#include "tools/bench/bench_cli.h"
 
 namespace cuda = pagedllm::cuda;
 namespace kv = pagedllm::kv;
@@ -51,65 +49,32 @@ struct Options {
   cuda::DType dtype = cuda::DType::bf16;
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, ',');) parts.push_back(part);
-  return parts;
-}
-
-std::vector<int32_t> split_ints(const std::string& text) {
-  std::vector<int32_t> values;
-  for (const std::string& part : split(text)) values.push_back(std::stoi(part));
-  return values;
-}
-
-constexpr const char* kUsage =
-    "usage: bench_cuda_decode [--models llama-2-7b,llama-3-8b] [--batches 1,4,8,32,64] [--context 1024]\n"
-    "                         [--block-sizes 16] [--steps 40] [--warmup 5] [--eager] [--dtype bf16|fp16]\n";
-
-// nullopt for --help.
-std::optional<Options> parse(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
-      return argv[++i];
+pagedllm::bench::BenchCommandLine command_line(Options& options) {
+  using namespace pagedllm::bench;
+  BenchCommandLine cli("bench_cuda_decode");
+  const auto ints = [](std::vector<int32_t>& field, const char* flag) {
+    return [&field, flag](std::string_view v) {
+      field.clear();
+      for (const int64_t value : parse_integer_list(flag, v, 1)) field.push_back(static_cast<int32_t>(value));
     };
-    if (arg == "-h" || arg == "--help") return std::nullopt;
-    if (arg == "--models") options.models = split(value());
-    else if (arg == "--batches") options.batches = split_ints(value());
-    else if (arg == "--block-sizes") options.block_sizes = split_ints(value());
-    else if (arg == "--context") options.context = std::stoi(value());
-    else if (arg == "--steps") options.steps = std::stoi(value());
-    else if (arg == "--warmup") options.warmup = std::stoi(value());
-    else if (arg == "--eager") options.eager = true;
-    else if (arg == "--dtype") {
-      const std::string dtype = value();
-      if (dtype != "bf16" && dtype != "fp16") throw std::invalid_argument("--dtype is bf16 or fp16, got '" + dtype + "'");
-      options.dtype = dtype == "fp16" ? cuda::DType::fp16 : cuda::DType::bf16;
-    } else {
-      throw std::invalid_argument("unknown option " + arg + " (--help)");
-    }
-  }
-  return options;
-}
-
-pagedllm::model::ModelConfig config_of(const pagedllm::model::ModelShape& shape) {
-  pagedllm::model::ModelConfig config;
-  config.architecture = shape.attention_bias ? "qwen2" : "llama";
-  config.hidden_size = shape.hidden_size;
-  config.num_layers = shape.num_layers;
-  config.num_heads = shape.num_heads;
-  config.num_kv_heads = shape.num_kv_heads;
-  config.head_dim = shape.head_dim;
-  config.intermediate_size = shape.intermediate_size;
-  config.vocab_size = shape.vocab_size;
-  config.max_position_embeddings = shape.max_position_embeddings;
-  config.tie_word_embeddings = shape.tie_word_embeddings;
-  config.attention_bias = shape.attention_bias;
-  return config;
+  };
+  const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
+    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+  };
+  cli.add({"--models", "A,B", "model shape presets (default llama-2-7b,llama-3-8b)",
+           [&](std::string_view v) { options.models = parse_name_list("--models", v); }});
+  cli.add({"--batches", "B,..", "batch sizes (default 1,4,8,32,64)", ints(options.batches, "--batches")});
+  cli.add({"--context", "N", "tokens each sequence attends over (default 1024)", count(options.context, "--context", 1)});
+  cli.add({"--block-sizes", "N,..", "KV block sizes (default 16)", ints(options.block_sizes, "--block-sizes")});
+  cli.add({"--steps", "N", "timed steps per row (default 40)", count(options.steps, "--steps", 1)});
+  cli.add({"--warmup", "N", "untimed steps before them (default 5)", count(options.warmup, "--warmup", 0)});
+  cli.add({"--eager", "", "launch kernel by kernel instead of replaying a CUDA graph",
+           [&](std::string_view) { options.eager = true; }});
+  cli.add({"--dtype", "bf16|fp16", "weights and KV (default bf16)", [&](std::string_view v) {
+             if (v != "bf16" && v != "fp16") throw UsageError("--dtype is bf16 or fp16, got '" + std::string(v) + "'");
+             options.dtype = v == "fp16" ? cuda::DType::fp16 : cuda::DType::bf16;
+           }});
+  return cli;
 }
 
 // Device-to-device copy bandwidth (bytes read + written), 1 GiB, best of 10.
@@ -207,13 +172,8 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const std::optional<Options> parsed = parse(argc, argv);
-    if (!parsed) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    const Options& options = *parsed;
+  Options options;
+  return pagedllm::bench::run_benchmark(command_line(options), argc, argv, [&] {
     const cuda::DeviceQuery query = cuda::query_devices();
     if (query.devices.empty()) {
       std::printf("bench_cuda_decode: no GPU: %s\n", query.error.c_str());
@@ -227,7 +187,7 @@ int main(int argc, char** argv) {
                 "tok/s");
     for (const std::string& name : options.models) {
       const auto model = std::make_shared<const cuda::DeviceModel>(
-          config_of(pagedllm::model::find_model_shape(name)), options.dtype, cuda::RandomWeights{.seed = 1});
+          pagedllm::model::model_config_from_shape(pagedllm::model::find_model_shape(name)), options.dtype, cuda::RandomWeights{.seed = 1});
       for (const int32_t block_size : options.block_sizes) {
         for (const int32_t batch : options.batches) {
           const Result r = run_batch(model, options, batch, block_size, bandwidth);
@@ -239,8 +199,5 @@ int main(int argc, char** argv) {
       }
     }
     return 0;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_cuda_decode: %s\n", error.what());
-    return 2;
-  }
+  });
 }

@@ -9,7 +9,7 @@
 //     own linear kernel measured here on the model's MLP shape with weights in cache.
 //
 //   bench_cpu_decode --model M [--batch B] [--prompt-tokens P] [--steps S] [--warmup-steps W]
-//                    [--threads T] [--json]
+//                    [--threads T] [--quick] [--json]
 //
 // B requests with distinct pseudo-random prompts of P tokens (ignore_eos, greedy) are added and
 // stepped until every one is prefilled and has sampled its first token; after W untimed decode
@@ -20,7 +20,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +40,8 @@
 #include "cpu_ref/linear.h"
 #include "cpu_ref/llama_model.h"
 #include "cpu_ref/openmp_wait.h"
+#include "tools/bench/bench_cli.h"
+#include "tools/bench/bench_output.h"
 #include "tools/bench/bench_timing.h"
 
 namespace {
@@ -50,7 +51,7 @@ namespace engine = pagedllm::engine;
 namespace frontend = pagedllm::frontend;
 namespace sched = pagedllm::sched;
 using pagedllm::TokenId;
-using namespace pagedllm::bench;  // clock, sink (consume), statistics
+using namespace pagedllm::bench;  // clock, sink (consume), statistics, command line, output
 
 struct BenchConfig {
   std::string model;
@@ -62,58 +63,36 @@ struct BenchConfig {
   bool json = false;
   int64_t bandwidth_bytes = 1ll << 30;
   int32_t bandwidth_passes = 10;
+  bool quick = false;
 };
 
-constexpr const char* kUsage =
-    "usage: bench_cpu_decode --model M [--batch B] [--prompt-tokens P] [--steps S] [--warmup-steps W]\n"
-    "                        [--threads T] [--json]\n"
-    "  --model M          a .gguf file, a Hugging Face model directory, or a fetched model's name\n"
-    "  --batch B          concurrent requests, one decode token each per step (default 1)\n"
-    "  --prompt-tokens P  prompt length of every request (default 128)\n"
-    "  --steps S          timed decode steps (default 32); --warmup-steps W untimed before (default 2)\n"
-    "  --threads T        OpenMP threads for the model and the floors (default: OpenMP's)\n"
-    "  --json             print the figures as one JSON object on stdout (the report goes to stderr)\n";
-
-int32_t parse_count(std::string_view flag, std::string_view text, int32_t minimum) {
-  int32_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < minimum) {
-    throw std::invalid_argument(std::string(flag) + ": expected an integer >= " + std::to_string(minimum) +
-                                ", got '" + std::string(text) + "'");
-  }
-  return value;
-}
-
-BenchConfig parse_args(int argc, char** argv) {
-  BenchConfig config;
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    if (flag == "--json") {
-      config.json = true;
-      continue;
-    }
-    if (flag == "--help" || flag == "-h") throw std::invalid_argument("help");
-    if (i + 1 >= args.size()) throw std::invalid_argument(std::string(flag) + ": missing value");
-    const std::string_view value = args[++i];
-    if (flag == "--model") {
-      config.model = std::string(value);
-    } else if (flag == "--batch") {
-      config.batch = parse_count(flag, value, 1);
-    } else if (flag == "--prompt-tokens") {
-      config.prompt_tokens = parse_count(flag, value, 1);
-    } else if (flag == "--steps") {
-      config.steps = parse_count(flag, value, 1);
-    } else if (flag == "--warmup-steps") {
-      config.warmup_steps = parse_count(flag, value, 0);
-    } else if (flag == "--threads") {
-      config.threads = parse_count(flag, value, 0);
-    } else {
-      throw std::invalid_argument("unknown option '" + std::string(flag) + "'");
-    }
-  }
-  if (config.model.empty()) throw std::invalid_argument("--model is required");
-  return config;
+BenchCommandLine command_line(BenchConfig& config) {
+  BenchCommandLine cli("bench_cpu_decode");
+  const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
+    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+  };
+  cli.add({"--model", "M", "a .gguf file, a Hugging Face model directory, or a fetched model's name",
+           [&](std::string_view v) { config.model = std::string(v); }, /*required=*/true});
+  cli.add({"--batch", "B", "concurrent requests, one decode token each per step (default 1)",
+           count(config.batch, "--batch", 1)});
+  cli.add({"--prompt-tokens", "P", "prompt length of every request (default 128)",
+           count(config.prompt_tokens, "--prompt-tokens", 1)});
+  cli.add({"--steps", "S", "timed decode steps (default 32)", count(config.steps, "--steps", 1)});
+  cli.add({"--warmup-steps", "W", "untimed decode steps before them (default 2)",
+           count(config.warmup_steps, "--warmup-steps", 0)});
+  cli.add({"--threads", "T", "OpenMP threads for the model and the floors (default: OpenMP's)",
+           count(config.threads, "--threads", 0)});
+  cli.add_quick("small sizes for a smoke run (the floors too: not figures to record)", [&] {
+    config.quick = true;
+    config.prompt_tokens = 16;
+    config.steps = 4;
+    config.warmup_steps = 1;
+    config.bandwidth_bytes = 64ll << 20;
+    config.bandwidth_passes = 2;
+  });
+  cli.add({"--json", "", "print the figures as one JSON object on stdout (the report goes to stderr)",
+           [&](std::string_view) { config.json = true; }});
+  return cli;
 }
 
 // --- floors ------------------------------------------------------------------------------------
@@ -288,7 +267,7 @@ struct Figures {
 void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& run, const Figures& f) {
   const double mem_floor_tps = config.batch / (f.mem_floor_ms / 1e3);
   const double roofline_ms = std::max(f.mem_floor_ms, f.compute_floor_ms);
-  std::fprintf(out, "bench_cpu_decode: %s\n", f.model.c_str());
+  std::fprintf(out, "bench_cpu_decode: %s\n  %s\n", f.model.c_str(), build_line(build_info()).c_str());
   std::fprintf(out, "  %lld parameters (fp32, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
                "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
                static_cast<long long>(f.num_parameters), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
@@ -312,33 +291,29 @@ void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& ru
 }
 
 void print_json(const BenchConfig& config, const DecodeRun& run, const Figures& f) {
-  std::string model_json;
-  for (char c : f.model) {
-    if (c == '"' || c == '\\') model_json += '\\';
-    model_json += c;
-  }
-  std::printf(
-      "{\"bench\": \"bench_cpu_decode\", \"model\": \"%s\", \"batch\": %d, \"prompt_tokens\": %d, \"steps\": %d, "
-      "\"warmup_steps\": %d, \"threads\": %d, \"num_parameters\": %lld, \"weight_bytes_per_step\": %.0f, "
-      "\"kv_bytes_per_step_mean\": %.0f, \"context_mean\": %.1f, \"load_s\": %.3f, \"prefill_s\": %.4f, "
-      "\"step_ms_mean\": %.4f, \"step_ms_p50\": %.4f, \"step_ms_p99\": %.4f, \"step_ms_best\": %.4f, \"decode_tokens_per_s\": %.3f, "
-      "\"read_bandwidth_gb_s\": %.3f, \"mem_floor_step_ms\": %.4f, \"mem_floor_tokens_per_s\": %.3f, "
-      "\"ratio_to_mem_floor\": %.4f, \"linear_peak_gflop_s\": %.3f, \"flop_per_step\": %.0f, "
-      "\"compute_floor_step_ms\": %.4f, \"ratio_to_compute_floor\": %.4f, \"ratio_to_roofline\": %.4f}\n",
-      model_json.c_str(), config.batch, config.prompt_tokens, config.steps, config.warmup_steps, omp_get_max_threads(),
-      static_cast<long long>(f.num_parameters), f.weight_bytes, f.kv_bytes_mean, f.context_mean, run.load_seconds,
-      run.prefill_seconds, f.step_ms_mean, f.step_ms_p50, f.step_ms_p99, f.step_ms_best, f.tokens_per_s, f.bandwidth / 1e9,
-      f.mem_floor_ms, config.batch / (f.mem_floor_ms / 1e3), f.step_ms_mean / f.mem_floor_ms, f.linear_peak / 1e9,
-      f.flops_mean, f.compute_floor_ms, f.step_ms_mean / f.compute_floor_ms,
-      f.step_ms_mean / std::max(f.mem_floor_ms, f.compute_floor_ms));
+  const Json figures = {
+      {"bench", "bench_cpu_decode"}, {"machine", build_json(build_info())}, {"model", f.model},
+      {"batch", config.batch}, {"prompt_tokens", config.prompt_tokens}, {"steps", config.steps},
+      {"warmup_steps", config.warmup_steps}, {"quick", config.quick}, {"threads", omp_get_max_threads()},
+      {"num_parameters", f.num_parameters}, {"weight_bytes_per_step", f.weight_bytes},
+      {"kv_bytes_per_step_mean", f.kv_bytes_mean}, {"context_mean", f.context_mean}, {"load_s", run.load_seconds},
+      {"prefill_s", run.prefill_seconds}, {"step_ms_mean", f.step_ms_mean}, {"step_ms_p50", f.step_ms_p50},
+      {"step_ms_p99", f.step_ms_p99}, {"step_ms_best", f.step_ms_best}, {"decode_tokens_per_s", f.tokens_per_s},
+      {"read_bandwidth_gb_s", f.bandwidth / 1e9}, {"mem_floor_step_ms", f.mem_floor_ms},
+      {"mem_floor_tokens_per_s", config.batch / (f.mem_floor_ms / 1e3)},
+      {"ratio_to_mem_floor", f.step_ms_mean / f.mem_floor_ms}, {"linear_peak_gflop_s", f.linear_peak / 1e9},
+      {"flop_per_step", f.flops_mean}, {"compute_floor_step_ms", f.compute_floor_ms},
+      {"ratio_to_compute_floor", f.step_ms_mean / f.compute_floor_ms},
+      {"ratio_to_roofline", f.step_ms_mean / std::max(f.mem_floor_ms, f.compute_floor_ms)}};
+  std::printf("%s\n", figures.dump().c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   cpu_ref::apply_openmp_wait_default(argv);  // as pagedllm does (openmp_wait.h)
-  try {
-    const BenchConfig config = parse_args(argc, argv);
+  BenchConfig config;
+  return run_benchmark(command_line(config), argc, argv, [&] {
     if (config.threads > 0) omp_set_num_threads(config.threads);
 
     const auto load_start = Clock::now();
@@ -389,15 +364,5 @@ int main(int argc, char** argv) {
     print_report(config.json ? stderr : stdout, config, run, f);
     if (config.json) print_json(config, run, f);
     return 0;
-  } catch (const std::invalid_argument& error) {
-    if (std::string_view(error.what()) == "help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "bench_cpu_decode: %s\n%s", error.what(), kUsage);
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_cpu_decode: %s\n", error.what());
-    return 1;
-  }
+  });
 }

@@ -10,106 +10,65 @@
 // step on its own. The workload is deterministic (fixed-seed std::mt19937_64), and all tokens and
 // prompts are produced outside the timed regions.
 //
-// The parts: bench_kv_config.h (sizes), bench_timing.h (clock, sink, statistics; shared with bench_scheduler),
+// The parts: bench_kv_config.h (sizes), bench_timing.h, bench_cli.h and bench_output.h (shared by the benchmarks),
 // bench_kv_tokens.h (inputs), kv_paged.h and kv_baseline.h (the two managers), bench_kv_micro
 // (per-operation suite), bench_kv_decode (decode-step workload), bench_kv_report and bench_kv_json
 // (output). This file holds the command line and main().
 
 #include <algorithm>
-#include <charconv>
-#include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <vector>
 
+#include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_kv_config.h"
 #include "tools/bench/bench_kv_decode.h"
 #include "tools/bench/bench_kv_json.h"
 #include "tools/bench/bench_kv_micro.h"
 #include "tools/bench/bench_kv_report.h"
-#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 namespace {
 
 // --- command line ------------------------------------------------------------------------------
 
-constexpr const char* kUsage =
-    "usage: bench_kv [--steps N] [--sequences N] [--blocks N] [--repeats N] [--quick] [--json PATH]\n"
-    "  --steps N      timed decode steps per run (default 2000)\n"
-    "  --sequences N  running sequences in the decode workload (default 1024)\n"
-    "  --blocks N     device blocks (default 100000; host blocks are a fifth)\n"
-    "  --repeats N    interleaved runs of every suite (default 3)\n"
-    "  --quick        small sizes for a smoke run (under a second)\n"
-    "  --json PATH    also write the figures as JSON to PATH\n";
-
-int32_t parse_count(std::string_view flag, std::string_view text, int32_t min_value) {
-  int32_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < min_value) {
-    throw std::invalid_argument(std::string(flag) + " needs an integer >= " + std::to_string(min_value) +
-                                ", got '" + std::string(text) + "'");
-  }
-  return value;
-}
-
-void apply_quick(BenchConfig& config) {
-  config.quick = true;
-  config.steps = 100;
-  config.warmup_steps = 10;
-  config.sequences = 64;
-  config.device_blocks = 8'192;
-  config.host_blocks = 2'048;
-  config.repeats = 1;
-  config.micro_batches = 5;
-  config.append_cycles = 1;
-}
-
-// --quick sets small sizes first; explicit sizes then override it, in any order.
-BenchConfig parse_args(int argc, char** argv) {
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
-  BenchConfig config;
-  if (std::find(args.begin(), args.end(), "--quick") != args.end()) apply_quick(config);
-  std::optional<int32_t> host_blocks;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    if (flag == "--quick") continue;
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= args.size()) throw std::invalid_argument("unknown flag or missing value: " + std::string(flag));
-    const std::string_view value = args[++i];
-    if (flag == "--steps") {
-      config.steps = parse_count(flag, value, 1);
-    } else if (flag == "--sequences") {
-      config.sequences = parse_count(flag, value, 1);
-    } else if (flag == "--blocks") {
-      config.device_blocks = parse_count(flag, value, 4'096);
-      host_blocks = config.device_blocks / 5;
-    } else if (flag == "--repeats") {
-      config.repeats = parse_count(flag, value, 1);
-    } else if (flag == "--json") {
-      config.json_path = std::string(value);
-    } else {
-      throw std::invalid_argument("unknown flag: " + std::string(flag));
-    }
-  }
-  if (host_blocks) config.host_blocks = *host_blocks;
-  config.warmup_steps = std::min(config.warmup_steps, std::max(1, config.steps / 10));
-  return config;
+BenchCommandLine command_line(BenchConfig& config, std::optional<int32_t>& host_blocks) {
+  BenchCommandLine cli("bench_kv");
+  const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
+    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+  };
+  cli.add({"--steps", "N", "timed decode steps per run (default 2000)", count(config.steps, "--steps", 1)});
+  cli.add({"--sequences", "N", "running sequences in the decode workload (default 1024)",
+           count(config.sequences, "--sequences", 1)});
+  cli.add({"--blocks", "N", "device blocks (default 100000; host blocks are a fifth)", [&](std::string_view v) {
+             config.device_blocks = static_cast<int32_t>(parse_integer("--blocks", v, 4'096));
+             host_blocks = config.device_blocks / 5;
+           }});
+  cli.add({"--repeats", "N", "interleaved runs of every suite (default 3)", count(config.repeats, "--repeats", 1)});
+  cli.add_quick("small sizes for a smoke run (under a second)", [&] {
+    config.quick = true;
+    config.steps = 100;
+    config.warmup_steps = 10;
+    config.sequences = 64;
+    config.device_blocks = 8'192;
+    config.host_blocks = 2'048;
+    config.repeats = 1;
+    config.micro_batches = 5;
+    config.append_cycles = 1;
+  });
+  cli.add({"--json", "PATH", "also write the figures as JSON to PATH",
+           [&](std::string_view v) { config.json_path = std::string(v); }});
+  return cli;
 }
 
 int bench_main(int argc, char** argv) {
-  try {
-    const BenchConfig config = parse_args(argc, argv);
+  BenchConfig config;
+  std::optional<int32_t> host_blocks;  // --blocks sets it after --quick's pool
+  return run_benchmark(command_line(config, host_blocks), argc, argv, [&] {
+    if (host_blocks) config.host_blocks = *host_blocks;
+    config.warmup_steps = std::min(config.warmup_steps, std::max(1, config.steps / 10));
     const auto start = Clock::now();
     print_header(config);
     const MicroResults micro = run_micro(config);
@@ -123,13 +82,7 @@ int bench_main(int argc, char** argv) {
     std::printf("\ntotal wall time %.2f s (sink %llu)\n", elapsed_ns(start, Clock::now()) / 1e9,
                 static_cast<unsigned long long>(g_sink));
     return 0;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "bench_kv: %s\n%s", error.what(), kUsage);
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_kv: %s\n", error.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
 // bench_kv's text report: the header, the per-operation table and the decode-step tables.
 #include "tools/bench/bench_kv_report.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "tools/bench/bench_kv_config.h"
+#include "tools/bench/bench_output.h"
 
 namespace pagedllm::kv_bench {
 namespace {
@@ -38,45 +37,6 @@ void print_phases(const BenchConfig& config, const DecodeResults& decode) {
 
 }  // namespace
 
-const char* compiler_name() {
-#if defined(__clang__)
-  return "clang " __VERSION__;
-#elif defined(__GNUC__)
-  return "gcc " __VERSION__;
-#else
-  return "unknown compiler";
-#endif
-}
-
-bool ndebug() {
-#ifdef NDEBUG
-  return true;
-#else
-  return false;
-#endif
-}
-
-const char* build_type() {
-  return ndebug() ? "release (NDEBUG)" : "debug (NDEBUG not defined: debug-only checks are on)";
-}
-
-bool optimized() {
-#ifdef __OPTIMIZE__
-  return true;
-#else
-  return false;
-#endif
-}
-
-std::string format_value(double value, const char* format) {
-  if (!std::isfinite(value)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof(text), format, value);
-  return text;
-}
-
-std::string format_ratio(double value) { return std::isfinite(value) ? format_value(value, "%.2fx") : "-"; }
-
 OpFigures op_figures(const OpSpec& op, const MicroResults& micro) {
   OpFigures figures;
   if (const auto it = micro.paged.find(op.key); it != micro.paged.end()) {
@@ -92,8 +52,7 @@ OpFigures op_figures(const OpSpec& op, const MicroResults& micro) {
 
 void print_header(const BenchConfig& config) {
   std::printf("bench_kv: pagedllm KV cache manager (core/kv) vs the issue's targets and a %s\n", kBaselineName);
-  std::printf("compiler: %s | build: %s | optimizer: %s | hardware threads: %u\n", compiler_name(), build_type(),
-              optimized() ? "on" : "off", std::thread::hardware_concurrency());
+  std::printf("%s\n", build_line(build_info()).c_str());
   std::printf("pool: %d device blocks, %d host blocks, block size %d | decode: %d sequences, %d steps (+%d warm-up)"
               " | repeats: %d%s\n",
               config.device_blocks, config.host_blocks, kBlockSize, config.sequences, config.steps,

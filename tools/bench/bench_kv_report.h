@@ -1,4 +1,4 @@
-// bench_kv's text report (and the machine description and per-operation figures the JSON shares).
+// bench_kv's text report (and the per-operation figures the JSON shares).
 #pragma once
 
 #include <cstddef>
@@ -9,16 +9,6 @@
 #include "tools/bench/bench_kv_micro.h"
 
 namespace pagedllm::kv_bench {
-
-// The compiler, the build and whether it is optimized, for the header and the JSON.
-const char* compiler_name();
-bool ndebug();
-const char* build_type();
-bool optimized();
-
-// A figure as printf's `format` writes it, or "-" when there is none (NaN).
-std::string format_value(double value, const char* format);
-std::string format_ratio(double value);
 
 // The figures of one operation, from both managers' samples.
 struct OpFigures {

@@ -15,22 +15,16 @@
 // region (they are the frontend's work).
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <fstream>
-#include <limits>
 #include <memory>
 #include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -43,6 +37,8 @@
 #include "core/kv/kv_cache_manager.h"
 #include "core/sched/scheduler.h"
 #include "core/sched/step_plan.h"
+#include "tools/bench/bench_cli.h"
+#include "tools/bench/bench_output.h"
 #include "tools/bench/bench_timing.h"
 
 namespace {
@@ -53,7 +49,7 @@ namespace sched = pagedllm::sched;
 using pagedllm::mix64;
 using pagedllm::SeqId;
 using pagedllm::TokenId;
-using namespace pagedllm::bench;  // clock, sink (consume), statistics
+using namespace pagedllm::bench;  // clock, sink (consume), statistics, command line, output
 
 constexpr double kStepTargetUs = 100.0;
 constexpr int32_t kBlockSize = 16;
@@ -539,42 +535,14 @@ Summary summarize(const Variant& v) {
 }
 
 
-std::string fmt(double value, const char* format) {
-  if (!std::isfinite(value)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof(text), format, value);
-  return text;
-}
-std::string fmt_ratio(double value) { return fmt(value, "%.2fx"); }
-
 // "a / b = X mean, Y p50": the p50 ratio is the robust one when other processes share the CPU.
 std::string ratios(const Summary& a, const Summary& b) {
-  return fmt_ratio(ratio(a.mean_us, b.mean_us)) + " mean, " + fmt_ratio(ratio(a.p50_us, b.p50_us)) + " p50";
+  return format_ratio(ratio(a.mean_us, b.mean_us)) + " mean, " + format_ratio(ratio(a.p50_us, b.p50_us)) + " p50";
 }
-
-#if defined(__clang__)
-constexpr const char* kCompiler = "clang " __VERSION__;
-#elif defined(__GNUC__)
-constexpr const char* kCompiler = "gcc " __VERSION__;
-#else
-constexpr const char* kCompiler = "unknown compiler";
-#endif
-#ifdef NDEBUG
-constexpr bool kNdebug = true;
-#else
-constexpr bool kNdebug = false;
-#endif
-#ifdef __OPTIMIZE__
-constexpr bool kOptimized = true;
-#else
-constexpr bool kOptimized = false;
-#endif
 
 void print_header(const BenchConfig& config) {
   std::printf("bench_scheduler: pagedllm scheduler (core/sched) + engine loop (core/engine) per step vs target and floors\n");
-  std::printf("compiler: %s | build: %s | optimizer: %s | hardware threads: %u\n", kCompiler,
-              kNdebug ? "release (NDEBUG)" : "debug (NDEBUG not defined)", kOptimized ? "on" : "off",
-              std::thread::hardware_concurrency());
+  std::printf("%s\n", build_line(build_info()).c_str());
   std::printf("steps: %d timed per variant (+%d warm-up), variants take turns every %d steps | block size %d | seed %#llx%s\n",
               config.steps, config.warmup_steps, config.chunk_steps, kBlockSize,
               static_cast<unsigned long long>(config.seed), config.quick ? " | --quick" : "");
@@ -588,10 +556,10 @@ void print_section(const Section& section, const Summary& floor, std::vector<Sum
   const size_t first = summaries.size();
   for (const Variant& v : section.variants) {
     const Summary& s = summaries.emplace_back(summarize(v));
-    const std::string inner = v.inner.empty() ? "-" : fmt(s.inner_us, "%.1f") + " / " + fmt(s.inner_p50_us, "%.1f") + " " + v.inner;
+    const std::string inner = v.inner.empty() ? "-" : format_value(s.inner_us, "%.1f") + " / " + format_value(s.inner_p50_us, "%.1f") + " " + v.inner;
     std::printf("%-42s %8.1f %8.1f %8.1f %8.1f %5.0f %7.1f %8s %8s %9s  %s\n", v.name.c_str(), s.mean_us, s.p50_us,
-                s.p99_us, s.max_us, s.seqs_per_step, s.ns_per_seq, fmt_ratio(s.mean_us / kStepTargetUs).c_str(),
-                fmt_ratio(s.p50_us / kStepTargetUs).c_str(), fmt_ratio(ratio(s.p50_us, floor.p50_us)).c_str(), inner.c_str());
+                s.p99_us, s.max_us, s.seqs_per_step, s.ns_per_seq, format_ratio(s.mean_us / kStepTargetUs).c_str(),
+                format_ratio(s.p50_us / kStepTargetUs).c_str(), format_ratio(ratio(s.p50_us, floor.p50_us)).c_str(), inner.c_str());
   }
   for (const auto& [e, k] : section.twins) {
     const Summary& ks = summaries[first + k];
@@ -600,7 +568,7 @@ void print_section(const Section& section, const Summary& floor, std::vector<Sum
     const double steps = static_cast<double>(std::max<int64_t>(1, t.steps));
     std::printf("   %s: engine / it = %s | schedule() alone / target = %s mean, %s p50 | plans identical: %s\n",
                 section.variants[k].name.c_str(), ratios(summaries[first + e], ks).c_str(),
-                fmt_ratio(ks.inner_us / kStepTargetUs).c_str(), fmt_ratio(ks.inner_p50_us / kStepTargetUs).c_str(),
+                format_ratio(ks.inner_us / kStepTargetUs).c_str(), format_ratio(ks.inner_p50_us / kStepTargetUs).c_str(),
                 et.plan_hash == t.plan_hash && et.steps == t.steps ? "yes" : "NO");
     std::printf("      per step: %.0f running, %.0f batched tokens (%.0f prefill), %.2f finished | per run: %lld preempted"
                 " by recompute, %lld by swap, %lld blocks swapped out, %lld in\n",
@@ -621,80 +589,56 @@ void print_decode_ratios(std::span<const Summary> s) {
               s[1].first_tenth_us, s[1].last_tenth_us, s[3].first_tenth_us, s[3].last_tenth_us);
 }
 
-// --- JSON (by hand; every string written is plain ASCII without quotes or backslashes) ----------
-
-std::string json_number(double value) { return std::isfinite(value) ? fmt(value, "%.4f") : "null"; }
+// --- JSON --------------------------------------------------------------------------------------
 
 void write_json(const BenchConfig& config, const std::vector<Section>& sections, const std::vector<Summary>& summaries,
                 const Summary& floor) {
-  std::ofstream out(config.json_path);
-  if (!out) throw std::runtime_error("cannot open " + config.json_path + " for writing");
-  out << "{\n  \"machine\": {\"compiler\": \"" << kCompiler << "\", \"ndebug\": " << (kNdebug ? "true" : "false")
-      << ", \"optimized\": " << (kOptimized ? "true" : "false") << ", \"hardware_threads\": "
-      << std::thread::hardware_concurrency() << "},\n  \"config\": {\"steps\": " << config.steps << ", \"warmup_steps\": "
-      << config.warmup_steps << ", \"sequences\": " << config.sequences << ", \"chunk_steps\": " << config.chunk_steps
-      << ", \"seed\": " << config.seed << ", \"quick\": " << (config.quick ? "true" : "false") << "},\n  \"target_step_us\": "
-      << json_number(kStepTargetUs) << ",\n  \"floor_mean_us\": " << json_number(floor.mean_us) << ",\n  \"floor_p50_us\": "
-      << json_number(floor.p50_us) << ",\n  \"sections\": [";
+  Json document = {
+      {"benchmark", "bench_scheduler"},
+      {"machine", build_json(build_info())},
+      {"config", {{"steps", config.steps}, {"warmup_steps", config.warmup_steps}, {"sequences", config.sequences},
+                  {"chunk_steps", config.chunk_steps}, {"seed", config.seed}, {"quick", config.quick}}},
+      {"target_step_us", kStepTargetUs},
+      {"floor_mean_us", floor.mean_us},
+      {"floor_p50_us", floor.p50_us},
+      {"sections", Json::array()}};
   size_t index = 0;
-  for (size_t i = 0; i < sections.size(); ++i) {
+  for (const Section& section : sections) {
     bool identical = true;
-    for (const auto& [e, k] : sections[i].twins) {
-      identical = identical && sections[i].variants[e].driver->tally().plan_hash == sections[i].variants[k].driver->tally().plan_hash;
+    for (const auto& [e, k] : section.twins) {
+      identical = identical && section.variants[e].driver->tally().plan_hash == section.variants[k].driver->tally().plan_hash;
     }
-    out << (i == 0 ? "" : ",") << "\n    {\"key\": \"" << sections[i].key << "\", \"plans_identical\": "
-        << (identical ? "true" : "false") << ", \"variants\": [";
-    for (size_t j = 0; j < sections[i].variants.size(); ++j, ++index) {
-      const Variant& v = sections[i].variants[j];
-      const Summary& s = summaries[index];
+    Json variants = Json::array();
+    for (const Variant& v : section.variants) {
+      const Summary& s = summaries[index++];
       const Tally& t = v.driver->tally();
-      out << (j == 0 ? "" : ",") << "\n      {\"name\": \"" << v.name << "\", \"inner\": \"" << v.inner << "\"";
-      for (const auto& [key, value] : {std::pair{"mean_us", s.mean_us}, {"p50_us", s.p50_us}, {"p99_us", s.p99_us},
-                                       {"max_us", s.max_us}, {"ns_per_seq", s.ns_per_seq}, {"seqs_per_step", s.seqs_per_step},
-                                       {"mean_over_target", s.mean_us / kStepTargetUs}, {"p50_over_target", s.p50_us / kStepTargetUs},
-                                       {"mean_over_floor", ratio(s.mean_us, floor.mean_us)},
-                                       {"p50_over_floor", ratio(s.p50_us, floor.p50_us)}, {"inner_mean_us", s.inner_us},
-                                       {"inner_p50_us", s.inner_p50_us},
-                                       {"first_tenth_mean_us", s.first_tenth_us}, {"last_tenth_mean_us", s.last_tenth_us}}) {
-        out << ", \"" << key << "\": " << json_number(value);
-      }
-      for (const auto& [key, value] : {std::pair{"steps", t.steps}, {"batched_tokens", t.batched_tokens},
-                                       {"prefill_tokens", t.prefill_tokens}, {"finished", t.finished},
-                                       {"preempted_recompute", t.preempted_recompute}, {"preempted_swap", t.preempted_swap},
-                                       {"blocks_swapped_out", t.blocks_swapped_out}, {"blocks_swapped_in", t.blocks_swapped_in}}) {
-        out << ", \"" << key << "\": " << value;
-      }
-      out << "}";
+      variants.push_back({{"name", v.name}, {"inner", v.inner}, {"mean_us", s.mean_us}, {"p50_us", s.p50_us},
+                          {"p99_us", s.p99_us}, {"max_us", s.max_us}, {"ns_per_seq", s.ns_per_seq},
+                          {"seqs_per_step", s.seqs_per_step}, {"mean_over_target", s.mean_us / kStepTargetUs},
+                          {"p50_over_target", s.p50_us / kStepTargetUs},
+                          {"mean_over_floor", ratio(s.mean_us, floor.mean_us)},
+                          {"p50_over_floor", ratio(s.p50_us, floor.p50_us)}, {"inner_mean_us", s.inner_us},
+                          {"inner_p50_us", s.inner_p50_us}, {"first_tenth_mean_us", s.first_tenth_us},
+                          {"last_tenth_mean_us", s.last_tenth_us}, {"steps", t.steps},
+                          {"batched_tokens", t.batched_tokens}, {"prefill_tokens", t.prefill_tokens},
+                          {"finished", t.finished}, {"preempted_recompute", t.preempted_recompute},
+                          {"preempted_swap", t.preempted_swap}, {"blocks_swapped_out", t.blocks_swapped_out},
+                          {"blocks_swapped_in", t.blocks_swapped_in}});
     }
-    out << "\n    ]}";
+    document["sections"].push_back({{"key", section.key}, {"plans_identical", identical}, {"variants", variants}});
   }
-  out << "\n  ]\n}\n";
-  if (!out) throw std::runtime_error("failed writing " + config.json_path);
+  write_json_file(config.json_path, document);
 }
 
 // --- command line ------------------------------------------------------------------------------
 
-constexpr const char* kUsage =
-    "usage: bench_scheduler [--steps N] [--sequences N] [--quick] [--json PATH]\n"
-    "  --steps N      timed steps per variant and section (default 1000)\n"
-    "  --sequences N  requests kept in the system (default 1024)\n"
-    "  --quick        small sizes for a smoke run (under a second)\n"
-    "  --json PATH    also write the figures as JSON to PATH\n";
-
-int32_t parse_count(std::string_view flag, std::string_view text) {
-  int32_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < 1) {
-    throw std::invalid_argument(std::string(flag) + " needs a positive integer, got '" + std::string(text) + "'");
-  }
-  return value;
-}
-
-// --quick sets small sizes first; explicit sizes then override it, in any order.
-BenchConfig parse_args(int argc, char** argv) {
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
-  BenchConfig config;
-  if (std::find(args.begin(), args.end(), "--quick") != args.end()) {
+BenchCommandLine command_line(BenchConfig& config) {
+  BenchCommandLine cli("bench_scheduler");
+  cli.add({"--steps", "N", "timed steps per variant and section (default 1000)",
+           [&](std::string_view v) { config.steps = static_cast<int32_t>(parse_integer("--steps", v, 1)); }});
+  cli.add({"--sequences", "N", "requests kept in the system (default 1024)",
+           [&](std::string_view v) { config.sequences = static_cast<int32_t>(parse_integer("--sequences", v, 1)); }});
+  cli.add_quick("small sizes for a smoke run (under a second)", [&] {
     config.quick = true;
     config.steps = 40;
     config.warmup_steps = 10;
@@ -702,34 +646,17 @@ BenchConfig parse_args(int argc, char** argv) {
     config.chunk_steps = 10;
     config.min_device_blocks = 16'384;
     config.pressure_blocks_per_seq = 6;  // preempts within the few steps of a smoke run
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    if (flag == "--quick") continue;
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= args.size()) throw std::invalid_argument("unknown flag or missing value: " + std::string(flag));
-    const std::string_view value = args[++i];
-    if (flag == "--steps") {
-      config.steps = parse_count(flag, value);
-    } else if (flag == "--sequences") {
-      config.sequences = parse_count(flag, value);
-    } else if (flag == "--json") {
-      config.json_path = std::string(value);
-    } else {
-      throw std::invalid_argument("unknown flag: " + std::string(flag));
-    }
-  }
-  return config;
+  });
+  cli.add({"--json", "PATH", "also write the figures as JSON to PATH",
+           [&](std::string_view v) { config.json_path = std::string(v); }});
+  return cli;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const BenchConfig config = parse_args(argc, argv);
+  BenchConfig config;
+  return run_benchmark(command_line(config), argc, argv, [&] {
     const auto start = Clock::now();
     print_header(config);
     std::vector<Section> sections;
@@ -754,11 +681,5 @@ int main(int argc, char** argv) {
     std::printf("total wall time %.2f s (sink %llu)\n", elapsed_ns(start, Clock::now()) / 1e9,
                 static_cast<unsigned long long>(g_sink));
     return 0;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "bench_scheduler: %s\n%s", error.what(), kUsage);
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_scheduler: %s\n", error.what());
-    return 1;
-  }
+  });
 }

@@ -27,7 +27,6 @@
 // can be compared by it.
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -35,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -43,7 +41,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -61,6 +58,8 @@
 #include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
+#include "tools/bench/bench_cli.h"
+#include "tools/bench/bench_output.h"
 #include "tools/bench/bench_timing.h"
 
 #ifndef PAGEDLLM_SHARED_TRACES_DIR
@@ -413,31 +412,11 @@ Range range_of(const std::vector<RunFigures>& runs, Fn&& fn) {
   return {*lo, median(values), *hi};
 }
 
-std::string fmt(double value, const char* format) {
-  if (!std::isfinite(value)) return "-";
-  char text[48];
-  std::snprintf(text, sizeof(text), format, value);
-  return text;
-}
-
 std::string fmt_range(const Range& r, const char* format) {
   if (!std::isfinite(r.min)) return "-";
-  if (r.min == r.max) return fmt(r.median, format);
-  return fmt(r.min, format) + " - " + fmt(r.max, format);
+  if (r.min == r.max) return format_value(r.median, format);
+  return format_value(r.min, format) + " - " + format_value(r.max, format);
 }
-
-#if defined(__clang__)
-constexpr const char* kCompiler = "clang " __VERSION__;
-#elif defined(__GNUC__)
-constexpr const char* kCompiler = "gcc " __VERSION__;
-#else
-constexpr const char* kCompiler = "unknown compiler";
-#endif
-#ifdef NDEBUG
-constexpr bool kNdebug = true;
-#else
-constexpr bool kNdebug = false;
-#endif
 
 double requests_per_second(const RunFigures& r) { return r.per_second(r.finished + r.refused); }
 double requests_per_minute(const RunFigures& r) { return 60.0 * requests_per_second(r); }
@@ -506,8 +485,7 @@ bool fingerprints_agree(const TraceRun& run) {
 void print_header(const BenchConfig& config) {
   std::printf("bench_sim: simulator speed (engine + sim executor, virtual time, one thread) vs the target of "
               "%.0f simulated requests per minute\n", kTargetPerMinute);
-  std::printf("compiler: %s | build: %s | hardware threads: %u\n", kCompiler,
-              kNdebug ? "release (NDEBUG)" : "debug (NDEBUG not defined)", std::thread::hardware_concurrency());
+  std::printf("%s\n", build_line(build_info()).c_str());
   const sim::RooflineConfig roofline = roofline_config();
   const engine::EngineConfig engine = engine_config(roofline);
   std::printf("server: %s on %s (roofline), %d device blocks (%.2f GPU memory utilization), %d host blocks, block %d | "
@@ -548,138 +526,81 @@ void print_table(const std::vector<TraceRun>& runs) {
   }
 }
 
-// --- JSON (by hand; every string written is plain ASCII without quotes or backslashes) ----------
+// --- JSON --------------------------------------------------------------------------------------
 
-std::string json_number(double value) { return std::isfinite(value) ? fmt(value, "%.6g") : "null"; }
+Json run_json(const RunFigures& r) {
+  return {{"build_s", r.build_s}, {"materialize_s", r.materialize_s}, {"simulate_s", r.simulate_s},
+          {"simulate_cpu_s", r.simulate_cpu_s}, {"requests_per_s", requests_per_second(r)},
+          {"requests_per_min", requests_per_minute(r)}, {"over_target", requests_per_minute(r) / kTargetPerMinute},
+          {"events_per_s", r.per_second(r.events())}, {"steps_per_s", r.per_second(r.steps)},
+          {"sequence_steps_per_s", r.per_second(r.sequence_steps)}, {"sim_seconds", r.sim_seconds},
+          {"mean_running", r.mean_running}, {"mean_waiting", r.mean_waiting}, {"max_waiting", r.max_waiting},
+          {"mean_kv_usage", r.mean_kv_usage}, {"requests", r.requests}, {"finished", r.finished},
+          {"refused", r.refused}, {"steps", r.steps}, {"forward_steps", r.forward_steps},
+          {"sequence_steps", r.sequence_steps}, {"batched_tokens", r.batched_tokens},
+          {"generation_tokens", r.generation_tokens}, {"preemptions", r.preemptions},
+          {"fingerprint", hex(r.fingerprint)}};
+}
 
 void write_json(const BenchConfig& config, const std::vector<TraceRun>& runs) {
-  std::ofstream out(config.json_path);
-  if (!out) throw std::runtime_error("cannot open " + config.json_path + " for writing");
-  out << "{\n  \"machine\": {\"compiler\": \"" << kCompiler << "\", \"ndebug\": " << (kNdebug ? "true" : "false")
-      << ", \"hardware_threads\": " << std::thread::hardware_concurrency() << "},\n  \"config\": {\"min_requests\": "
-      << config.min_requests << ", \"load\": " << json_number(config.load) << ", \"repeats\": " << config.repeats
-      << ", \"calibration_requests\": " << config.calibration_requests << ", \"seed\": " << config.seed
-      << ", \"hardware\": \"" << kHardware << "\", \"model\": \"" << kModel << "\", \"max_model_len\": " << kMaxModelLen
-      << "},\n  \"target_requests_per_minute\": " << json_number(kTargetPerMinute) << ",\n  \"traces\": [";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const TraceRun& run = runs[i];
-    out << (i == 0 ? "" : ",") << "\n    {\"key\": \"" << run.spec.key << "\", \"skipped\": "
-        << (run.skipped ? "true" : "false");
+  Json document = {
+      {"benchmark", "bench_sim"},
+      {"machine", build_json(build_info())},
+      {"config", {{"min_requests", config.min_requests}, {"load", config.load}, {"repeats", config.repeats},
+                  {"calibration_requests", config.calibration_requests}, {"seed", config.seed},
+                  {"hardware", kHardware}, {"model", kModel}, {"max_model_len", kMaxModelLen}}},
+      {"target_requests_per_minute", kTargetPerMinute},
+      {"traces", Json::array()}};
+  for (const TraceRun& run : runs) {
+    Json trace = {{"key", run.spec.key}, {"skipped", run.skipped.has_value()}};
     if (!run.skipped) {
-      out << ", \"rate\": " << json_number(run.spec.rate) << ", \"capacity\": " << json_number(run.spec.capacity)
-          << ", \"calibration_wall_s\": " << json_number(run.calibration_wall_s)
-          << ", \"fingerprints_agree\": " << (fingerprints_agree(run) ? "true" : "false") << ", \"runs\": [";
-      for (size_t j = 0; j < run.runs.size(); ++j) {
-        const RunFigures& r = run.runs[j];
-        out << (j == 0 ? "" : ",") << "\n      {";
-        const std::pair<const char*, double> numbers[] = {
-            {"build_s", r.build_s}, {"materialize_s", r.materialize_s}, {"simulate_s", r.simulate_s},
-            {"simulate_cpu_s", r.simulate_cpu_s},
-            {"requests_per_s", requests_per_second(r)}, {"requests_per_min", requests_per_minute(r)},
-            {"over_target", requests_per_minute(r) / kTargetPerMinute}, {"events_per_s", r.per_second(r.events())},
-            {"steps_per_s", r.per_second(r.steps)}, {"sequence_steps_per_s", r.per_second(r.sequence_steps)},
-            {"sim_seconds", r.sim_seconds}, {"mean_running", r.mean_running}, {"mean_waiting", r.mean_waiting},
-            {"max_waiting", r.max_waiting}, {"mean_kv_usage", r.mean_kv_usage}};
-        bool first = true;
-        for (const auto& [key, value] : numbers) {
-          out << (first ? "" : ", ") << "\"" << key << "\": " << json_number(value);
-          first = false;
-        }
-        const std::pair<const char*, int64_t> counts[] = {
-            {"requests", r.requests}, {"finished", r.finished}, {"refused", r.refused}, {"steps", r.steps},
-            {"forward_steps", r.forward_steps}, {"sequence_steps", r.sequence_steps},
-            {"batched_tokens", r.batched_tokens}, {"generation_tokens", r.generation_tokens},
-            {"preemptions", r.preemptions}};
-        for (const auto& [key, value] : counts) out << ", \"" << key << "\": " << value;
-        out << ", \"fingerprint\": \"" << hex(r.fingerprint) << "\"}";
-      }
-      out << "\n    ]";
+      trace["rate"] = run.spec.rate;
+      trace["capacity"] = run.spec.capacity;
+      trace["calibration_wall_s"] = run.calibration_wall_s;
+      trace["fingerprints_agree"] = fingerprints_agree(run);
+      trace["runs"] = Json::array();
+      for (const RunFigures& r : run.runs) trace["runs"].push_back(run_json(r));
     }
-    out << "}";
+    document["traces"].push_back(std::move(trace));
   }
-  out << "\n  ]\n}\n";
-  if (!out) throw std::runtime_error("failed writing " + config.json_path);
+  write_json_file(config.json_path, document);
 }
 
 // --- command line ------------------------------------------------------------------------------
 
-constexpr const char* kUsage =
-    "usage: bench_sim [--requests N] [--load F] [--repeats N] [--azure PATH] [--quick] [--json PATH]\n"
-    "                 [--kv-events DIR] [--only azure|sharegpt]\n"
-    "  --requests N   requests per trace, at least (default 100000)\n"
-    "  --load F       arrival rate as a fraction of the measured capacity (default 0.9)\n"
-    "  --repeats N    runs per trace, interleaved (default 3)\n"
-    "  --azure PATH   the Azure code trace (default ../shared/traces/azure_llm_2023_code.csv)\n"
-    "  --quick        small sizes for a smoke run\n"
-    "  --json PATH    also write the figures as JSON to PATH\n"
-    "  --kv-events DIR  write the first run's KV event log per trace to DIR/<trace>.jsonl\n"
-    "  --only KEY     run one trace alone: azure or sharegpt (for profiling)\n";
-
-int64_t parse_count(std::string_view flag, std::string_view text) {
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < 1) {
-    throw std::invalid_argument(std::string(flag) + " needs a positive integer, got '" + std::string(text) + "'");
-  }
-  return value;
-}
-
-double parse_fraction(std::string_view flag, std::string_view text) {
-  const std::string copy(text);
-  char* end = nullptr;
-  const double value = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size() || !(value > 0.0) || !std::isfinite(value)) {
-    throw std::invalid_argument(std::string(flag) + " needs a positive number, got '" + copy + "'");
-  }
-  return value;
-}
-
-BenchConfig parse_args(int argc, char** argv) {
-  const std::vector<std::string_view> args(argv + 1, argv + argc);
-  BenchConfig config;
-  if (std::find(args.begin(), args.end(), "--quick") != args.end()) {
+BenchCommandLine command_line(BenchConfig& config) {
+  BenchCommandLine cli("bench_sim");
+  cli.add({"--requests", "N", "requests per trace, at least (default 100000)",
+           [&](std::string_view v) { config.min_requests = parse_integer("--requests", v, 1, 1 << 30); }});
+  cli.add({"--load", "F", "arrival rate as a fraction of the measured capacity (default 0.9)",
+           [&](std::string_view v) { config.load = parse_positive_number("--load", v); }});
+  cli.add({"--repeats", "N", "runs per trace, interleaved (default 3)",
+           [&](std::string_view v) { config.repeats = static_cast<int32_t>(parse_integer("--repeats", v, 1, 1000)); }});
+  cli.add({"--azure", "PATH", "the Azure code trace (default ../shared/traces/azure_llm_2023_code.csv)",
+           [&](std::string_view v) { config.azure_path = std::string(v); }});
+  cli.add_quick("small sizes for a smoke run", [&] {
     config.quick = true;
     config.min_requests = 5'000;
     config.calibration_requests = 500;
     config.repeats = 1;
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view flag = args[i];
-    if (flag == "--quick") continue;
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= args.size()) throw std::invalid_argument("unknown flag or missing value: " + std::string(flag));
-    const std::string_view value = args[++i];
-    if (flag == "--requests") {
-      config.min_requests = std::min<int64_t>(parse_count(flag, value), 1 << 30);
-    } else if (flag == "--load") {
-      config.load = parse_fraction(flag, value);
-    } else if (flag == "--repeats") {
-      config.repeats = static_cast<int32_t>(std::min<int64_t>(parse_count(flag, value), 1000));
-    } else if (flag == "--azure") {
-      config.azure_path = std::string(value);
-    } else if (flag == "--json") {
-      config.json_path = std::string(value);
-    } else if (flag == "--only") {
-      if (value != "azure" && value != "sharegpt") throw std::invalid_argument("--only: expected azure or sharegpt");
-      config.only = std::string(value);
-    } else if (flag == "--kv-events") {
-      config.kv_events_dir = std::string(value);
-    } else {
-      throw std::invalid_argument("unknown flag: " + std::string(flag));
-    }
-  }
-  config.calibration_requests = static_cast<int32_t>(std::min<int64_t>(config.calibration_requests, config.min_requests));
-  return config;
+  });
+  cli.add({"--json", "PATH", "also write the figures as JSON to PATH",
+           [&](std::string_view v) { config.json_path = std::string(v); }});
+  cli.add({"--kv-events", "DIR", "write the first run's KV event log per trace to DIR/<trace>.jsonl",
+           [&](std::string_view v) { config.kv_events_dir = std::string(v); }});
+  cli.add({"--only", "KEY", "run one trace alone: azure or sharegpt (for profiling)", [&](std::string_view v) {
+             if (v != "azure" && v != "sharegpt") throw UsageError("--only: expected azure or sharegpt");
+             config.only = std::string(v);
+           }});
+  return cli;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const BenchConfig config = parse_args(argc, argv);
+  BenchConfig config;
+  return run_benchmark(command_line(config), argc, argv, [&] {
+    config.calibration_requests = static_cast<int32_t>(std::min<int64_t>(config.calibration_requests, config.min_requests));
     const auto start = Clock::now();
     print_header(config);
     std::vector<TraceRun> runs;
@@ -735,11 +656,5 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "bench_sim: %s\n%s", error.what(), kUsage);
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "bench_sim: %s\n", error.what());
-    return 1;
-  }
+  });
 }

@@ -192,15 +192,7 @@ int run_profile(const std::vector<std::string>& args) {
   profile.executor = on_gpu ? "cuda" : "cpu_ref";
   profile.device = on_gpu ? gpu_description : cpu_description();
   profile.num_threads = options.num_threads;
-  const model::ModelConfig& shape = bundle.config;
-  profile.model = {.name = options.model,
-                   .num_layers = shape.num_layers,
-                   .hidden_size = shape.hidden_size,
-                   .num_heads = shape.num_heads,
-                   .num_kv_heads = shape.num_kv_heads,
-                   .head_dim = shape.head_dim,
-                   .intermediate_size = shape.intermediate_size,
-                   .vocab_size = shape.vocab_size};
+  profile.model = sim::ProfileModel::of(model::model_shape_from_config(bundle.config, options.model));
   sim::write_step_profile(profile, options.output);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "profile: " << options.output << " (" << profile.executor << ", " << bundle.source.path << ", threads "

@@ -83,17 +83,6 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
   return backend;
 }
 
-sim::ProfileModel profile_model_of(const model::ModelShape& shape) {
-  return {.name = shape.name,
-          .num_layers = shape.num_layers,
-          .hidden_size = shape.hidden_size,
-          .num_heads = shape.num_heads,
-          .num_kv_heads = shape.num_kv_heads,
-          .head_dim = shape.head_dim,
-          .intermediate_size = shape.intermediate_size,
-          .vocab_size = shape.vocab_size};
-}
-
 // The simulator on a measured profile: the profile must come from this model shape and block
 // size, and the KV tiers are those the profiled executor would have, so that the simulated run
 // has the real run's blocks.
@@ -104,7 +93,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
     throw std::invalid_argument(where + "a profile is measured on one device; --tensor-parallel-size does not apply");
   }
   sim::StepProfile profile = sim::read_step_profile(options.profile);
-  if (!profile.model.same_shape(profile_model_of(shape))) {
+  if (!profile.model.same_shape(sim::ProfileModel::of(shape))) {
     throw std::invalid_argument(where + "measured on model '" + profile.model.name + "', whose shape differs from " +
                                 "the model simulated ('" + shape.name + "'); give --model " + profile.model.name);
   }
