@@ -393,9 +393,9 @@ void Engine::record_step(const sched::StepPlan& plan, double start, double end) 
   metrics.num_scheduled_seqs = static_cast<int32_t>(plan.sequences.size());
   const kv::KvStats kv_stats = kv_.stats();
   metrics.kv_usage = kv_stats.device_usage();
-  metrics.device_blocks_used = kv_stats.device_blocks_used();
-  metrics.device_blocks_cached = kv_stats.device_blocks_cached;
-  metrics.host_blocks_used = kv_stats.host_blocks_total - kv_stats.host_blocks_free;
+  metrics.device_blocks_used = kv_stats.num_used_device_blocks();
+  metrics.device_blocks_cached = kv_stats.num_cached_device_blocks;
+  metrics.host_blocks_used = kv_stats.num_host_blocks - kv_stats.num_free_host_blocks;
   metrics.internal_waste_slots = kv_stats.internal_waste_slots();
   metrics.blocks_swapped_out = static_cast<int32_t>(plan.swap_out.size());
   metrics.blocks_swapped_in = static_cast<int32_t>(plan.swap_in.size());

@@ -42,6 +42,21 @@ struct EngineCounters {
   int64_t requests_finished = 0;
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
+
+  // A cluster's replicas as one.
+  EngineCounters& operator+=(const EngineCounters& other) {
+    prompt_tokens += other.prompt_tokens;
+    prompt_tokens_computed += other.prompt_tokens_computed;
+    generation_tokens += other.generation_tokens;
+    preemptions_recompute += other.preemptions_recompute;
+    preemptions_swap += other.preemptions_swap;
+    blocks_swapped_out += other.blocks_swapped_out;
+    blocks_swapped_in += other.blocks_swapped_in;
+    requests_finished += other.requests_finished;
+    requests_aborted += other.requests_aborted;
+    requests_rejected += other.requests_rejected;
+    return *this;
+  }
 };
 
 }  // namespace pagedllm::engine

@@ -31,13 +31,13 @@ const char* to_string(AllocStatus status) {
 std::ostream& operator<<(std::ostream& out, AllocStatus status) { return out << to_string(status); }
 
 double KvStats::device_usage() const {
-  return device_blocks_total == 0
+  return num_device_blocks == 0
              ? 0.0
-             : static_cast<double>(device_blocks_used()) / device_blocks_total;
+             : static_cast<double>(num_used_device_blocks()) / num_device_blocks;
 }
 
 int64_t KvStats::internal_waste_slots() const {
-  return static_cast<int64_t>(device_blocks_used()) * block_size - device_slots_filled;
+  return static_cast<int64_t>(num_used_device_blocks()) * block_size - num_filled_device_slots;
 }
 
 double KvStats::prefix_hit_rate() const {
@@ -184,13 +184,13 @@ KvStats KvCacheManager::stats() const {
   KvStats stats;
   stats.block_size = config_.block_size;
   stats.num_sequences = static_cast<int32_t>(sequence_index_.size());
-  stats.device_blocks_total = device_.num_blocks();
-  stats.device_blocks_free = device_.num_free();
-  stats.device_blocks_cached = static_cast<int32_t>(prefix_cache_.size());
-  stats.device_blocks_cached_free = num_cached_free_;
-  stats.host_blocks_total = host_.num_blocks();
-  stats.host_blocks_free = host_.num_free();
-  stats.device_slots_filled = device_slots_filled_;
+  stats.num_device_blocks = device_.num_blocks();
+  stats.num_free_device_blocks = device_.num_free();
+  stats.num_cached_device_blocks = static_cast<int32_t>(prefix_cache_.size());
+  stats.num_cached_free_device_blocks = num_cached_free_;
+  stats.num_host_blocks = host_.num_blocks();
+  stats.num_free_host_blocks = host_.num_free();
+  stats.num_filled_device_slots = device_slots_filled_;
   stats.prefix_query_tokens = prefix_query_tokens_;
   stats.prefix_hit_tokens = prefix_hit_tokens_;
   stats.evictions = evictions_;

@@ -83,21 +83,22 @@ struct PrefixMatch {
 struct KvStats {
   int32_t block_size = 0;
   int32_t num_sequences = 0;
-  int32_t device_blocks_total = 0;
-  int32_t device_blocks_free = 0;
-  int32_t device_blocks_cached = 0;       // registered in the prefix cache, used or free
-  int32_t device_blocks_cached_free = 0;  // free but still holding reusable content
-  int32_t host_blocks_total = 0;
-  int32_t host_blocks_free = 0;
-  int64_t device_slots_filled = 0;        // token slots written in used device blocks
-  int64_t prefix_query_tokens = 0;        // prompt tokens looked up by allocate()
-  int64_t prefix_hit_tokens = 0;          // of those, tokens served from the cache
-  int64_t evictions = 0;                  // cached blocks reallocated for other content
+  int32_t num_device_blocks = 0;
+  int32_t num_free_device_blocks = 0;
+  int32_t num_cached_device_blocks = 0;       // registered in the prefix cache, used or free
+  int32_t num_cached_free_device_blocks = 0;  // free but still holding reusable content
+  int32_t num_host_blocks = 0;
+  int32_t num_free_host_blocks = 0;
+  int64_t num_filled_device_slots = 0;        // token slots written in used device blocks
+  // Running totals, named for what they count (as the metrics that export them).
+  int64_t prefix_query_tokens = 0;            // prompt tokens looked up by allocate()
+  int64_t prefix_hit_tokens = 0;              // of those, tokens served from the cache
+  int64_t evictions = 0;                      // cached blocks reallocated for other content
 
-  int32_t device_blocks_used() const { return device_blocks_total - device_blocks_free; }
-  double device_usage() const;            // used / total, vLLM's "KV cache usage"
-  int64_t internal_waste_slots() const;   // reserved but unfilled slots in used device blocks
-  double prefix_hit_rate() const;         // hit tokens / query tokens (0 when no queries)
+  int32_t num_used_device_blocks() const { return num_device_blocks - num_free_device_blocks; }
+  double device_usage() const;                // used / total, vLLM's "KV cache usage"
+  int64_t internal_waste_slots() const;       // reserved but unfilled slots in used device blocks
+  double prefix_hit_rate() const;             // hit tokens / query tokens (0 when no queries)
 };
 
 class KvCacheManager {

@@ -15,8 +15,8 @@ struct EngineSummary {
   int64_t num_steps = 0;
   double busy_seconds = 0.0;            // sum of step durations (the executor's time)
   int32_t block_size = 0;
-  int32_t device_blocks_total = 0;
-  int32_t host_blocks_total = 0;
+  int32_t num_device_blocks = 0;
+  int32_t num_host_blocks = 0;
   double kv_usage_mean = 0.0;           // device blocks used / total, weighted by step duration
   double kv_usage_peak = 0.0;
   int32_t host_blocks_peak = 0;         // swapped-out blocks at most
@@ -26,15 +26,7 @@ struct EngineSummary {
   int64_t prefix_query_tokens = 0;      // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;
   double prefix_hit_rate = 0.0;
-  int64_t prompt_tokens_computed = 0;   // prefill work, recomputation included
-  int64_t generation_tokens = 0;
-  int64_t preemptions_recompute = 0;
-  int64_t preemptions_swap = 0;
-  int64_t blocks_swapped_out = 0;
-  int64_t blocks_swapped_in = 0;
-  int64_t requests_finished = 0;
-  int64_t requests_aborted = 0;
-  int64_t requests_rejected = 0;
+  engine::EngineCounters counters;      // the engine's running totals (summed over replicas)
   int32_t max_running = 0;
   int32_t max_waiting = 0;
   int32_t max_swapped = 0;

@@ -29,8 +29,8 @@ nlohmann::json to_json(const EngineSummary& s) {
       {"num_steps", s.num_steps},
       {"busy_seconds", s.busy_seconds},
       {"block_size", s.block_size},
-      {"device_blocks_total", s.device_blocks_total},
-      {"host_blocks_total", s.host_blocks_total},
+      {"device_blocks_total", s.num_device_blocks},
+      {"host_blocks_total", s.num_host_blocks},
       {"kv_usage_mean", s.kv_usage_mean},
       {"kv_usage_peak", s.kv_usage_peak},
       {"host_blocks_peak", s.host_blocks_peak},
@@ -38,15 +38,15 @@ nlohmann::json to_json(const EngineSummary& s) {
       {"prefix_query_tokens", s.prefix_query_tokens},
       {"prefix_hit_tokens", s.prefix_hit_tokens},
       {"prefix_hit_rate", s.prefix_hit_rate},
-      {"prompt_tokens_computed", s.prompt_tokens_computed},
-      {"generation_tokens", s.generation_tokens},
-      {"preemptions_recompute", s.preemptions_recompute},
-      {"preemptions_swap", s.preemptions_swap},
-      {"blocks_swapped_out", s.blocks_swapped_out},
-      {"blocks_swapped_in", s.blocks_swapped_in},
-      {"requests_finished", s.requests_finished},
-      {"requests_aborted", s.requests_aborted},
-      {"requests_rejected", s.requests_rejected},
+      {"prompt_tokens_computed", s.counters.prompt_tokens_computed},
+      {"generation_tokens", s.counters.generation_tokens},
+      {"preemptions_recompute", s.counters.preemptions_recompute},
+      {"preemptions_swap", s.counters.preemptions_swap},
+      {"blocks_swapped_out", s.counters.blocks_swapped_out},
+      {"blocks_swapped_in", s.counters.blocks_swapped_in},
+      {"requests_finished", s.counters.requests_finished},
+      {"requests_aborted", s.counters.requests_aborted},
+      {"requests_rejected", s.counters.requests_rejected},
       {"max_running", s.max_running},
       {"max_waiting", s.max_waiting},
       {"max_swapped", s.max_swapped},
@@ -74,15 +74,15 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
   out << "-------------KV cache and scheduling--------------\n";
   row(out, "Engine steps:", count(s.num_steps));
   row(out, "Busy time (s):", format("%.2f", s.busy_seconds));
-  row(out, "KV blocks (device / host):", count(s.device_blocks_total) + " / " + count(s.host_blocks_total) +
+  row(out, "KV blocks (device / host):", count(s.num_device_blocks) + " / " + count(s.num_host_blocks) +
                                              "  (" + count(s.block_size) + " tokens each)");
   row(out, "KV usage mean / peak (%):", percent(s.kv_usage_mean) + " / " + percent(s.kv_usage_peak));
   row(out, "Internal waste, mean (% of used slots):", percent(s.internal_waste_mean));
   row(out, "Prefix cache hit rate (%):", percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " +
                                              count(s.prefix_query_tokens) + " prompt tokens)");
-  row(out, "Prompt tokens computed:", count(s.prompt_tokens_computed));
-  row(out, "Preemptions (recompute / swap):", count(s.preemptions_recompute) + " / " + count(s.preemptions_swap));
-  row(out, "Blocks swapped (out / in):", count(s.blocks_swapped_out) + " / " + count(s.blocks_swapped_in));
+  row(out, "Prompt tokens computed:", count(s.counters.prompt_tokens_computed));
+  row(out, "Preemptions (recompute / swap):", count(s.counters.preemptions_recompute) + " / " + count(s.counters.preemptions_swap));
+  row(out, "Blocks swapped (out / in):", count(s.counters.blocks_swapped_out) + " / " + count(s.counters.blocks_swapped_in));
   row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
   row(out, "Max running / waiting / swapped:",
       count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));

@@ -199,8 +199,8 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   BOOST_TEST(result.outputs.size() == requests.size());
   result.kv_stats = llm.kv().stats();
   BOOST_TEST(result.kv_stats.num_sequences == 0);
-  BOOST_TEST(result.kv_stats.device_blocks_free == setup.num_device_blocks);
-  BOOST_TEST(result.kv_stats.host_blocks_free == setup.num_host_blocks);
+  BOOST_TEST(result.kv_stats.num_free_device_blocks == setup.num_device_blocks);
+  BOOST_TEST(result.kv_stats.num_free_host_blocks == setup.num_host_blocks);
   result.counters = llm.counters();
   result.step_metrics = llm.step_metrics();
   result.plans = recording.records();

@@ -48,13 +48,13 @@ BOOST_AUTO_TEST_CASE(an_aborted_running_request_comes_back_finished_and_frees_it
   }
   for (int32_t i = 0; i < 4; ++i) fixture.step();
   BOOST_REQUIRE_EQUAL(fixture.llm.kv().stats().num_sequences, 6);
-  const int32_t free_before = fixture.llm.kv().stats().device_blocks_free;
+  const int32_t free_before = fixture.llm.kv().stats().num_free_device_blocks;
   const double abort_time = fixture.clock.now();
   BOOST_TEST(fixture.llm.abort_request(1));
   BOOST_TEST(!fixture.llm.abort_request(1));
   BOOST_TEST(!fixture.llm.abort_request(77));
   BOOST_TEST(fixture.llm.kv().stats().num_sequences == 4);
-  BOOST_TEST(fixture.llm.kv().stats().device_blocks_free > free_before);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_device_blocks > free_before);
   fixture.llm.scheduler().check_invariants();
   BOOST_TEST(fixture.llm.counters().requests_aborted == 1);
 
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(an_aborted_running_request_comes_back_finished_and_frees_it
   }
   BOOST_TEST(fixture.llm.counters().requests_finished == 2);
   BOOST_TEST(fixture.llm.kv().stats().num_sequences == 0);
-  BOOST_TEST(fixture.llm.kv().stats().device_blocks_free == setup.num_device_blocks);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
 }
 
 // A frontend's stop string ends one sample; the request goes on with the others and finishes
@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(stopping_one_sample_frees_it_and_the_request_finishes_with_
   BOOST_TEST(finished.completions[0].tokens.size() < finished.completions[1].tokens.size());  // stopped a step earlier
   BOOST_TEST(!fixture.llm.has_unfinished());
   BOOST_TEST(fixture.llm.counters().requests_finished == 1);
-  BOOST_TEST(fixture.llm.kv().stats().device_blocks_free == setup.num_device_blocks);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
 }
 
 BOOST_AUTO_TEST_CASE(aborting_everything_frees_both_tiers_and_reports_each_request_once) {
@@ -129,13 +129,13 @@ BOOST_AUTO_TEST_CASE(aborting_everything_frees_both_tiers_and_reports_each_reque
       if (output.finished) finished.emplace(id, std::move(output));
     }
   }
-  BOOST_TEST(fixture.llm.kv().stats().host_blocks_free < setup.num_host_blocks);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_host_blocks < setup.num_host_blocks);
   int32_t num_aborted = 0;
   for (const sched::Request& request : requests) num_aborted += fixture.llm.abort_request(request.id) ? 1 : 0;
   BOOST_TEST(num_aborted + static_cast<int32_t>(finished.size()) == static_cast<int32_t>(requests.size()));
   BOOST_TEST(fixture.llm.kv().stats().num_sequences == 0);
-  BOOST_TEST(fixture.llm.kv().stats().host_blocks_free == setup.num_host_blocks);
-  BOOST_TEST(fixture.llm.kv().stats().device_blocks_free == setup.num_device_blocks);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_host_blocks == setup.num_host_blocks);
+  BOOST_TEST(fixture.llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
   const auto outputs = fixture.step();
   BOOST_TEST(static_cast<int32_t>(outputs.size()) == num_aborted);
   for (const auto& [id, output] : outputs) {

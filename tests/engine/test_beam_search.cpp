@@ -121,7 +121,7 @@ BeamRun run_beam_request(const BeamRunConfig& run) {
   }
   BOOST_REQUIRE(finished);
   BOOST_TEST(llm.kv().stats().num_sequences == 0);
-  BOOST_TEST(llm.kv().stats().device_blocks_free == config.cache.num_device_blocks);
+  BOOST_TEST(llm.kv().stats().num_free_device_blocks == config.cache.num_device_blocks);
   result.num_steps_with_copies = recorder.num_steps_with_copies();
   return result;
 }

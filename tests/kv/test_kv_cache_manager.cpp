@@ -41,8 +41,8 @@ Ids table(const kv::KvCacheManager& manager, SeqId seq) {
 std::string snapshot(const kv::KvCacheManager& manager) {
   std::ostringstream out;
   const kv::KvStats stats = manager.stats();
-  out << stats.device_blocks_free << ' ' << stats.host_blocks_free << ' ' << stats.device_blocks_cached
-      << ' ' << stats.device_slots_filled << ' ' << stats.prefix_query_tokens << ' ' << stats.evictions << '|';
+  out << stats.num_free_device_blocks << ' ' << stats.num_free_host_blocks << ' ' << stats.num_cached_device_blocks
+      << ' ' << stats.num_filled_device_slots << ' ' << stats.prefix_query_tokens << ' ' << stats.evictions << '|';
   for (const SeqId seq : manager.sequence_ids()) {
     out << seq << (manager.is_swapped(seq) ? "h" : "d") << manager.num_tokens(seq) << ':';
     for (const kv::BlockId block : manager.block_table(seq)) out << block << ',';
@@ -108,8 +108,8 @@ BOOST_AUTO_TEST_CASE(allocate_reserves_one_slot_per_token) {
   BOOST_TEST(manager.slot(1, 0) == 0);
   BOOST_TEST(manager.slot(1, 9) == 2 * 4 + 1);
   const kv::KvStats stats = manager.stats();
-  BOOST_TEST(stats.device_blocks_used() == 3);
-  BOOST_TEST(stats.device_slots_filled == 10);
+  BOOST_TEST(stats.num_used_device_blocks() == 3);
+  BOOST_TEST(stats.num_filled_device_slots == 10);
   BOOST_TEST(stats.internal_waste_slots() == 2);
   BOOST_TEST(stats.device_usage() == 3.0 / 8.0);
   manager.check_invariants();
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(a_prompt_allocated_in_chunks_matches_one_allocated_at_once)
   BOOST_TEST(!chunked.append_slots(1, std::span(prompt).subspan(8)).has_value());
   whole.allocate(1, {prompt}, 11);
   BOOST_TEST(table(chunked, 1) == table(whole, 1), boost::test_tools::per_element());
-  BOOST_TEST(chunked.stats().device_blocks_cached == whole.stats().device_blocks_cached);
+  BOOST_TEST(chunked.stats().num_cached_device_blocks == whole.stats().num_cached_device_blocks);
   chunked.check_invariants();
 }
 
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(prefix_hits_share_full_blocks_and_stop_one_token_short) {
   BOOST_TEST(stats.prefix_query_tokens == 12 + 13 + 12);
   BOOST_TEST(stats.prefix_hit_tokens == 12 + 8);
   // The recomputed duplicate is not registered twice: the first holder stays the cache entry.
-  BOOST_TEST(stats.device_blocks_cached == 3);
+  BOOST_TEST(stats.num_cached_device_blocks == 3);
   manager.check_invariants();
 }
 
@@ -179,8 +179,8 @@ BOOST_AUTO_TEST_CASE(freed_prompts_stay_cached_and_evict_tail_first) {
   manager.allocate(1, {prompt}, 16);
   manager.free(1);
   kv::KvStats stats = manager.stats();
-  BOOST_TEST(stats.device_blocks_free == 4);
-  BOOST_TEST(stats.device_blocks_cached_free == 4);
+  BOOST_TEST(stats.num_free_device_blocks == 4);
+  BOOST_TEST(stats.num_cached_free_device_blocks == 4);
   BOOST_TEST(manager.device_pool().free_list() == Ids({3, 2, 1, 0}), boost::test_tools::per_element());
   // A different prompt of two blocks evicts the freed prompt's last two blocks, tail first.
   manager.allocate(2, {iota_tokens(8, 900)}, 8);
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(prefix_caching_off_shares_nothing) {
   const Tokens prompt = iota_tokens(12);
   manager.allocate(1, {prompt}, 12);
   BOOST_TEST(manager.allocate(2, {prompt}, 12) == 0);
-  BOOST_TEST(manager.stats().device_blocks_cached == 0);
+  BOOST_TEST(manager.stats().num_cached_device_blocks == 0);
   manager.check_invariants();
 }
 
@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(fork_shares_and_append_copies_a_shared_partial_block) {
   BOOST_TEST(table(manager, 1) == Ids({0, 1}), boost::test_tools::per_element());
   BOOST_TEST(table(manager, 2) == Ids({0, 2}), boost::test_tools::per_element());
   BOOST_TEST(manager.device_pool().meta(1).ref_count == 1);
-  BOOST_TEST(manager.stats().device_slots_filled == 6 + 1 + 2);  // 4 + 2 shared, then the copy of 2 plus 1
+  BOOST_TEST(manager.stats().num_filled_device_slots == 6 + 1 + 2);  // 4 + 2 shared, then the copy of 2 plus 1
   // The parent now owns its partial block alone: no copy.
   BOOST_TEST(!manager.append_slots(1, next).has_value());
   manager.check_invariants();
@@ -263,7 +263,7 @@ BOOST_AUTO_TEST_CASE(beam_search_style_fork_and_free_every_step) {
   }
   for (const SeqId beam : beams) BOOST_TEST(manager.num_tokens(beam) == 14);
   for (const SeqId beam : beams) manager.free(beam);
-  BOOST_TEST(manager.stats().device_blocks_free == 32);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 32);
 }
 
 BOOST_AUTO_TEST_CASE(admission_answers_ok_later_never_with_the_watermark) {
@@ -288,16 +288,16 @@ BOOST_AUTO_TEST_CASE(admission_answers_ok_later_never_with_the_watermark) {
   BOOST_TEST(manager.try_allocate(2, {seventeen}, 17, watermark).status == kv::AllocStatus::later);
   BOOST_TEST(manager.try_allocate(2, {too_long}, 8, watermark).status == kv::AllocStatus::never);
   BOOST_TEST(!manager.contains(2));
-  BOOST_TEST(manager.stats().device_blocks_free == 6);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 6);
   const kv::AllocResult admitted = manager.try_allocate(2, {shared}, 24, watermark);
   BOOST_TEST(admitted.status == kv::AllocStatus::ok);
   BOOST_TEST(admitted.num_cached_tokens == 16);
-  BOOST_TEST(manager.stats().device_blocks_free == 4);  // 4 blocks hit, 2 new
+  BOOST_TEST(manager.stats().num_free_device_blocks == 4);  // 4 blocks hit, 2 new
   // Three blocks would leave one: not past the watermark, but without headroom they can be taken.
   const Tokens twelve = iota_tokens(12, 900);
   BOOST_TEST(manager.try_allocate(3, {twelve}, 12, watermark).status == kv::AllocStatus::later);
   BOOST_TEST(manager.try_allocate(3, {twelve}, 12, kv::Headroom{}).status == kv::AllocStatus::ok);
-  BOOST_TEST(manager.stats().device_blocks_free == 1);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 1);
   manager.check_invariants();
 }
 
@@ -331,7 +331,7 @@ BOOST_AUTO_TEST_CASE(a_group_append_fits_whole_or_changes_nothing) {
   BOOST_TEST(!manager.try_append_slots(both, copies));
   BOOST_TEST(manager.num_tokens(1) == 4);
   BOOST_TEST(manager.num_tokens(2) == 4);
-  BOOST_TEST(manager.stats().device_blocks_free == 2);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 2);
   const Tokens one = iota_tokens(1, 300);
   const kv::AppendRequest small[] = {{.seq = 1, .tokens = one}, {.seq = 2, .tokens = one}};
   BOOST_TEST(!manager.try_append_slots(small, copies, /*keep_free_blocks=*/1));  // would leave none
@@ -374,8 +374,8 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   BOOST_TEST((out[0] == kv::BlockMove{0, 0}));
   BOOST_TEST(manager.is_swapped(1));
   BOOST_TEST(manager.host_pool().meta(0).ref_count == 2);
-  BOOST_TEST(manager.stats().device_blocks_free == 8);
-  BOOST_TEST(manager.stats().host_blocks_free == 1);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 8);
+  BOOST_TEST(manager.stats().num_free_host_blocks == 1);
   manager.check_invariants();
   expect_refused<kv::KvCacheError>(manager, [&] { manager.append_slots(1, Tokens{1}); }, "swapped out");
   expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_out(group); }, "already swapped out");
@@ -388,7 +388,7 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   BOOST_TEST(table(manager, 1)[0] == table(manager, 2)[0]);  // still shared
   BOOST_TEST(manager.device_pool().meta(table(manager, 1)[0]).ref_count == 2);
   BOOST_TEST(manager.num_tokens(2) == 7);
-  BOOST_TEST(manager.stats().host_blocks_free == 4);
+  BOOST_TEST(manager.stats().num_free_host_blocks == 4);
   manager.check_invariants();
   BOOST_TEST(log_text.str().find("\"op\":\"swap_out\",\"seqs\":[1,2],\"moves\":[[0,0],[1,1],[2,2]]") !=
              std::string::npos, log_text.str());
@@ -425,8 +425,8 @@ BOOST_AUTO_TEST_CASE(swap_in_waits_for_space_and_reports_never) {
   BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 2, .min_free_after = 0}).status == kv::AllocStatus::never);
   BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 1, .min_free_after = 1}).status == kv::AllocStatus::ok);
   manager.free(1);
-  BOOST_TEST(manager.stats().device_blocks_free == 4);
-  BOOST_TEST(manager.stats().host_blocks_free == 8);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 4);
+  BOOST_TEST(manager.stats().num_free_host_blocks == 8);
   manager.check_invariants();
 }
 
@@ -443,7 +443,7 @@ BOOST_AUTO_TEST_CASE(swap_in_copies_only_what_the_device_lost) {
   const std::vector<kv::BlockMove>& moves = swapped_in.moves;
   BOOST_TEST(moves.size() == 2u);  // the evicted block and the partial block; 0 and 1 come back
   BOOST_TEST(table(manager, 1) == Ids({0, 1, 2, 5}), boost::test_tools::per_element());
-  BOOST_TEST(manager.stats().device_blocks_free == 2);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 2);
   manager.check_invariants();
 }
 
@@ -457,7 +457,7 @@ BOOST_AUTO_TEST_CASE(swap_in_counts_one_revived_block_once) {
   const std::vector<SeqId> group{1, 2};
   manager.swap_out(group);
   manager.allocate(3, {iota_tokens(28, 500)}, 28);  // every free block but the cached one
-  BOOST_TEST(manager.stats().device_blocks_free == 1);
+  BOOST_TEST(manager.stats().num_free_device_blocks == 1);
   const kv::SwapInResult swapped_in = manager.try_swap_in(group, kv::Headroom{});
   BOOST_TEST(swapped_in.status == kv::AllocStatus::ok);
   BOOST_TEST(swapped_in.moves.empty());
@@ -488,7 +488,7 @@ BOOST_AUTO_TEST_CASE(reset_prefix_cache_forgets_every_prefix) {
   manager.free(2);
   BOOST_TEST(manager.reset_prefix_cache() == 4);
   BOOST_TEST(manager.match_prefix({prompt}).num_cached_tokens == 0);
-  BOOST_TEST(manager.stats().device_blocks_cached_free == 0);
+  BOOST_TEST(manager.stats().num_cached_free_device_blocks == 0);
   manager.check_invariants();
 }
 
@@ -498,7 +498,7 @@ BOOST_AUTO_TEST_CASE(freeing_a_swapped_sequence_releases_host_blocks) {
   const std::vector<SeqId> group{1};
   manager.swap_out(group);
   manager.free(1);
-  BOOST_TEST(manager.stats().host_blocks_free == 4);
+  BOOST_TEST(manager.stats().num_free_host_blocks == 4);
   BOOST_TEST(manager.stats().num_sequences == 0);
   manager.check_invariants();
 }

@@ -163,8 +163,8 @@ void abort_and_check(Harness& harness, RequestId id, HeldBlocks expected_held) {
 
   BOOST_TEST_REQUIRE(harness.engine().abort_request(id));
   const kv::KvStats after = harness.kv().stats();
-  BOOST_TEST(after.device_blocks_free == before.device_blocks_free + held.device);
-  BOOST_TEST(after.host_blocks_free == before.host_blocks_free + held.host);
+  BOOST_TEST(after.num_free_device_blocks == before.num_free_device_blocks + held.device);
+  BOOST_TEST(after.num_free_host_blocks == before.num_free_host_blocks + held.host);
   for (const SeqId seq : seqs) BOOST_TEST(!harness.kv().contains(seq));
   BOOST_CHECK_NO_THROW(harness.engine().scheduler().check_invariants());
   BOOST_TEST(!harness.engine().abort_request(id), "a second abort finds nothing to abort");

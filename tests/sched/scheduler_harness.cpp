@@ -167,8 +167,8 @@ std::vector<SeqId> Harness::seqs_of(RequestId request) const {
 void Harness::expect_drained() const {
   const kv::KvStats stats = kv().stats();
   BOOST_TEST(stats.num_sequences == 0);
-  BOOST_TEST(stats.device_blocks_free == stats.device_blocks_total);
-  BOOST_TEST(stats.host_blocks_free == stats.host_blocks_total);
+  BOOST_TEST(stats.num_free_device_blocks == stats.num_device_blocks);
+  BOOST_TEST(stats.num_free_host_blocks == stats.num_host_blocks);
   BOOST_CHECK_NO_THROW(kv().check_invariants());
 }
 

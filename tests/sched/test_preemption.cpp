@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_CASE(preemption_by_recompute_requeues_the_latest_arrival_and_rec
   harness.step_to(6);
   BOOST_TEST(harness.engine().scheduler().num_waiting() == 1);
   BOOST_TEST(harness.engine().scheduler().num_running() == 2);
-  BOOST_TEST(harness.kv().stats().device_blocks_free == 2);  // not enough for r2's 4
+  BOOST_TEST(harness.kv().stats().num_free_device_blocks == 2);  // not enough for r2's 4
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(preemption_by_swap_moves_groups_out_and_back_in_policy_orde
   harness.step();
   BOOST_TEST(harness.engine().scheduler().num_swapped() == 1);
   BOOST_TEST(harness.engine().scheduler().num_waiting() == 1);
-  BOOST_TEST(harness.kv().stats().device_blocks_free == 2);
+  BOOST_TEST(harness.kv().stats().num_free_device_blocks == 2);
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {

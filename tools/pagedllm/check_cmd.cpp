@@ -25,6 +25,7 @@
 #include "tools/pagedllm/executor_factory.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
+#include "tools/pagedllm/trace_requests.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -35,8 +36,7 @@ struct CheckOptions {
   TraceInputOptions trace;
   std::string model = std::string(kDefaultModelName);
   std::string executors = "sim,cpu";
-  double rate_scale = 1.0;
-  uint64_t seed = 0;
+  TraceRequestOptions requests;
   std::string kv_events_dir;
   EngineOptions engine;
   // The CPU engine's sizing applies to every executor (their block counts must agree); the
@@ -78,10 +78,9 @@ int run_check(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")
       ("model,m", po::value(&options.model)->default_value(options.model), "the model cpu runs ('tiny' = embedded)")
-      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
-      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content")
       ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
   add_trace_input_options(description, options.trace);
+  add_trace_request_options(description, options.requests, /*length_and_eos=*/false);
   add_engine_options(description, options.engine);
   // Every executor gets the blocks cpu's --kv-cache-mib and --swap-space give (fp32 KV) unless
   // --num-gpu-blocks-override; the clock is the roofline of --hardware on the model's shape.
@@ -94,11 +93,8 @@ int run_check(const std::vector<std::string>& args) {
   const std::vector<std::string> executors = split_names(options.executors);
 
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
-  const tokenizer::Tokenizer& tokenizer = bundle.tokenizer;
   trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(
-      options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
-      read_report, std::cerr);
+  const trace::Trace trace = read_trace_input(options.trace, token_counter(&bundle.tokenizer), read_report, std::cerr);
 
   const auto model_max_len = frontend::context_length(bundle);
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
@@ -111,16 +107,12 @@ int run_check(const std::vector<std::string>& args) {
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                            gib_to_bytes(swap_space_gib_for(options.executor, "cpu")));
 
-  trace::MaterializeConfig materialize;
-  materialize.max_model_len = config.scheduler.max_model_len;
-  materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
-  materialize.synthetic_token_begin = pagedllm::tokenizer::first_ordinary_token(tokenizer);
-  materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
-  materialize.seed = options.seed;
-  materialize.rate_scale = options.rate_scale;
-  materialize.encode = [&](const std::string& text) { return tokenizer.encode(text); };
-  const trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
-  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+  const trace::MaterializedTrace requests = materialize_trace(
+      trace, options.trace.path, options.requests,
+      {.max_model_len = config.scheduler.max_model_len,
+       .vocab_size = static_cast<int32_t>(bundle.config.vocab_size),
+       .tokenizer = &bundle.tokenizer},
+      std::cerr);
 
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.executor.hardware);

@@ -54,19 +54,19 @@ std::string describe_table(const kv::KvCacheManager& cache, SeqId seq) {
 
 void print_usage_line(const kv::KvCacheManager& cache, const std::string& when) {
   const kv::KvStats stats = cache.stats();
-  std::cout << "  [" << when << "] device " << stats.device_blocks_used() << "/" << stats.device_blocks_total
+  std::cout << "  [" << when << "] device " << stats.num_used_device_blocks() << "/" << stats.num_device_blocks
             << " used (" << static_cast<int>(100 * stats.device_usage()) << "%), "
-            << stats.device_blocks_cached_free << " free but cached, host " 
-            << stats.host_blocks_total - stats.host_blocks_free << "/" << stats.host_blocks_total << " used\n";
+            << stats.num_cached_free_device_blocks << " free but cached, host " 
+            << stats.num_host_blocks - stats.num_free_host_blocks << "/" << stats.num_host_blocks << " used\n";
 }
 
 nlohmann::json stats_json(const kv::KvStats& stats) {
   return {{"block_size", stats.block_size},
-          {"device_blocks_total", stats.device_blocks_total},
-          {"device_blocks_used", stats.device_blocks_used()},
-          {"device_blocks_cached", stats.device_blocks_cached},
-          {"host_blocks_total", stats.host_blocks_total},
-          {"host_blocks_used", stats.host_blocks_total - stats.host_blocks_free},
+          {"device_blocks_total", stats.num_device_blocks},
+          {"device_blocks_used", stats.num_used_device_blocks()},
+          {"device_blocks_cached", stats.num_cached_device_blocks},
+          {"host_blocks_total", stats.num_host_blocks},
+          {"host_blocks_used", stats.num_host_blocks - stats.num_free_host_blocks},
           {"prefix_query_tokens", stats.prefix_query_tokens},
           {"prefix_hit_tokens", stats.prefix_hit_tokens},
           {"prefix_hit_rate", stats.prefix_hit_rate()},
@@ -111,9 +111,9 @@ class KvDemo {
     std::cout << "\nall requests finished: " << counters_.preemptions << " preemption(s) by swap, "
               << counters_.blocks_swapped_out << " blocks copied out, " << counters_.blocks_swapped_in << " copied back in (the rest was still cached on the device), "
               << counters_.copies << " copy-on-write(s), prefix hit rate "
-              << static_cast<int>(100 * stats.prefix_hit_rate()) << "%, " << stats.device_blocks_cached_free
+              << static_cast<int>(100 * stats.prefix_hit_rate()) << "%, " << stats.num_cached_free_device_blocks
               << " blocks still cached for future prompts\n";
-    if (stats.device_blocks_used() != 0 || stats.host_blocks_free != stats.host_blocks_total) {
+    if (stats.num_used_device_blocks() != 0 || stats.num_free_host_blocks != stats.num_host_blocks) {
       std::cerr << "kv-demo: blocks leaked\n";
       return 1;
     }
@@ -199,7 +199,7 @@ class KvDemo {
   bool group_fits(const DemoRequest& request) const {
     int32_t needed = 0;
     for (const SeqId seq : request.seqs) needed += cache_.num_blocks_to_append(seq, 1);
-    return needed <= cache_.stats().device_blocks_free;
+    return needed <= cache_.stats().num_free_device_blocks;
   }
 
   // Preemption by swap as vLLM orders it: the latest-admitted running request goes to host until

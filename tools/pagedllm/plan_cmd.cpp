@@ -24,6 +24,7 @@
 #include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
+#include "tools/pagedllm/trace_requests.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -190,11 +191,8 @@ int run_plan(const std::vector<std::string>& args) {
 
   const SimModel model = resolve_sim_model(options.model);
   trace::ReadReport read_report;
-  std::function<int32_t(std::string_view)> count_tokens;
-  if (model.bundle) {
-    count_tokens = [&](std::string_view text) { return static_cast<int32_t>(model.bundle->tokenizer.encode(text).size()); };
-  }
-  const trace::Trace trace = read_trace_input(options.trace, count_tokens, read_report, std::cerr);
+  const trace::Trace trace = read_trace_input(
+      options.trace, token_counter(model.bundle ? &model.bundle->tokenizer : nullptr), read_report, std::cerr);
   if (trace.requests.size() < 2 || trace.requests.back().arrival_time <= trace.requests.front().arrival_time) {
     throw po::error("--trace: the plan scales the trace's arrival times, and these span no time (synthesize one with "
                     "--request-rate, or convert a trace with timestamps)");
@@ -213,12 +211,13 @@ int run_plan(const std::vector<std::string>& args) {
     config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
     return make_sim_backend(options.executor, model.shape, model_config, config);
   }();
-  trace::MaterializeConfig materialize;
-  materialize.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len : model_max_len;
-  materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
-  materialize.synthetic_token_end = materialize.vocab_size;
-  if (model.bundle) materialize.encode = [&](const std::string& text) { return model.bundle->tokenizer.encode(text); };
-  const trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
+  const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
+  const trace::MaterializedTrace requests = materialize_trace(
+      trace, options.trace.path, TraceRequestOptions{},
+      {.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len : model_max_len,
+       .vocab_size = vocab_size,
+       .tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr},
+      std::cerr);
 
   // Every combination of the sweep's values (none: the options as given).
   std::vector<std::map<std::string, int32_t>> combinations{{}};
@@ -251,7 +250,7 @@ int run_plan(const std::vector<std::string>& args) {
     for (sched::Request& request : scaled) request.arrival_time /= rate_scale;
     const SimRunOutput run = run_simulation({.config = config,
                                              .cost_model = backend.cost_model,
-                                             .vocab_size = materialize.vocab_size,
+                                             .vocab_size = vocab_size,
                                              .num_replicas = 1,
                                              .router = {},
                                              .on_progress = {}},

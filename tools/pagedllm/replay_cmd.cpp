@@ -28,6 +28,7 @@
 #include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
+#include "tools/pagedllm/trace_requests.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -38,10 +39,7 @@ struct ReplayOptions {
   TraceInputOptions trace;
   std::string model = std::string(kDefaultModelName);
   std::string time = "virtual";
-  double rate_scale = 1.0;
-  std::string over_length = "clip";
-  bool respect_eos = false;
-  uint64_t seed = 0;
+  TraceRequestOptions requests;
   RunReportOptions report;
   std::string kv_events;
   std::string check_profile;
@@ -49,12 +47,6 @@ struct ReplayOptions {
   EngineOptions engine;
   ExecutorOptions executor;
 };
-
-trace::OverLength parse_over_length(const std::string& text) {
-  if (text == "clip") return trace::OverLength::clip;
-  if (text == "reject") return trace::OverLength::reject;
-  throw po::error("--over-length: expected clip or reject, got '" + text + "'");
-}
 
 // The table of --check-profile, and its JSON section.
 nlohmann::json report_step_prediction(const sim::StepPredictionReport& report, const std::string& description,
@@ -98,18 +90,13 @@ int run_replay(const std::vector<std::string>& args) {
       ("time", po::value(&options.time)->default_value(options.time),
        "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
        "fast (every request at time 0)")
-      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate (divide arrival times)")
-      ("over-length", po::value(&options.over_length)->default_value(options.over_length),
-       "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")
-      ("respect-eos", po::bool_switch(&options.respect_eos),
-       "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)")
-      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content and sampling seeds")
       ("kv-events", po::value(&options.kv_events), "write the KV event log (JSONL) to this file")
       ("check-profile", po::value(&options.check_profile),
        "cpu: price every real step with this measured profile too and report its error by step kind (the "
        "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   add_trace_input_options(description, options.trace);
+  add_trace_request_options(description, options.requests);
   add_run_report_options(description, options.report);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
@@ -122,11 +109,8 @@ int run_replay(const std::vector<std::string>& args) {
   }
 
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
-  const tokenizer::Tokenizer& tokenizer = bundle.tokenizer;
   trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(
-      options.trace, [&](std::string_view text) { return static_cast<int32_t>(tokenizer.encode(text).size()); },
-      read_report, std::cerr);
+  const trace::Trace trace = read_trace_input(options.trace, token_counter(&bundle.tokenizer), read_report, std::cerr);
 
   const auto model_max_len = frontend::context_length(bundle);
   // A simulated shape preset is not the --model: its context length is the user's to set.
@@ -155,18 +139,12 @@ int run_replay(const std::vector<std::string>& args) {
   }
   engine::Executor& executor = predicting ? static_cast<engine::Executor&>(*predicting) : *setup.executor;
 
-  trace::MaterializeConfig materialize;
-  materialize.max_model_len = config.scheduler.max_model_len;
-  materialize.over_length = parse_over_length(options.over_length);
-  materialize.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
-  materialize.synthetic_token_begin = pagedllm::tokenizer::first_ordinary_token(tokenizer);
-  materialize.synthetic_token_end = std::min(tokenizer.num_tokens(), materialize.vocab_size);
-  materialize.seed = options.seed;
-  materialize.rate_scale = options.rate_scale;
-  materialize.ignore_eos = !options.respect_eos;
-  materialize.encode = [&](const std::string& text) { return tokenizer.encode(text); };
-  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
-  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+  trace::MaterializedTrace requests = materialize_trace(
+      trace, options.trace.path, options.requests,
+      {.max_model_len = config.scheduler.max_model_len,
+       .vocab_size = static_cast<int32_t>(bundle.config.vocab_size),
+       .tokenizer = &bundle.tokenizer},
+      std::cerr);
 
   std::ofstream kv_events_file;
   std::optional<kv::KvEventLog> kv_events;
@@ -204,9 +182,9 @@ int run_replay(const std::vector<std::string>& args) {
                        .result = &result,
                        .engines = {&engine}};
   input.config = {{"model", bundle.source.path},
-                  {"rate_scale", options.rate_scale},
-                  {"over_length", options.over_length},
-                  {"seed", options.seed},
+                  {"rate_scale", options.requests.rate_scale},
+                  {"over_length", options.requests.over_length},
+                  {"seed", options.requests.seed},
                   {"block_size", config.cache.block_size},
                   {"max_model_len", config.scheduler.max_model_len},
                   {"max_num_seqs", config.scheduler.max_num_seqs},

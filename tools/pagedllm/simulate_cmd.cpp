@@ -19,6 +19,7 @@
 #include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
+#include "tools/pagedllm/trace_requests.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -29,10 +30,7 @@ struct SimulateOptions {
   TraceInputOptions trace;
   std::string model = "llama-2-7b";
   std::string time = "virtual";
-  double rate_scale = 1.0;
-  std::string over_length = "clip";
-  bool respect_eos = false;
-  uint64_t seed = 0;
+  TraceRequestOptions requests;
   int32_t num_replicas = 1;
   std::string router = "round-robin";
   int32_t max_imbalance = 8;
@@ -56,11 +54,6 @@ int run_simulate(const std::vector<std::string>& args) {
       ("model,m", po::value(&options.model)->default_value(options.model),
        ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
       ("time", po::value(&options.time)->default_value(options.time), "virtual (arrivals as traced) or fast (all at time 0)")
-      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "multiply the request rate")
-      ("over-length", po::value(&options.over_length)->default_value(options.over_length),
-       "requests beyond max-model-len: clip or reject")
-      ("respect-eos", po::bool_switch(&options.respect_eos), "let scripted EOS end requests early")
-      ("seed", po::value(&options.seed)->default_value(0), "synthetic prompt content and sampling seeds")
       ("replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")
       ("router", po::value(&options.router)->default_value(options.router),
        "round-robin, least-outstanding or prefix-affinity")
@@ -72,6 +65,7 @@ int run_simulate(const std::vector<std::string>& args) {
        "price of one GPU-hour (0 = the hardware preset's indicative price)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   add_trace_input_options(description, options.trace);
+  add_trace_request_options(description, options.requests);
   add_run_report_options(description, options.report);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
@@ -88,12 +82,9 @@ int run_simulate(const std::vector<std::string>& args) {
   }
 
   const SimModel model = resolve_sim_model(options.model);
-  std::function<int32_t(std::string_view)> count_tokens;
-  if (model.bundle) {
-    count_tokens = [&](std::string_view text) { return static_cast<int32_t>(model.bundle->tokenizer.encode(text).size()); };
-  }
+  const tokenizer::Tokenizer* tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr;
   trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(options.trace, count_tokens, read_report, std::cerr);
+  const trace::Trace trace = read_trace_input(options.trace, token_counter(tokenizer), read_report, std::cerr);
 
   const int64_t context = model.shape.max_position_embeddings;
   if (context <= 0 && options.engine.max_model_len <= 0) {
@@ -113,18 +104,10 @@ int run_simulate(const std::vector<std::string>& args) {
       make_sim_backend(options.executor, model.shape, model.bundle ? &model.bundle->config : nullptr, config);
   config.cache = backend.cache;
 
-  trace::MaterializeConfig materialize;
-  materialize.max_model_len = config.scheduler.max_model_len;
-  materialize.over_length = options.over_length == "reject" ? trace::OverLength::reject : trace::OverLength::clip;
-  materialize.vocab_size = static_cast<int32_t>(model.shape.vocab_size);
-  materialize.synthetic_token_begin = model.bundle ? tokenizer::first_ordinary_token(model.bundle->tokenizer) : 0;
-  materialize.synthetic_token_end = materialize.vocab_size;
-  materialize.seed = options.seed;
-  materialize.rate_scale = options.rate_scale;
-  materialize.ignore_eos = !options.respect_eos;
-  if (model.bundle) materialize.encode = [&](const std::string& text) { return model.bundle->tokenizer.encode(text); };
-  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, options.trace.path);
-  for (const trace::TraceIssue& issue : requests.rejected) std::cerr << "rejected: " << issue.to_string() << '\n';
+  const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
+  trace::MaterializedTrace requests = materialize_trace(
+      trace, options.trace.path, options.requests,
+      {.max_model_len = config.scheduler.max_model_len, .vocab_size = vocab_size, .tokenizer = tokenizer}, std::cerr);
   if (time_mode == engine::TimeMode::fast) {
     for (sched::Request& request : requests.requests) request.arrival_time = 0.0;
   }
@@ -132,7 +115,7 @@ int run_simulate(const std::vector<std::string>& args) {
   ProgressBar progress("simulate", static_cast<int64_t>(requests.requests.size()), !options.quiet);
   SimRunSpec spec{.config = config,
                   .cost_model = backend.cost_model,
-                  .vocab_size = materialize.vocab_size,
+                  .vocab_size = vocab_size,
                   .num_replicas = options.num_replicas,
                   .router = {.policy = router, .max_imbalance = options.max_imbalance},
                   .on_progress = [&](const engine::ReplayProgress& p) {
@@ -167,7 +150,7 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"replicas", options.num_replicas},
                   {"router", sim::to_string(router)},
                   {"allocator", options.allocator},
-                  {"rate_scale", options.rate_scale},
+                  {"rate_scale", options.requests.rate_scale},
                   {"block_size", config.cache.block_size},
                   {"num_device_blocks_per_replica", config.cache.num_device_blocks},
                   {"max_model_len", config.scheduler.max_model_len},

@@ -19,6 +19,7 @@
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
+#include "tools/pagedllm/trace_requests.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -94,6 +95,15 @@ trace::LengthDistribution parse_length(const std::string& spec, const std::strin
   return length;
 }
 
+// ShareGPT holds text: its reader counts tokens with the tokenizer of `tokenizer_model`, which is
+// opened for that format only.
+trace::Trace read_trace_with_tokenizer(const TraceInputOptions& input, const std::string& tokenizer_model,
+                                       trace::ReadReport& report) {
+  std::optional<frontend::ModelBundle> bundle;
+  if (input.format == "sharegpt") bundle.emplace(frontend::open_model(resolve_model_argument(tokenizer_model)));
+  return read_trace_input(input, token_counter(bundle ? &bundle->tokenizer : nullptr), report, std::cerr);
+}
+
 int run_convert(const std::vector<std::string>& args) {
   TraceInputOptions input;
   std::string output;
@@ -118,16 +128,8 @@ int run_convert(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
 
-  std::function<int32_t(std::string_view)> count_tokens;
-  std::optional<frontend::ModelBundle> bundle;
-  if (input.format == "sharegpt") {
-    bundle.emplace(frontend::open_model(resolve_model_argument(tokenizer_model)));
-    count_tokens = [&](std::string_view text) {
-      return static_cast<int32_t>(bundle->tokenizer.encode(text).size());
-    };
-  }
   trace::ReadReport report;
-  trace::Trace result = read_trace_input(input, count_tokens, report, std::cerr);
+  trace::Trace result = read_trace_with_tokenizer(input, tokenizer_model, report);
   if (rate > 0.0) {
     trace::SynthConfig arrivals;
     arrivals.seed = seed;
@@ -216,16 +218,8 @@ int run_stats(const std::vector<std::string>& args) {
   positional.add("trace", 1);
   po::variables_map values;
   if (!parse_options(args, description, values, &positional)) return 0;
-  std::function<int32_t(std::string_view)> count_tokens;
-  std::optional<frontend::ModelBundle> bundle;
-  if (input.format == "sharegpt") {
-    bundle.emplace(frontend::open_model(resolve_model_argument(tokenizer_model)));
-    count_tokens = [&](std::string_view text) {
-      return static_cast<int32_t>(bundle->tokenizer.encode(text).size());
-    };
-  }
   trace::ReadReport report;
-  const trace::Trace result = read_trace_input(input, count_tokens, report, std::cerr);
+  const trace::Trace result = read_trace_with_tokenizer(input, tokenizer_model, report);
   const trace::TraceStats stats = trace::compute_trace_stats(result);
   if (json) {
     std::cout << trace::to_json(stats).dump(2) << '\n';

@@ -180,18 +180,18 @@ PropertyRun::PoolTally PropertyRun::verify_pool(Tier tier) {
 void PropertyRun::verify_stats(const PoolTally& device) {
   const KvStats s = manager_.stats();
   require(s.num_sequences == static_cast<int32_t>(seqs_.size()) && s.block_size == config_.block_size &&
-              s.device_blocks_total == config_.num_device_blocks &&
-              s.host_blocks_total == config_.num_host_blocks &&
-              s.device_blocks_free == num_free(Tier::device) && s.host_blocks_free == num_free(Tier::host),
+              s.num_device_blocks == config_.num_device_blocks &&
+              s.num_host_blocks == config_.num_host_blocks &&
+              s.num_free_device_blocks == num_free(Tier::device) && s.num_free_host_blocks == num_free(Tier::host),
           "stats() sizes differ from the pools");
-  require(s.device_slots_filled == device.filled, "stats().device_slots_filled differs from the tables");
-  require(s.device_blocks_cached == device.cached && s.device_blocks_cached_free == device.cached_free,
+  require(s.num_filled_device_slots == device.filled, "stats().num_filled_device_slots differs from the tables");
+  require(s.num_cached_device_blocks == device.cached && s.num_cached_free_device_blocks == device.cached_free,
           "stats() cached counts differ from the blocks marked cached");
   require(s.evictions >= last_stats_.evictions && s.prefix_query_tokens >= last_stats_.prefix_query_tokens &&
               s.prefix_hit_tokens >= last_stats_.prefix_hit_tokens,
           "a cumulative stats() counter went down");
   if (!config_.enable_prefix_caching) {
-    require(s.device_blocks_cached == 0 && s.evictions == 0 && s.prefix_hit_tokens == 0,
+    require(s.num_cached_device_blocks == 0 && s.evictions == 0 && s.prefix_hit_tokens == 0,
             "prefix cache in use with prefix caching off");
   }
   last_stats_ = s;

@@ -472,11 +472,11 @@ bool PropertyRun::op_swap_in() {
 
 bool PropertyRun::op_reset_prefix_cache() {
   const KvStats before = manager_.stats();
-  note("reset prefix cache", 0, before.device_blocks_cached);
+  note("reset prefix cache", 0, before.num_cached_device_blocks);
   const int32_t uncached = manager_.reset_prefix_cache();
   const KvStats after = manager_.stats();
-  require(uncached == before.device_blocks_cached && after.device_blocks_cached == 0 &&
-              after.device_blocks_cached_free == 0 && after.device_blocks_free == before.device_blocks_free,
+  require(uncached == before.num_cached_device_blocks && after.num_cached_device_blocks == 0 &&
+              after.num_cached_free_device_blocks == 0 && after.num_free_device_blocks == before.num_free_device_blocks,
           "reset_prefix_cache");
   ++counts_.reset_prefix_cache;
   return true;

@@ -120,9 +120,9 @@ void PropertyRun::drain() {
     verify();
   }
   const KvStats s = manager_.stats();
-  require(s.num_sequences == 0 && manager_.sequence_ids().empty() && s.device_slots_filled == 0,
+  require(s.num_sequences == 0 && manager_.sequence_ids().empty() && s.num_filled_device_slots == 0,
           "sequences left after freeing all");
-  require(s.device_blocks_free == s.device_blocks_total && s.host_blocks_free == s.host_blocks_total,
+  require(s.num_free_device_blocks == s.num_device_blocks && s.num_free_host_blocks == s.num_host_blocks,
           "blocks still used after freeing all");
   for (const Tier tier : {Tier::device, Tier::host}) {
     for (BlockId b = 0; b < pool(tier).num_blocks(); ++b) {

@@ -52,9 +52,9 @@ struct Snapshot {
 };
 
 inline auto stats_key(const KvStats& s) {
-  return std::tie(s.block_size, s.num_sequences, s.device_blocks_total, s.device_blocks_free,
-                  s.device_blocks_cached, s.device_blocks_cached_free, s.host_blocks_total,
-                  s.host_blocks_free, s.device_slots_filled, s.prefix_query_tokens,
+  return std::tie(s.block_size, s.num_sequences, s.num_device_blocks, s.num_free_device_blocks,
+                  s.num_cached_device_blocks, s.num_cached_free_device_blocks, s.num_host_blocks,
+                  s.num_free_host_blocks, s.num_filled_device_slots, s.prefix_query_tokens,
                   s.prefix_hit_tokens, s.evictions);
 }
 

@@ -1,0 +1,68 @@
+#include "tools/pagedllm/trace_requests.h"
+
+#include <algorithm>
+#include <ostream>
+#include <vector>
+
+namespace pagedllm::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+trace::OverLength parse_over_length(const std::string& text) {
+  if (text == "clip") return trace::OverLength::clip;
+  if (text == "reject") return trace::OverLength::reject;
+  throw po::error("--over-length: expected clip or reject, got '" + text + "'");
+}
+
+}  // namespace
+
+void add_trace_request_options(po::options_description& description, TraceRequestOptions& options,
+                               bool length_and_eos) {
+  po::options_description group("requests from the trace");
+  group.add_options()
+      ("rate-scale", po::value(&options.rate_scale)->default_value(options.rate_scale),
+       "multiply the request rate (divide arrival times)")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "synthetic prompt content and sampling seeds");
+  if (length_and_eos) {
+    group.add_options()
+        ("over-length",
+         po::value(&options.over_length)->default_value(options.over_length)->notifier([](const std::string& text) {
+           parse_over_length(text);
+         }),
+         "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")
+        ("respect-eos", po::bool_switch(&options.respect_eos),
+         "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)");
+  }
+  description.add(group);
+}
+
+std::function<int32_t(std::string_view)> token_counter(const tokenizer::Tokenizer* tokenizer) {
+  if (tokenizer == nullptr) return {};
+  return [tokenizer](std::string_view text) { return static_cast<int32_t>(tokenizer->encode(text).size()); };
+}
+
+trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std::string& path,
+                                           const TraceRequestOptions& options, const RequestTarget& target,
+                                           std::ostream& log) {
+  trace::MaterializeConfig materialize;
+  materialize.max_model_len = target.max_model_len;
+  materialize.over_length = parse_over_length(options.over_length);
+  materialize.vocab_size = target.vocab_size;
+  materialize.synthetic_token_end = target.vocab_size;
+  if (const tokenizer::Tokenizer* tokenizer = target.tokenizer) {
+    // Synthetic tokens: ordinary ones the tokenizer can decode, not its special tokens.
+    materialize.synthetic_token_begin = tokenizer::first_ordinary_token(*tokenizer);
+    materialize.synthetic_token_end = std::min(tokenizer->num_tokens(), target.vocab_size);
+    materialize.encode = [tokenizer](const std::string& text) { return tokenizer->encode(text); };
+  }
+  materialize.seed = options.seed;
+  materialize.rate_scale = options.rate_scale;
+  materialize.ignore_eos = !options.respect_eos;
+  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, path);
+  for (const trace::TraceIssue& issue : requests.rejected) log << "rejected: " << issue.to_string() << '\n';
+  return requests;
+}
+
+}  // namespace pagedllm::cli
