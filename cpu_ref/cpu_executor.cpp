@@ -60,22 +60,7 @@ sched::StepResult CpuExecutor::execute(const sched::StepPlan& plan) {
       const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
       ++row;
       if (config_.logits_observer) config_.logits_observer(scheduled, row_logits);
-      const auto num_prompt = static_cast<size_t>(scheduled.num_prompt_tokens);
-      const sampling::SamplerInput input{
-          .logits = row_logits,
-          .params = scheduled.params,
-          .prompt_tokens = scheduled.tokens.first(num_prompt),
-          .output_tokens = scheduled.tokens.subspan(num_prompt),
-          .seed = sampling::stream_seed(*scheduled.params, scheduled.request),
-          .position = static_cast<int32_t>(scheduled.tokens.size() - num_prompt),
-          .num_samples = scheduled.num_samples,
-          .first_stream_index = scheduled.sample_index,
-          .num_beam_candidates = scheduled.num_beam_candidates,
-      };
-      sampling::SamplerOutput sampled = sampler_.sample(input);
-      result.outputs.push_back(sched::SequenceOutput{.seq = scheduled.seq,
-                                                     .samples = std::move(sampled.samples),
-                                                     .top_logprobs = std::move(sampled.top_logprobs)});
+      result.outputs.push_back(sampler_.sample(scheduled, row_logits));
     }
   }
   result.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -416,26 +416,6 @@ std::vector<int32_t> copy_logits_rows(CudaExecutor::State& s, const sched::StepP
   return copied;
 }
 
-sched::SequenceOutput sample_on_host(CudaExecutor::State& s, const sched::ScheduledSequence& scheduled,
-                                     std::span<const float> logits) {
-  const auto num_prompt = static_cast<std::size_t>(scheduled.num_prompt_tokens);
-  const sampling::SamplerInput input{
-      .logits = logits,
-      .params = scheduled.params,
-      .prompt_tokens = scheduled.tokens.first(num_prompt),
-      .output_tokens = scheduled.tokens.subspan(num_prompt),
-      .seed = sampling::stream_seed(*scheduled.params, scheduled.request),
-      .position = static_cast<int32_t>(scheduled.tokens.size() - num_prompt),
-      .num_samples = scheduled.num_samples,
-      .first_stream_index = scheduled.sample_index,
-      .num_beam_candidates = scheduled.num_beam_candidates,
-  };
-  sampling::SamplerOutput sampled = s.host_sampler.sample(input);
-  return sched::SequenceOutput{.seq = scheduled.seq,
-                               .samples = std::move(sampled.samples),
-                               .top_logprobs = std::move(sampled.top_logprobs)};
-}
-
 }  // namespace
 
 sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
@@ -484,7 +464,7 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
                  : std::span<const float>(s.logits_host.as<float>() + static_cast<std::size_t>(slot) * vocab, vocab);
     if (s.config.logits_observer) s.config.logits_observer(scheduled, logits);
     if (needs_host_sampling(scheduled)) {
-      result.outputs.push_back(sample_on_host(s, scheduled, logits));
+      result.outputs.push_back(s.host_sampler.sample(scheduled, logits));
     } else {
       result.outputs.push_back(sched::SequenceOutput{
           .seq = scheduled.seq, .samples = {{.token = tokens[row], .logprob = logprobs[row]}}, .top_logprobs = {}});

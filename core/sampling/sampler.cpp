@@ -269,6 +269,24 @@ uint64_t stream_seed(const sched::SamplingParams& params, sched::RequestId reque
   return mix64(static_cast<uint64_t>(request) ^ 0x5851f42d4c957f2dULL);
 }
 
+sched::SequenceOutput Sampler::sample(const sched::ScheduledSequence& scheduled, std::span<const float> logits) {
+  const auto num_prompt = static_cast<size_t>(scheduled.num_prompt_tokens);
+  SamplerOutput sampled = sample(SamplerInput{
+      .logits = logits,
+      .params = scheduled.params,
+      .prompt_tokens = scheduled.tokens.first(num_prompt),
+      .output_tokens = scheduled.tokens.subspan(num_prompt),
+      .seed = stream_seed(*scheduled.params, scheduled.request),
+      .position = static_cast<int32_t>(scheduled.tokens.size() - num_prompt),
+      .num_samples = scheduled.num_samples,
+      .first_stream_index = scheduled.sample_index,
+      .num_beam_candidates = scheduled.num_beam_candidates,
+  });
+  return sched::SequenceOutput{.seq = scheduled.seq,
+                               .samples = std::move(sampled.samples),
+                               .top_logprobs = std::move(sampled.top_logprobs)};
+}
+
 SamplerOutput Sampler::sample(const SamplerInput& input) {
   validate(input);
   const sched::SamplingParams& params = *input.params;

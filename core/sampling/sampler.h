@@ -128,6 +128,11 @@ class Sampler {
   // more beam candidates than the vocabulary, a penalized token id outside the vocabulary.
   SamplerOutput sample(const SamplerInput& input);
 
+  // A scheduled sequence's logits row sampled as every executor samples it: its prompt and output
+  // for the penalties, its request's stream, its samples or beam candidates. The step's output
+  // for that sequence.
+  sched::SequenceOutput sample(const sched::ScheduledSequence& scheduled, std::span<const float> logits);
+
  private:
   // work_ = the logits after steps 2-4 (allowed ids, bad words, biases, penalties, min_tokens).
   void apply_logits_processors(const SamplerInput& input);

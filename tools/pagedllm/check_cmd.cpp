@@ -33,10 +33,8 @@ namespace {
 namespace po = boost::program_options;
 
 struct CheckOptions {
-  TraceInputOptions trace;
-  std::string model = std::string(kDefaultModelName);
+  ModelTraceOptions input;  // --model, the trace, and how its requests are made
   std::string executors = "sim,cpu";
-  TraceRequestOptions requests;
   std::string kv_events_dir;
   EngineOptions engine;
   // The CPU engine's sizing applies to every executor (their block counts must agree); the
@@ -77,10 +75,10 @@ int run_check(const std::vector<std::string>& args) {
   description.add_options()
       ("help,h", "show this help")
       ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")
-      ("model,m", po::value(&options.model)->default_value(options.model), "the model cpu runs ('tiny' = embedded)")
+      ("model,m", po::value(&options.input.model)->default_value(options.input.model), "the model cpu runs ('tiny' = embedded)")
       ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
-  add_trace_input_options(description, options.trace);
-  add_trace_request_options(description, options.requests, /*length_and_eos=*/false);
+  add_trace_input_options(description, options.input.trace);
+  add_trace_request_options(description, options.input.requests, /*length_and_eos=*/false);
   add_engine_options(description, options.engine);
   // Every executor gets the blocks cpu's --kv-cache-mib and --swap-space give (fp32 KV) unless
   // --num-gpu-blocks-override; the clock is the roofline of --hardware on the model's shape.
@@ -92,9 +90,8 @@ int run_check(const std::vector<std::string>& args) {
   if (!parse_options(args, description, values)) return 0;
   const std::vector<std::string> executors = split_names(options.executors);
 
-  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
-  trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(options.trace, token_counter(&bundle.tokenizer), read_report, std::cerr);
+  const ModelTrace input_trace = read_model_trace(options.input, std::cerr);
+  const frontend::ModelBundle& bundle = input_trace.bundle;
 
   const auto model_max_len = frontend::context_length(bundle);
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
@@ -107,12 +104,8 @@ int run_check(const std::vector<std::string>& args) {
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                            gib_to_bytes(swap_space_gib_for(options.executor, "cpu")));
 
-  const trace::MaterializedTrace requests = materialize_trace(
-      trace, options.trace.path, options.requests,
-      {.max_model_len = config.scheduler.max_model_len,
-       .vocab_size = static_cast<int32_t>(bundle.config.vocab_size),
-       .tokenizer = &bundle.tokenizer},
-      std::cerr);
+  const trace::MaterializedTrace requests =
+      input_trace.requests(options.input.requests, config.scheduler.max_model_len, std::cerr);
 
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.executor.hardware);
@@ -124,7 +117,7 @@ int run_check(const std::vector<std::string>& args) {
   engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
   script.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
 
-  std::cout << "check: " << requests.requests.size() << " requests from " << options.trace.path << "; block size "
+  std::cout << "check: " << requests.requests.size() << " requests from " << options.input.trace.path << "; block size "
             << cache.block_size << ", device blocks " << cache.num_device_blocks << ", host blocks "
             << cache.num_host_blocks << "; clock: roofline, " << roofline.model.name << " on " << roofline.hardware.name
             << '\n';

@@ -36,10 +36,8 @@ namespace {
 namespace po = boost::program_options;
 
 struct ReplayOptions {
-  TraceInputOptions trace;
-  std::string model = std::string(kDefaultModelName);
+  ModelTraceOptions input;  // --model, the trace, and how its requests are made
   std::string time = "virtual";
-  TraceRequestOptions requests;
   RunReportOptions report;
   std::string kv_events;
   std::string check_profile;
@@ -85,7 +83,7 @@ int run_replay(const std::vector<std::string>& args) {
       "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|cuda|sim] [--time virtual|real|fast]");
   description.add_options()
       ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->default_value(options.model),
+      ("model,m", po::value(&options.input.model)->default_value(options.input.model),
        "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("time", po::value(&options.time)->default_value(options.time),
        "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
@@ -95,8 +93,8 @@ int run_replay(const std::vector<std::string>& args) {
        "cpu: price every real step with this measured profile too and report its error by step kind (the "
        "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
-  add_trace_input_options(description, options.trace);
-  add_trace_request_options(description, options.requests);
+  add_trace_input_options(description, options.input.trace);
+  add_trace_request_options(description, options.input.requests);
   add_run_report_options(description, options.report);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
@@ -108,9 +106,8 @@ int run_replay(const std::vector<std::string>& args) {
     throw po::error("--time real: the simulator runs in virtual time only");
   }
 
-  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
-  trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(options.trace, token_counter(&bundle.tokenizer), read_report, std::cerr);
+  const ModelTrace input_trace = read_model_trace(options.input, std::cerr);
+  const frontend::ModelBundle& bundle = input_trace.bundle;
 
   const auto model_max_len = frontend::context_length(bundle);
   // A simulated shape preset is not the --model: its context length is the user's to set.
@@ -139,12 +136,7 @@ int run_replay(const std::vector<std::string>& args) {
   }
   engine::Executor& executor = predicting ? static_cast<engine::Executor&>(*predicting) : *setup.executor;
 
-  trace::MaterializedTrace requests = materialize_trace(
-      trace, options.trace.path, options.requests,
-      {.max_model_len = config.scheduler.max_model_len,
-       .vocab_size = static_cast<int32_t>(bundle.config.vocab_size),
-       .tokenizer = &bundle.tokenizer},
-      std::cerr);
+  trace::MaterializedTrace requests = input_trace.requests(options.input.requests, config.scheduler.max_model_len, std::cerr);
 
   std::ofstream kv_events_file;
   std::optional<kv::KvEventLog> kv_events;
@@ -158,7 +150,7 @@ int run_replay(const std::vector<std::string>& args) {
   engine::Clock& clock = time_mode == engine::TimeMode::real ? static_cast<engine::Clock&>(wall_clock) : virtual_clock;
   engine::Engine engine(config, executor, clock, kv_events ? &*kv_events : nullptr);
 
-  std::cerr << "replay: " << trace.requests.size() << " requests from " << options.trace.path << " on "
+  std::cerr << "replay: " << input_trace.trace.requests.size() << " requests from " << options.input.trace.path << " on "
             << setup.description << ", " << engine::to_string(time_mode) << " time\n";
   const auto num_requests = static_cast<int64_t>(requests.requests.size());
   ProgressBar progress("replay", num_requests, !options.quiet);
@@ -175,16 +167,16 @@ int run_replay(const std::vector<std::string>& args) {
 
   RunReportInput input{.executor = options.executor.executor,
                        .executor_description = setup.description,
-                       .trace_path = options.trace.path,
+                       .trace_path = options.input.trace.path,
                        .time_mode = engine::to_string(time_mode),
-                       .read_report = &read_report,
+                       .read_report = &input_trace.read_report,
                        .materialized = &requests,
                        .result = &result,
                        .engines = {&engine}};
   input.config = {{"model", bundle.source.path},
-                  {"rate_scale", options.requests.rate_scale},
-                  {"over_length", options.requests.over_length},
-                  {"seed", options.requests.seed},
+                  {"rate_scale", options.input.requests.rate_scale},
+                  {"over_length", options.input.requests.over_length},
+                  {"seed", options.input.requests.seed},
                   {"block_size", config.cache.block_size},
                   {"max_model_len", config.scheduler.max_model_len},
                   {"max_num_seqs", config.scheduler.max_num_seqs},

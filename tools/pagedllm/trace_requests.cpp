@@ -65,4 +65,20 @@ trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std:
   return requests;
 }
 
+trace::MaterializedTrace ModelTrace::requests(const TraceRequestOptions& options, int32_t max_model_len,
+                                              std::ostream& log) const {
+  return materialize_trace(trace, path, options,
+                           {.max_model_len = max_model_len,
+                            .vocab_size = static_cast<int32_t>(bundle.config.vocab_size),
+                            .tokenizer = &bundle.tokenizer},
+                           log);
+}
+
+ModelTrace read_model_trace(const ModelTraceOptions& options, std::ostream& log) {
+  ModelTrace result{.bundle = frontend::open_model(resolve_model_argument(options.model)), .read_report = {},
+                    .trace = {}, .path = options.trace.path};
+  result.trace = read_trace_input(options.trace, token_counter(&result.bundle.tokenizer), result.read_report, log);
+  return result;
+}
+
 }  // namespace pagedllm::cli

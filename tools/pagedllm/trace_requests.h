@@ -10,9 +10,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/frontend/model_bundle.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/trace/materialize.h"
 #include "core/trace/trace.h"
+#include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/trace_input.h"
 
 namespace pagedllm::cli {
 
@@ -43,5 +46,27 @@ std::function<int32_t(std::string_view)> token_counter(const tokenizer::Tokenize
 trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std::string& path,
                                            const TraceRequestOptions& options, const RequestTarget& target,
                                            std::ostream& log);
+
+// A trace on a model, as `replay` and `check` take it.
+struct ModelTraceOptions {
+  std::string model = std::string(kDefaultModelName);  // 'tiny' = the embedded one
+  TraceInputOptions trace;
+  TraceRequestOptions requests;
+};
+
+// A trace read for a model (`replay` and `check`): ShareGPT's text counted with its tokenizer.
+struct ModelTrace {
+  frontend::ModelBundle bundle;
+  trace::ReadReport read_report;
+  trace::Trace trace;
+  std::string path;  // the trace file, named in errors
+
+  // The requests for an engine with this context limit; the model gives the vocabulary and the
+  // tokenizer.
+  trace::MaterializedTrace requests(const TraceRequestOptions& options, int32_t max_model_len, std::ostream& log) const;
+};
+
+// Opens the model and reads the trace; the reader's report goes to `log`.
+ModelTrace read_model_trace(const ModelTraceOptions& options, std::ostream& log);
 
 }  // namespace pagedllm::cli
