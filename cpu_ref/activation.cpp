@@ -9,8 +9,7 @@ namespace pagedllm::cpu_ref {
 void swiglu(const SwigluArgs& args) {
   PAGEDLLM_ASSERT(args.n >= 0, "swiglu: negative size");
   if (args.n == 0) return;
-  PAGEDLLM_ASSERT(args.gate != nullptr && args.up != nullptr && args.out != nullptr,
-                  "swiglu: null pointer");
+  PAGEDLLM_ASSERT(args.gate != nullptr && args.up != nullptr && args.out != nullptr, "swiglu: null pointer");
   const Eigen::Map<const Eigen::ArrayXf> gate(args.gate, args.n);
   const Eigen::Map<const Eigen::ArrayXf> up(args.up, args.n);
   Eigen::Map<Eigen::ArrayXf> out(args.out, args.n);

@@ -41,7 +41,7 @@ class CpuExecutor final : public engine::Executor {
   std::shared_ptr<const LlamaModel> model_;
   CpuExecutorConfig config_;
   HostKvStore cache_;
-  ForwardBatch batch_;  // reused every step
+  ForwardBatch batch_;         // reused every step
   sampling::Sampler sampler_;  // keeps its buffers between steps
 };
 

@@ -9,32 +9,29 @@ namespace pagedllm::cpu_ref {
 
 HostKvStore::HostKvStore(const kv::KvLayout& device_layout, std::int32_t num_host_blocks)
     : device_layout_(device_layout), host_layout_(device_layout) {
-  PAGEDLLM_ASSERT(device_layout.num_layers > 0 && device_layout.num_kv_heads > 0 &&
-                      device_layout.head_dim > 0 && device_layout.block_size > 0 &&
-                      device_layout.num_blocks >= 0 && num_host_blocks >= 0,
+  PAGEDLLM_ASSERT(device_layout.num_layers > 0 && device_layout.num_kv_heads > 0 && device_layout.head_dim > 0 &&
+                      device_layout.block_size > 0 && device_layout.num_blocks >= 0 && num_host_blocks >= 0,
                   "HostKvStore: bad layout");
   host_layout_.num_blocks = num_host_blocks;
   device_.assign(device_layout_.total_elements(), 0.0f);
   host_.assign(host_layout_.total_elements(), 0.0f);
 }
 
-void HostKvStore::write(std::int32_t layer, kv::BlockId block, std::int32_t slot, const float* k,
-                        const float* v) {
+void HostKvStore::write(std::int32_t layer, kv::BlockId block, std::int32_t slot, const float* k, const float* v) {
   const kv::KvLayout& l = device_layout_;
   PAGEDLLM_ASSERT(layer >= 0 && layer < l.num_layers, "HostKvStore::write: layer out of range");
   PAGEDLLM_ASSERT(block >= 0 && block < l.num_blocks, "HostKvStore::write: block out of range");
   PAGEDLLM_ASSERT(slot >= 0 && slot < l.block_size, "HostKvStore::write: slot out of range");
   const std::size_t head_dim = static_cast<std::size_t>(l.head_dim);
   for (std::int32_t h = 0; h < l.num_kv_heads; ++h) {
-    std::copy_n(k + h * head_dim, head_dim,
-                device_.data() + l.element_offset(layer, kv::KvKind::key, block, h, slot));
+    std::copy_n(k + h * head_dim, head_dim, device_.data() + l.element_offset(layer, kv::KvKind::key, block, h, slot));
     std::copy_n(v + h * head_dim, head_dim,
                 device_.data() + l.element_offset(layer, kv::KvKind::value, block, h, slot));
   }
 }
 
-const float* HostKvStore::device_vector(std::int32_t layer, kv::KvKind kind, kv::BlockId block,
-                                        std::int32_t kv_head, std::int32_t slot) const {
+const float* HostKvStore::device_vector(std::int32_t layer, kv::KvKind kind, kv::BlockId block, std::int32_t kv_head,
+                                        std::int32_t slot) const {
   const kv::KvLayout& l = device_layout_;
   PAGEDLLM_ASSERT(layer >= 0 && layer < l.num_layers, "HostKvStore: layer out of range");
   PAGEDLLM_ASSERT(block >= 0 && block < l.num_blocks, "HostKvStore: block out of range");
@@ -43,8 +40,7 @@ const float* HostKvStore::device_vector(std::int32_t layer, kv::KvKind kind, kv:
   return device_.data() + l.element_offset(layer, kind, block, kv_head, slot);
 }
 
-std::span<const float> HostKvStore::chunk(kv::Tier tier, std::int32_t layer, kv::KvKind kind,
-                                          kv::BlockId block) const {
+std::span<const float> HostKvStore::chunk(kv::Tier tier, std::int32_t layer, kv::KvKind kind, kv::BlockId block) const {
   const bool device = tier == kv::Tier::device;
   const kv::KvLayout& l = device ? device_layout_ : host_layout_;
   PAGEDLLM_ASSERT(layer >= 0 && layer < l.num_layers, "HostKvStore::chunk: layer out of range");
@@ -53,11 +49,9 @@ std::span<const float> HostKvStore::chunk(kv::Tier tier, std::int32_t layer, kv:
   return {data + l.chunk_offset(layer, kind, block), l.chunk_elements()};
 }
 
-void HostKvStore::move_block(const kv::KvLayout& from_layout, const float* from_data,
-                             kv::BlockId from, const kv::KvLayout& to_layout, float* to_data,
-                             kv::BlockId to) {
-  PAGEDLLM_ASSERT(from >= 0 && from < from_layout.num_blocks,
-                  "HostKvStore: source block out of range");
+void HostKvStore::move_block(const kv::KvLayout& from_layout, const float* from_data, kv::BlockId from,
+                             const kv::KvLayout& to_layout, float* to_data, kv::BlockId to) {
+  PAGEDLLM_ASSERT(from >= 0 && from < from_layout.num_blocks, "HostKvStore: source block out of range");
   PAGEDLLM_ASSERT(to >= 0 && to < to_layout.num_blocks, "HostKvStore: target block out of range");
   const std::size_t n = from_layout.chunk_elements();
   for (std::int32_t layer = 0; layer < from_layout.num_layers; ++layer) {

@@ -32,16 +32,14 @@ class HostKvStore {
 
   // Stores one token's keys and values at (block, slot) of the device tier for one layer.
   // k and v are [num_kv_heads][head_dim], as the k / v projections produce them.
-  void write(std::int32_t layer, kv::BlockId block, std::int32_t slot, const float* k,
-             const float* v);
+  void write(std::int32_t layer, kv::BlockId block, std::int32_t slot, const float* k, const float* v);
 
   // One token's vector for one KV head in the device tier: [head_dim].
-  const float* device_vector(std::int32_t layer, kv::KvKind kind, kv::BlockId block,
-                             std::int32_t kv_head, std::int32_t slot) const;
+  const float* device_vector(std::int32_t layer, kv::KvKind kind, kv::BlockId block, std::int32_t kv_head,
+                             std::int32_t slot) const;
 
   // One (layer, kind, block) chunk of a tier: [num_kv_heads][block_size][head_dim].
-  std::span<const float> chunk(kv::Tier tier, std::int32_t layer, kv::KvKind kind,
-                               kv::BlockId block) const;
+  std::span<const float> chunk(kv::Tier tier, std::int32_t layer, kv::KvKind kind, kv::BlockId block) const;
 
   // Whole tiers, in the layout above (what paged_attention reads).
   const float* device_data() const noexcept { return device_.data(); }

@@ -39,9 +39,8 @@ constexpr int kAvx2Outs = 3;
 // y[r][o] = dot(x[r], w[o], n) exactly as dot.h defines it, for an R x O tile, with vectors V.
 // `prefetch`, when given, is fetched ahead: O * n16 floats over the loop.
 template <typename V, int R, int O>
-[[gnu::always_inline]] inline void dot_tile(const float* const (&x)[R], const float* const (&w)[O],
-                                            std::int64_t n, const float* prefetch,
-                                            float (&y)[R][O]) {
+[[gnu::always_inline]] inline void dot_tile(const float* const (&x)[R], const float* const (&w)[O], std::int64_t n,
+                                            const float* prefetch, float (&y)[R][O]) {
   constexpr int kWidth = sizeof(V) / sizeof(float);
   constexpr int kParts = kDotLanes / kWidth;
   V acc[R][O][kParts];
@@ -77,8 +76,7 @@ template <typename V, int R, int O>
 // Rows [r0, r0 + R) against the tile's O weight rows; writes only the `num_outs` real outputs.
 template <typename V, int R, int O>
 [[gnu::always_inline]] inline void row_tile(const LinearArgs& a, std::int64_t r0, std::int64_t o0,
-                                            const float* const (&w)[O], int num_outs,
-                                            const float* prefetch) {
+                                            const float* const (&w)[O], int num_outs, const float* prefetch) {
   const float* x[R];
   for (int r = 0; r < R; ++r) x[r] = a.x + (r0 + r) * a.in_features;
   float y[R][O];
@@ -93,8 +91,8 @@ template <typename V, int R, int O>
 // output, the weight pointers repeat the last real row (computed, never stored), so every
 // sub-tile runs the same code.
 template <typename V, int R, int O>
-[[gnu::always_inline]] inline void sub_tile_rows(const LinearArgs& a, std::int64_t o0,
-                                                 std::int64_t r_begin, std::int64_t r_end) {
+[[gnu::always_inline]] inline void sub_tile_rows(const LinearArgs& a, std::int64_t o0, std::int64_t r_begin,
+                                                 std::int64_t r_end) {
   const int num_outs = static_cast<int>(std::min<std::int64_t>(O, a.out_features - o0));
   const float* w[O];
   for (int o = 0; o < O; ++o) {
@@ -102,8 +100,7 @@ template <typename V, int R, int O>
   }
   // Several weight rows are read side by side: fetch the next O rows (contiguous) ahead, while
   // the first row tile runs; the hardware prefetcher alone falls behind on interleaved streams.
-  const float* next =
-      O > 1 && o0 + 2 * O <= a.out_features ? a.weight + (o0 + O) * a.in_features : nullptr;
+  const float* next = O > 1 && o0 + 2 * O <= a.out_features ? a.weight + (o0 + O) * a.in_features : nullptr;
   for (std::int64_t r0 = r_begin; r0 < r_end; r0 += R) {
     row_tile<V, R, O>(a, r0, o0, w, num_outs, r0 == r_begin ? next : nullptr);
   }
@@ -111,8 +108,8 @@ template <typename V, int R, int O>
 
 // The kTileOuts outputs of tile `tile` (the unit OpenMP distributes), as R x O sub-tiles.
 template <typename V, int kTileOuts, int R, int O>
-[[gnu::always_inline]] inline void tile_rows(const LinearArgs& a, std::int64_t tile,
-                                             std::int64_t r_begin, std::int64_t r_end) {
+[[gnu::always_inline]] inline void tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+                                             std::int64_t r_end) {
   static_assert(kTileOuts % O == 0);
   const std::int64_t o_end = std::min<std::int64_t>((tile + 1) * kTileOuts, a.out_features);
   for (std::int64_t o0 = tile * kTileOuts; o0 < o_end; o0 += O) {
@@ -123,8 +120,7 @@ template <typename V, int kTileOuts, int R, int O>
 // One instruction set's kernels: tiles of `rows` rows, and single rows for the rows left over.
 // Each function inlines exactly one tile shape, so the compiler keeps its accumulators in
 // registers.
-using TileRowsFn = void (*)(const LinearArgs&, std::int64_t tile, std::int64_t r_begin,
-                            std::int64_t r_end);
+using TileRowsFn = void (*)(const LinearArgs&, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end);
 struct TileKernels {
   std::int64_t rows;
   std::int64_t outs;
@@ -132,25 +128,22 @@ struct TileKernels {
   TileRowsFn single_rows;
 };
 
-void generic_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
-                       std::int64_t r_end) {
+void generic_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Sse, kGenericOuts, kGenericRows, kGenericOuts>(a, tile, r_begin, r_end);
 }
-void generic_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
-                         std::int64_t r_end) {
+void generic_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Sse, kGenericOuts, 1, 1>(a, tile, r_begin, r_end);
 }
-__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, std::int64_t tile,
-                                                    std::int64_t r_begin, std::int64_t r_end) {
+__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+                                                    std::int64_t r_end) {
   tile_rows<Avx, kAvx2Outs, kAvx2Rows, kAvx2Outs>(a, tile, r_begin, r_end);
 }
-__attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, std::int64_t tile,
-                                                      std::int64_t r_begin, std::int64_t r_end) {
+__attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+                                                      std::int64_t r_end) {
   tile_rows<Avx, kAvx2Outs, 1, 1>(a, tile, r_begin, r_end);
 }
 
-constexpr TileKernels kGenericKernels{kGenericRows, kGenericOuts, generic_tile_rows,
-                                      generic_single_rows};
+constexpr TileKernels kGenericKernels{kGenericRows, kGenericOuts, generic_tile_rows, generic_single_rows};
 constexpr TileKernels kAvx2Kernels{kAvx2Rows, kAvx2Outs, avx2_tile_rows, avx2_single_rows};
 
 }  // namespace
@@ -167,19 +160,20 @@ LinearKernel resolve_linear_kernel(LinearKernel kernel) noexcept {
 
 const char* linear_kernel_name(LinearKernel kernel) noexcept {
   switch (kernel) {
-    case LinearKernel::best: return "best";
-    case LinearKernel::generic: return "generic";
-    case LinearKernel::avx2: return "avx2";
+    case LinearKernel::best:
+      return "best";
+    case LinearKernel::generic:
+      return "generic";
+    case LinearKernel::avx2:
+      return "avx2";
   }
   return "?";
 }
 
 void linear(const LinearArgs& args) {
-  PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0,
-                  "linear: negative size");
+  PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0, "linear: negative size");
   if (args.num_rows == 0 || args.out_features == 0) return;
-  PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight)),
-                  "linear: null matrix");
+  PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight)), "linear: null matrix");
   const LinearKernel kernel = resolve_linear_kernel(args.kernel);
   PAGEDLLM_ASSERT(kernel != LinearKernel::avx2 || cpu_has_avx2(),
                   "linear: AVX2 kernel asked for on a CPU without AVX2");

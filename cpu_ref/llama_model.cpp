@@ -26,10 +26,10 @@ const float* optional_tensor_data(const model::ModelWeights& weights, const std:
 }
 
 // y[rows, out] = x[rows, in] W^T (+ b).
-void project(const float* x, std::int64_t rows, std::int64_t in, const float* weight,
-             const float* bias, std::int64_t out, float* y) {
-  linear(LinearArgs{.x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows,
-                    .in_features = in, .out_features = out});
+void project(const float* x, std::int64_t rows, std::int64_t in, const float* weight, const float* bias,
+             std::int64_t out, float* y) {
+  linear(LinearArgs{
+      .x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows, .in_features = in, .out_features = out});
 }
 
 }  // namespace
@@ -71,8 +71,7 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
   const model::ModelConfig& config = weights_.config;
   const std::int64_t hidden = config.hidden_size;
   const std::int64_t num_tokens = batch.num_tokens();
-  PAGEDLLM_ASSERT(batch.positions.size() == batch.tokens.size() &&
-                      batch.sequence_index.size() == batch.tokens.size(),
+  PAGEDLLM_ASSERT(batch.positions.size() == batch.tokens.size() && batch.sequence_index.size() == batch.tokens.size(),
                   "forward batch: tokens, positions and sequence indices differ in length");
 
   // Residual stream [num_tokens, hidden], from the embedding rows.
@@ -107,8 +106,11 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
   for (std::int64_t r = 0; r < num_rows; ++r) {
     const std::int32_t row = batch.logits_rows[static_cast<std::size_t>(r)];
     PAGEDLLM_ASSERT(row >= 0 && row < num_tokens, "forward batch: logits row outside the batch");
-    rms_norm(RmsNormArgs{.x = residual.data() + row * hidden, .weight = final_norm_,
-                         .y = normed.data() + r * hidden, .num_rows = 1, .dim = hidden,
+    rms_norm(RmsNormArgs{.x = residual.data() + row * hidden,
+                         .weight = final_norm_,
+                         .y = normed.data() + r * hidden,
+                         .num_rows = 1,
+                         .dim = hidden,
                          .eps = static_cast<float>(config.rms_norm_eps)});
   }
   std::vector<float> logits(static_cast<std::size_t>(num_rows * config.vocab_size));
@@ -129,8 +131,11 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
   std::vector<float>& q = buffers.q;
   std::vector<float>& k = buffers.k;
   std::vector<float>& v = buffers.v;
-  rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.input_norm, .y = normed.data(),
-                       .num_rows = num_tokens, .dim = hidden,
+  rms_norm(RmsNormArgs{.x = residual.data(),
+                       .weight = layer.input_norm,
+                       .y = normed.data(),
+                       .num_rows = num_tokens,
+                       .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
   project(normed.data(), num_tokens, hidden, layer.q_proj, layer.q_bias, q_dim, q.data());
   project(normed.data(), num_tokens, hidden, layer.k_proj, layer.k_bias, kv_dim, k.data());
@@ -181,13 +186,16 @@ void LlamaModel::mlp_block(const Layer& layer, std::vector<float>& residual, Buf
   std::vector<float>& gate = buffers.gate;
   std::vector<float>& up = buffers.up;
   std::vector<float>& output = buffers.output;
-  rms_norm(RmsNormArgs{.x = residual.data(), .weight = layer.post_norm, .y = normed.data(),
-                       .num_rows = num_tokens, .dim = hidden,
+  rms_norm(RmsNormArgs{.x = residual.data(),
+                       .weight = layer.post_norm,
+                       .y = normed.data(),
+                       .num_rows = num_tokens,
+                       .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
   project(normed.data(), num_tokens, hidden, layer.gate_proj, nullptr, inter, gate.data());
   project(normed.data(), num_tokens, hidden, layer.up_proj, nullptr, inter, up.data());
-  swiglu(SwigluArgs{.gate = gate.data(), .up = up.data(), .out = gate.data(),
-                    .n = static_cast<std::int64_t>(gate.size())});
+  swiglu(SwigluArgs{
+      .gate = gate.data(), .up = up.data(), .out = gate.data(), .n = static_cast<std::int64_t>(gate.size())});
   project(gate.data(), num_tokens, inter, layer.down_proj, nullptr, hidden, output.data());
   for (std::size_t i = 0; i < residual.size(); ++i) residual[i] += output[i];
 }

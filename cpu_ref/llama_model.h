@@ -24,11 +24,11 @@ namespace pagedllm::cpu_ref {
 // positions to cache blocks; all of a sequence's earlier positions must already be in the cache
 // or in this batch.
 struct ForwardBatch {
-  std::vector<TokenId> tokens;                           // [num_tokens]
-  std::vector<int32_t> positions;                        // [num_tokens]
-  std::vector<int32_t> sequence_index;                   // [num_tokens]
+  std::vector<TokenId> tokens;                             // [num_tokens]
+  std::vector<int32_t> positions;                          // [num_tokens]
+  std::vector<int32_t> sequence_index;                     // [num_tokens]
   std::vector<std::span<const kv::BlockId>> block_tables;  // [num_sequences] (not owned)
-  std::vector<int32_t> logits_rows;                      // tokens whose logits are returned
+  std::vector<int32_t> logits_rows;                        // tokens whose logits are returned
 
   int32_t num_tokens() const noexcept { return static_cast<int32_t>(tokens.size()); }
   void clear();
@@ -49,18 +49,18 @@ class LlamaModel {
 
  private:
   struct Layer {
-    const float* input_norm;   // [hidden]
-    const float* q_proj;       // [q_dim, hidden]
-    const float* k_proj;       // [kv_dim, hidden]
-    const float* v_proj;       // [kv_dim, hidden]
-    const float* q_bias;       // [q_dim] or nullptr
-    const float* k_bias;       // [kv_dim] or nullptr
-    const float* v_bias;       // [kv_dim] or nullptr
-    const float* o_proj;       // [hidden, q_dim]
-    const float* post_norm;    // [hidden]
-    const float* gate_proj;    // [intermediate, hidden]
-    const float* up_proj;      // [intermediate, hidden]
-    const float* down_proj;    // [hidden, intermediate]
+    const float* input_norm;  // [hidden]
+    const float* q_proj;      // [q_dim, hidden]
+    const float* k_proj;      // [kv_dim, hidden]
+    const float* v_proj;      // [kv_dim, hidden]
+    const float* q_bias;      // [q_dim] or nullptr
+    const float* k_bias;      // [kv_dim] or nullptr
+    const float* v_bias;      // [kv_dim] or nullptr
+    const float* o_proj;      // [hidden, q_dim]
+    const float* post_norm;   // [hidden]
+    const float* gate_proj;   // [intermediate, hidden]
+    const float* up_proj;     // [intermediate, hidden]
+    const float* down_proj;   // [hidden, intermediate]
   };
 
   // Activations of one forward call, sized once for its batch and reused by every layer.
@@ -75,15 +75,15 @@ class LlamaModel {
     std::vector<float> output;    // [num_tokens, hidden]: a block's contribution to the residual
   };
 
-  void attention_block(const Layer& layer, int32_t layer_index, const ForwardBatch& batch,
-                       HostKvStore& cache, std::vector<float>& residual, Buffers& buffers) const;
+  void attention_block(const Layer& layer, int32_t layer_index, const ForwardBatch& batch, HostKvStore& cache,
+                       std::vector<float>& residual, Buffers& buffers) const;
   void mlp_block(const Layer& layer, std::vector<float>& residual, Buffers& buffers) const;
 
   model::ModelWeights weights_;  // owns every tensor the pointers below point into
   std::vector<Layer> layers_;
-  const float* embedding_;    // [vocab, hidden]
-  const float* final_norm_;   // [hidden]
-  const float* lm_head_;      // [vocab, hidden] (the embedding when tied)
+  const float* embedding_;   // [vocab, hidden]
+  const float* final_norm_;  // [hidden]
+  const float* lm_head_;     // [vocab, hidden] (the embedding when tied)
   RotaryEmbedding rotary_;
 };
 

@@ -15,15 +15,12 @@ void paged_attention(const PagedAttentionArgs& args) {
   const std::int32_t num_tokens = args.position + 1;  // causal: positions [0, position]
   PAGEDLLM_ASSERT(args.kv_cache != nullptr && args.q != nullptr && args.out != nullptr,
                   "paged_attention: null pointer");
-  PAGEDLLM_ASSERT(args.layer >= 0 && args.layer < layout.num_layers,
-                  "paged_attention: layer out of range");
-  PAGEDLLM_ASSERT(
-      args.num_heads > 0 && layout.num_kv_heads > 0 && args.num_heads % layout.num_kv_heads == 0,
-      "paged_attention: query heads must be a multiple of KV heads");
+  PAGEDLLM_ASSERT(args.layer >= 0 && args.layer < layout.num_layers, "paged_attention: layer out of range");
+  PAGEDLLM_ASSERT(args.num_heads > 0 && layout.num_kv_heads > 0 && args.num_heads % layout.num_kv_heads == 0,
+                  "paged_attention: query heads must be a multiple of KV heads");
   PAGEDLLM_ASSERT(args.position >= 0, "paged_attention: negative position");
-  PAGEDLLM_ASSERT(
-      static_cast<std::int64_t>(args.block_table.size()) * layout.block_size >= num_tokens,
-      "paged_attention: block table shorter than the sequence");
+  PAGEDLLM_ASSERT(static_cast<std::int64_t>(args.block_table.size()) * layout.block_size >= num_tokens,
+                  "paged_attention: block table shorter than the sequence");
   const std::int32_t group_size = args.num_heads / layout.num_kv_heads;
   // HF: self.scaling = head_dim ** -0.5 (a Python double), applied to the fp32 scores.
   const float scale = static_cast<float>(std::pow(static_cast<double>(head_dim), -0.5));
@@ -31,10 +28,8 @@ void paged_attention(const PagedAttentionArgs& args) {
   // Where token t's vector of one KV head lives: block table lookup, then slot.
   auto token_vector = [&](kv::KvKind kind, std::int32_t kv_head, std::int32_t t) {
     const kv::BlockId block = args.block_table[static_cast<std::size_t>(t / layout.block_size)];
-    PAGEDLLM_ASSERT(block >= 0 && block < layout.num_blocks,
-                    "paged_attention: block id out of range");
-    return args.kv_cache +
-           layout.element_offset(args.layer, kind, block, kv_head, t % layout.block_size);
+    PAGEDLLM_ASSERT(block >= 0 && block < layout.num_blocks, "paged_attention: block id out of range");
+    return args.kv_cache + layout.element_offset(args.layer, kind, block, kv_head, t % layout.block_size);
   };
 
   std::vector<float> p(static_cast<std::size_t>(num_tokens));  // scores, then probabilities

@@ -10,8 +10,7 @@ namespace pagedllm::cpu_ref {
 
 void rms_norm(const RmsNormArgs& args) {
   PAGEDLLM_ASSERT(args.num_rows >= 0 && args.dim > 0, "rms_norm: bad shape");
-  PAGEDLLM_ASSERT(args.x != nullptr && args.weight != nullptr && args.y != nullptr,
-                  "rms_norm: null pointer");
+  PAGEDLLM_ASSERT(args.x != nullptr && args.weight != nullptr && args.y != nullptr, "rms_norm: null pointer");
   using ConstRow = Eigen::Map<const Eigen::ArrayXf>;
   const ConstRow weight(args.weight, args.dim);
   for (std::int64_t r = 0; r < args.num_rows; ++r) {

@@ -13,15 +13,14 @@ RotaryConfig rotary_config(const model::ModelConfig& config, std::int32_t max_ca
   rotary.head_dim = static_cast<std::int32_t>(config.head_dim);
   rotary.rope_theta = config.rope_theta;
   rotary.scaling = config.rope_scaling;
-  rotary.num_cached_positions = static_cast<std::int32_t>(
-      std::clamp<std::int64_t>(config.max_position_embeddings, 0, max_cached_positions));
+  rotary.num_cached_positions =
+      static_cast<std::int32_t>(std::clamp<std::int64_t>(config.max_position_embeddings, 0, max_cached_positions));
   return rotary;
 }
 
 RotaryEmbedding::RotaryEmbedding(const RotaryConfig& config)
     : head_dim_(config.head_dim), num_cached_positions_(config.num_cached_positions) {
-  PAGEDLLM_ASSERT(head_dim_ > 0 && head_dim_ % 2 == 0,
-                  "rotary: head_dim must be positive and even");
+  PAGEDLLM_ASSERT(head_dim_ > 0 && head_dim_ % 2 == 0, "rotary: head_dim must be positive and even");
   PAGEDLLM_ASSERT(num_cached_positions_ >= 0, "rotary: negative cache size");
   PAGEDLLM_ASSERT(config.rope_theta > 0.0, "rotary: rope_theta must be positive");
   inv_freq_ = model::rope_inv_freq(head_dim_, config.rope_theta, config.scaling);

@@ -29,8 +29,7 @@ struct RotaryConfig {
 };
 
 // The rotary config of a model; caches min(max_position_embeddings, max_cached_positions).
-RotaryConfig rotary_config(const model::ModelConfig& config,
-                           std::int32_t max_cached_positions = 32768);
+RotaryConfig rotary_config(const model::ModelConfig& config, std::int32_t max_cached_positions = 32768);
 
 class RotaryEmbedding {
  public:

@@ -10,18 +10,16 @@
 
 namespace pagedllm::cuda::detail {
 
-[[noreturn]] inline void cublas_call_failed(cublasStatus_t status, const char* call, const char* file,
-                                            int line) {
-  throw std::runtime_error(std::string("cuBLAS call failed: ") + call + " at " + file + ":" +
-                           std::to_string(line) + ": " + cublasGetStatusName(status) + ": " +
-                           cublasGetStatusString(status));
+[[noreturn]] inline void cublas_call_failed(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw std::runtime_error(std::string("cuBLAS call failed: ") + call + " at " + file + ":" + std::to_string(line) +
+                           ": " + cublasGetStatusName(status) + ": " + cublasGetStatusString(status));
 }
 
 }  // namespace pagedllm::cuda::detail
 
-#define PAGEDLLM_CUBLAS_CHECK(call)                                                             \
-  do {                                                                                          \
-    const cublasStatus_t pagedllm_cublas_status_ = (call);                                      \
-    if (pagedllm_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]]                          \
+#define PAGEDLLM_CUBLAS_CHECK(call)                                                                     \
+  do {                                                                                                  \
+    const cublasStatus_t pagedllm_cublas_status_ = (call);                                              \
+    if (pagedllm_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]]                                  \
       ::pagedllm::cuda::detail::cublas_call_failed(pagedllm_cublas_status_, #call, __FILE__, __LINE__); \
   } while (false)

@@ -11,18 +11,16 @@
 
 namespace pagedllm::cuda::detail {
 
-[[noreturn]] inline void cuda_call_failed(cudaError_t status, const char* call, const char* file,
-                                          int line) {
-  throw std::runtime_error(std::string("CUDA call failed: ") + call + " at " + file + ":" +
-                           std::to_string(line) + ": " + cudaGetErrorName(status) + ": " +
-                           cudaGetErrorString(status));
+[[noreturn]] inline void cuda_call_failed(cudaError_t status, const char* call, const char* file, int line) {
+  throw std::runtime_error(std::string("CUDA call failed: ") + call + " at " + file + ":" + std::to_string(line) +
+                           ": " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
 }
 
 }  // namespace pagedllm::cuda::detail
 
-#define PAGEDLLM_CUDA_CHECK(call)                                                           \
-  do {                                                                                      \
-    const cudaError_t pagedllm_cuda_status_ = (call);                                       \
-    if (pagedllm_cuda_status_ != cudaSuccess) [[unlikely]]                                  \
+#define PAGEDLLM_CUDA_CHECK(call)                                                                   \
+  do {                                                                                              \
+    const cudaError_t pagedllm_cuda_status_ = (call);                                               \
+    if (pagedllm_cuda_status_ != cudaSuccess) [[unlikely]]                                          \
       ::pagedllm::cuda::detail::cuda_call_failed(pagedllm_cuda_status_, #call, __FILE__, __LINE__); \
   } while (false)

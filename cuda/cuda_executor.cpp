@@ -45,7 +45,8 @@ bool needs_host_sampling(const sched::ScheduledSequence& scheduled) {
 
 // Per sampled row, the device sampler's parameters ([rows] each), uploaded with one copy.
 struct SamplingArena {
-  static constexpr std::size_t kBytesPerRow = 4 + 4 + 4 + 8 + 4 + 4;  // temperature, top_k, top_p, seed, stream, position
+  static constexpr std::size_t kBytesPerRow =
+      4 + 4 + 4 + 8 + 4 + 4;  // temperature, top_k, top_p, seed, stream, position
 
   explicit SamplingArena(int32_t rows)
       : max_rows(rows),
@@ -88,7 +89,7 @@ struct CudaExecutor::State {
   kv::KvLayout host_layout;
   DeviceBuffer device_kv;
   PinnedHostBuffer host_kv;
-  DeviceBuffer copy_pairs;        // [capacity][2] int32 (src, dst)
+  DeviceBuffer copy_pairs;  // [capacity][2] int32 (src, dst)
   PinnedHostBuffer copy_pairs_host;
   std::string sizing_description;
 
@@ -157,7 +158,8 @@ void check_supported(const model::ModelConfig& config, const CudaExecutorConfig&
     throw std::invalid_argument("cuda executor: block_size must be a power of two in [8, " +
                                 std::to_string(kMaxDecodeBlockSize) + "], got " + std::to_string(block_size));
   }
-  if (options.engine.scheduler.max_model_len <= 0) throw std::invalid_argument("cuda executor: max_model_len must be positive");
+  if (options.engine.scheduler.max_model_len <= 0)
+    throw std::invalid_argument("cuda executor: max_model_len must be positive");
   if (options.engine.scheduler.max_num_seqs <= 0 || options.engine.scheduler.max_num_batched_tokens <= 0) {
     throw std::invalid_argument("cuda executor: max_num_seqs and max_num_batched_tokens must be positive");
   }
@@ -210,9 +212,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
                                                           .max_model_len = config.engine.scheduler.max_model_len,
                                                           .block_size = config.engine.cache.block_size,
                                                           .num_sms = device.multiprocessors});
-  s.inputs = std::make_unique<StepInputs>(StepInputLimits{.max_tokens = max_tokens,
-                                                           .max_seqs = max_seqs,
-                                                           .max_table_width = full_table_width(config)});
+  s.inputs = std::make_unique<StepInputs>(
+      StepInputLimits{.max_tokens = max_tokens, .max_seqs = max_seqs, .max_table_width = full_table_width(config)});
   s.sampling = std::make_unique<SamplingArena>(max_seqs);
   s.sampled_tokens = DeviceBuffer(static_cast<std::size_t>(max_seqs) * sizeof(int32_t));
   s.sampled_logprobs = DeviceBuffer(static_cast<std::size_t>(max_seqs) * sizeof(float));
@@ -252,8 +253,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
   KvSizing sizing;
   if (s.cache.num_device_blocks > 0) {
     sizing.num_device_blocks = s.cache.num_device_blocks;
-    sizing.num_host_blocks = static_cast<int32_t>(std::min<std::uint64_t>(
-        config.swap_space_bytes / sizing_input.block_bytes, kv::kMaxBlocksPerTier));
+    sizing.num_host_blocks = static_cast<int32_t>(
+        std::min<std::uint64_t>(config.swap_space_bytes / sizing_input.block_bytes, kv::kMaxBlocksPerTier));
   } else {
     sizing = size_kv_cache(sizing_input);
   }
@@ -271,8 +272,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
     s.host_kv = PinnedHostBuffer(s.host_layout.total_elements() * kDTypeBytes);
     std::memset(s.host_kv.get(), 0, s.host_kv.bytes());
   }
-  s.sizing_description = describe_kv_sizing(sizing, sizing_input) + " on " + s.device_name + " (" +
-                         dtype_name(config.dtype) + ")";
+  s.sizing_description =
+      describe_kv_sizing(sizing, sizing_input) + " on " + s.device_name + " (" + dtype_name(config.dtype) + ")";
   if (!config.enforce_eager) s.graph_sizes = decode_graph_batch_sizes(max_seqs);
 }
 
@@ -360,7 +361,8 @@ void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32
     arena.streams(host)[row] = scheduled.sample_index;
     arena.positions(host)[row] = static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens;
   }
-  PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(arena.device.get(), host, arena.device.bytes(), cudaMemcpyHostToDevice, s.stream));
+  PAGEDLLM_CUDA_CHECK(
+      cudaMemcpyAsync(arena.device.get(), host, arena.device.bytes(), cudaMemcpyHostToDevice, s.stream));
   void* device = arena.device.get();
   const float* logits = s.forward->logits();
   auto* tokens = s.sampled_tokens.as<int32_t>();
@@ -409,9 +411,9 @@ std::vector<int32_t> copy_logits_rows(CudaExecutor::State& s, const sched::StepP
     const int32_t slot = copied[static_cast<std::size_t>(row)];
     if (slot < 0) continue;
     // Device -> host: vocab * 4 bytes per row.
-    PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(s.logits_host.get()) + static_cast<std::size_t>(slot) * row_bytes,
-                                        s.forward->logits() + static_cast<std::size_t>(row) * s.vocab, row_bytes,
-                                        cudaMemcpyDeviceToHost, s.stream));
+    PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(
+        static_cast<char*>(s.logits_host.get()) + static_cast<std::size_t>(slot) * row_bytes,
+        s.forward->logits() + static_cast<std::size_t>(row) * s.vocab, row_bytes, cudaMemcpyDeviceToHost, s.stream));
   }
   return copied;
 }
@@ -452,8 +454,9 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
   PAGEDLLM_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 
   const auto* tokens = static_cast<const int32_t*>(s.results_host.get());
-  const auto* logprobs = reinterpret_cast<const float*>(static_cast<const char*>(s.results_host.get()) +
-                                                        static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs) * sizeof(int32_t));
+  const auto* logprobs = reinterpret_cast<const float*>(
+      static_cast<const char*>(s.results_host.get()) +
+      static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs) * sizeof(int32_t));
   const auto vocab = static_cast<std::size_t>(s.vocab);
   for (int32_t row = 0; row < rows; ++row) {
     const sched::ScheduledSequence& scheduled =

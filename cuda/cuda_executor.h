@@ -55,7 +55,7 @@ struct CudaExecutorConfig {
   int32_t device = 0;
   double gpu_memory_utilization = 0.9;
   std::uint64_t swap_space_bytes = std::uint64_t{4} << 30;  // vLLM's default, 4 GiB
-  bool enforce_eager = false;                                 // never capture CUDA graphs
+  bool enforce_eager = false;                               // never capture CUDA graphs
   // Sees every logits row the executor samples from (copied to the host), before sampling.
   std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };

@@ -16,8 +16,8 @@ DeviceQuery query_devices() {
   for (int index = 0; index < count; ++index) {
     cudaDeviceProp props{};
     if (cudaGetDeviceProperties(&props, index) != cudaSuccess) continue;
-    query.devices.push_back(DeviceInfo{index, props.name, props.major, props.minor,
-                                       props.totalGlobalMem, props.multiProcessorCount});
+    query.devices.push_back(
+        DeviceInfo{index, props.name, props.major, props.minor, props.totalGlobalMem, props.multiProcessorCount});
   }
   if (query.devices.empty()) query.error = "no usable CUDA device: the driver reports none";
   return query;
@@ -30,8 +30,8 @@ std::string describe_devices() {
   for (const DeviceInfo& device : query.devices) {
     text += "cuda device " + std::to_string(device.index) + ": " + device.name + ", sm_" +
             std::to_string(device.compute_major) + std::to_string(device.compute_minor) + ", " +
-            std::to_string(device.total_memory_bytes >> 20) + " MiB, " +
-            std::to_string(device.multiprocessors) + " SMs\n";
+            std::to_string(device.total_memory_bytes >> 20) + " MiB, " + std::to_string(device.multiprocessors) +
+            " SMs\n";
   }
   return text;
 }

@@ -44,7 +44,9 @@ class CudaBuffer {
 
   void* get() const { return pointer_; }
   template <class T>
-  T* as() const { return static_cast<T*>(pointer_); }
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
   std::size_t bytes() const { return bytes_; }
 
   // Frees the allocation now. The caller must know that no enqueued work still uses it (cudaFree

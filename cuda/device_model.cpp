@@ -95,8 +95,8 @@ DeviceModel::DeviceModel(const model::ModelWeights& weights, DType dtype) : conf
     }
     const std::vector<std::uint16_t> bits = to_device_bits(tensor, dtype);
     // Host -> device: elements * 2 bytes, once per tensor at load.
-    PAGEDLLM_CUDA_CHECK(cudaMemcpy(base + placement.offset, bits.data(), bits.size() * sizeof(std::uint16_t),
-                                   cudaMemcpyHostToDevice));
+    PAGEDLLM_CUDA_CHECK(
+        cudaMemcpy(base + placement.offset, bits.data(), bits.size() * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
   }
   bind(layout);
 }

@@ -24,7 +24,7 @@ namespace pagedllm::cuda {
 
 // Where one checkpoint tensor goes: `elements` 16-bit values at byte `offset`.
 struct WeightPlacement {
-  std::string name;       // internal name (core/model/tensor_names.h)
+  std::string name;  // internal name (core/model/tensor_names.h)
   std::size_t offset = 0;
   std::size_t elements = 0;
 };
@@ -32,11 +32,11 @@ struct WeightPlacement {
 // Byte offsets of one layer's tensors (the fused ones by their first part).
 struct LayerOffsets {
   std::size_t input_norm = 0;
-  std::size_t qkv = 0;         // q_proj, then k_proj, then v_proj rows
-  std::size_t qkv_bias = 0;    // q, k, v biases back to back (attention_bias only)
+  std::size_t qkv = 0;       // q_proj, then k_proj, then v_proj rows
+  std::size_t qkv_bias = 0;  // q, k, v biases back to back (attention_bias only)
   std::size_t o_proj = 0;
   std::size_t post_norm = 0;
-  std::size_t gate_up = 0;     // gate_proj rows, then up_proj rows
+  std::size_t gate_up = 0;  // gate_proj rows, then up_proj rows
   std::size_t down = 0;
 };
 
@@ -45,7 +45,7 @@ struct DeviceWeightLayout {
   std::vector<LayerOffsets> layers;
   std::size_t embedding = 0;
   std::size_t final_norm = 0;
-  std::size_t lm_head = 0;               // == embedding when the embeddings are tied
+  std::size_t lm_head = 0;  // == embedding when the embeddings are tied
   std::size_t total_bytes = 0;
 };
 
@@ -88,9 +88,9 @@ class DeviceModel {
   const model::ModelConfig& config() const noexcept { return config_; }
   DType dtype() const noexcept { return dtype_; }
   const std::vector<DeviceLayer>& layers() const noexcept { return layers_; }
-  const void* embedding() const noexcept { return embedding_; }    // [vocab][hidden]
-  const void* final_norm() const noexcept { return final_norm_; }  // [hidden]
-  const void* lm_head() const noexcept { return lm_head_; }        // [vocab][hidden]
+  const void* embedding() const noexcept { return embedding_; }             // [vocab][hidden]
+  const void* final_norm() const noexcept { return final_norm_; }           // [hidden]
+  const void* lm_head() const noexcept { return lm_head_; }                 // [vocab][hidden]
   const float* inv_freq() const noexcept { return inv_freq_.as<float>(); }  // [head_dim / 2]
   std::size_t weight_bytes() const noexcept { return storage_.bytes(); }
 

@@ -32,7 +32,8 @@ std::size_t worst_decode_workspace(const model::ModelConfig& config, const Forwa
                                .num_blocks = 1};
   params.num_heads = static_cast<int32_t>(config.num_heads);
   std::vector<int32_t> lengths{limits.max_model_len};
-  for (int32_t length = kMinDecodePartitionTokens; length < limits.max_model_len; length *= 2) lengths.push_back(length);
+  for (int32_t length = kMinDecodePartitionTokens; length < limits.max_model_len; length *= 2)
+    lengths.push_back(length);
   std::size_t worst = 0;
   for (int32_t num_seqs = 1; num_seqs <= limits.max_seqs; ++num_seqs) {
     for (const int32_t length : lengths) {
@@ -71,13 +72,14 @@ ForwardPass::ForwardPass(const DeviceModel& model, GemmRunner& gemm, const Forwa
   gate_up_ = DeviceBuffer(elements_bytes(tokens, 2 * c.intermediate_size));
   activated_ = DeviceBuffer(elements_bytes(tokens, c.intermediate_size));
   logits_hidden_ = DeviceBuffer(elements_bytes(limits.max_seqs, c.hidden_size));
-  logits_ = DeviceBuffer(static_cast<std::size_t>(limits.max_seqs) * static_cast<std::size_t>(c.vocab_size) * sizeof(float));
+  logits_ =
+      DeviceBuffer(static_cast<std::size_t>(limits.max_seqs) * static_cast<std::size_t>(c.vocab_size) * sizeof(float));
   const std::size_t workspace = worst_decode_workspace(c, limits);
   if (workspace > 0) decode_workspace_ = DeviceBuffer(workspace);
 }
 
-void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layout, const void* kv_cache,
-                            int32_t layer, cudaStream_t stream) {
+void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layout, const void* kv_cache, int32_t layer,
+                            cudaStream_t stream) {
   const model::ModelConfig& c = model_.config();
   const DType dtype = model_.dtype();
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -85,25 +87,25 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
   // The kernels read q in place from the fused qkv rows (rotary applied there).
   const int64_t qkv_dim = c.q_dim() + 2 * c.kv_dim();
   if (shape.num_decode_seqs > 0) {
-    DecodeAttentionParams params{.dtype = dtype,
-                                 .layout = layout,
-                                 .kv_cache = kv_cache,
-                                 .layer = layer,
-                                 .num_seqs = shape.num_decode_seqs,
-                                 .num_heads = num_heads,
-                                 .q = qkv_.get(),
-                                 .q_stride = qkv_dim,
-                                 .out = attended_.get(),
-                                 .block_tables = shape.inputs.block_tables,
-                                 .max_blocks_per_seq = shape.table_width,
-                                 .seq_lens = shape.inputs.seq_lens,
-                                 .max_seq_len = shape.max_decode_seq_len,
-                                 .scale = scale,
-                                 .partition_tokens = choose_decode_partition_tokens(
-                                     layout.num_kv_heads, shape.num_decode_seqs, shape.max_decode_seq_len,
-                                     limits_.num_sms),
-                                 .workspace = decode_workspace_.get(),
-                                 .workspace_bytes = decode_workspace_.bytes()};
+    DecodeAttentionParams params{
+        .dtype = dtype,
+        .layout = layout,
+        .kv_cache = kv_cache,
+        .layer = layer,
+        .num_seqs = shape.num_decode_seqs,
+        .num_heads = num_heads,
+        .q = qkv_.get(),
+        .q_stride = qkv_dim,
+        .out = attended_.get(),
+        .block_tables = shape.inputs.block_tables,
+        .max_blocks_per_seq = shape.table_width,
+        .seq_lens = shape.inputs.seq_lens,
+        .max_seq_len = shape.max_decode_seq_len,
+        .scale = scale,
+        .partition_tokens = choose_decode_partition_tokens(layout.num_kv_heads, shape.num_decode_seqs,
+                                                           shape.max_decode_seq_len, limits_.num_sms),
+        .workspace = decode_workspace_.get(),
+        .workspace_bytes = decode_workspace_.bytes()};
     decode_attention(params, stream);
   }
   if (shape.num_prefill_seqs > 0) {
@@ -120,7 +122,8 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
         .out = attended_.as<char>() + decode_rows * static_cast<std::size_t>(c.q_dim()) * kDTypeBytes,
         .query_starts = shape.inputs.query_starts,
         .context_starts = shape.inputs.context_starts,
-        .block_tables = shape.inputs.block_tables + static_cast<std::ptrdiff_t>(shape.num_decode_seqs) * shape.table_width,
+        .block_tables =
+            shape.inputs.block_tables + static_cast<std::ptrdiff_t>(shape.num_decode_seqs) * shape.table_width,
         .max_blocks_per_seq = shape.table_width,
         .max_query_len = shape.max_query_len,
         .scale = scale};
@@ -145,20 +148,32 @@ void ForwardPass::enqueue(const ForwardShape& shape, const kv::KvLayout& layout,
                             .table = model_.embedding(),
                             .out = residual_.get()},
             stream);
-  rms_norm(RmsNormParams{.dtype = dtype, .num_rows = n, .dim = c.hidden_size, .x = residual_.get(),
-                         .residual = nullptr, .weight = layers.front().input_norm, .out = normed_.get(), .eps = eps},
+  rms_norm(RmsNormParams{.dtype = dtype,
+                         .num_rows = n,
+                         .dim = c.hidden_size,
+                         .x = residual_.get(),
+                         .residual = nullptr,
+                         .weight = layers.front().input_norm,
+                         .out = normed_.get(),
+                         .eps = eps},
            stream);
 
   for (std::size_t index = 0; index < layers.size(); ++index) {
     const DeviceLayer& layer = layers[index];
     const auto layer_index = static_cast<int32_t>(index);
-    gemm_.linear(LinearParams{.dtype = dtype, .num_rows = n, .in_features = c.hidden_size, .out_features = qkv_dim,
-                              .x = normed_.get(), .weight = layer.qkv, .y = qkv_.get()},
+    gemm_.linear(LinearParams{.dtype = dtype,
+                              .num_rows = n,
+                              .in_features = c.hidden_size,
+                              .out_features = qkv_dim,
+                              .x = normed_.get(),
+                              .weight = layer.qkv,
+                              .y = qkv_.get()},
                  stream);
     if (layer.qkv_bias != nullptr) {
-      bias_add(BiasAddParams{.dtype = dtype, .num_rows = n, .dim = qkv_dim, .x = qkv_.get(), .x_stride = 0,
-                             .bias = layer.qkv_bias},
-               stream);
+      bias_add(
+          BiasAddParams{
+              .dtype = dtype, .num_rows = n, .dim = qkv_dim, .x = qkv_.get(), .x_stride = 0, .bias = layer.qkv_bias},
+          stream);
     }
     char* q = qkv_.as<char>();
     char* k = q + static_cast<std::size_t>(c.q_dim()) * kDTypeBytes;
@@ -187,26 +202,54 @@ void ForwardPass::enqueue(const ForwardShape& shape, const kv::KvLayout& layout,
                                       .slot_mapping = shape.inputs.slot_mapping},
                    stream);
     attention(shape, layout, kv_cache, layer_index, stream);
-    gemm_.linear(LinearParams{.dtype = dtype, .num_rows = n, .in_features = c.q_dim(), .out_features = c.hidden_size,
-                              .x = attended_.get(), .weight = layer.o_proj, .y = hidden_.get()},
+    gemm_.linear(LinearParams{.dtype = dtype,
+                              .num_rows = n,
+                              .in_features = c.q_dim(),
+                              .out_features = c.hidden_size,
+                              .x = attended_.get(),
+                              .weight = layer.o_proj,
+                              .y = hidden_.get()},
                  stream);
-    rms_norm(RmsNormParams{.dtype = dtype, .num_rows = n, .dim = c.hidden_size, .x = hidden_.get(),
-                           .residual = residual_.get(), .weight = layer.post_norm, .out = normed_.get(), .eps = eps},
+    rms_norm(RmsNormParams{.dtype = dtype,
+                           .num_rows = n,
+                           .dim = c.hidden_size,
+                           .x = hidden_.get(),
+                           .residual = residual_.get(),
+                           .weight = layer.post_norm,
+                           .out = normed_.get(),
+                           .eps = eps},
              stream);
-    gemm_.linear(LinearParams{.dtype = dtype, .num_rows = n, .in_features = c.hidden_size,
-                              .out_features = 2 * c.intermediate_size, .x = normed_.get(), .weight = layer.gate_up,
+    gemm_.linear(LinearParams{.dtype = dtype,
+                              .num_rows = n,
+                              .in_features = c.hidden_size,
+                              .out_features = 2 * c.intermediate_size,
+                              .x = normed_.get(),
+                              .weight = layer.gate_up,
                               .y = gate_up_.get()},
                  stream);
-    silu_and_mul(SiluAndMulParams{.dtype = dtype, .num_rows = n, .dim = c.intermediate_size, .input = gate_up_.get(),
+    silu_and_mul(SiluAndMulParams{.dtype = dtype,
+                                  .num_rows = n,
+                                  .dim = c.intermediate_size,
+                                  .input = gate_up_.get(),
                                   .out = activated_.get()},
                  stream);
-    gemm_.linear(LinearParams{.dtype = dtype, .num_rows = n, .in_features = c.intermediate_size,
-                              .out_features = c.hidden_size, .x = activated_.get(), .weight = layer.down,
+    gemm_.linear(LinearParams{.dtype = dtype,
+                              .num_rows = n,
+                              .in_features = c.intermediate_size,
+                              .out_features = c.hidden_size,
+                              .x = activated_.get(),
+                              .weight = layer.down,
                               .y = hidden_.get()},
                  stream);
     const void* next_norm = index + 1 < layers.size() ? layers[index + 1].input_norm : model_.final_norm();
-    rms_norm(RmsNormParams{.dtype = dtype, .num_rows = n, .dim = c.hidden_size, .x = hidden_.get(),
-                           .residual = residual_.get(), .weight = next_norm, .out = normed_.get(), .eps = eps},
+    rms_norm(RmsNormParams{.dtype = dtype,
+                           .num_rows = n,
+                           .dim = c.hidden_size,
+                           .x = hidden_.get(),
+                           .residual = residual_.get(),
+                           .weight = next_norm,
+                           .out = normed_.get(),
+                           .eps = eps},
              stream);
   }
 
@@ -220,9 +263,14 @@ void ForwardPass::enqueue(const ForwardShape& shape, const kv::KvLayout& layout,
                             .table = normed_.get(),
                             .out = logits_hidden_.get()},
             stream);
-  gemm_.linear(LinearParams{.dtype = dtype, .fp32_output = true, .num_rows = shape.num_logits_rows,
-                            .in_features = c.hidden_size, .out_features = c.vocab_size, .x = logits_hidden_.get(),
-                            .weight = model_.lm_head(), .y = logits_.get()},
+  gemm_.linear(LinearParams{.dtype = dtype,
+                            .fp32_output = true,
+                            .num_rows = shape.num_logits_rows,
+                            .in_features = c.hidden_size,
+                            .out_features = c.vocab_size,
+                            .x = logits_hidden_.get(),
+                            .weight = model_.lm_head(),
+                            .y = logits_.get()},
                stream);
 }
 

@@ -32,7 +32,7 @@ struct ForwardLimits {
   int32_t max_seqs = 0;       // sequences and logits rows of a step
   int32_t max_model_len = 0;  // longest sequence the decode kernel may see
   int32_t block_size = 16;
-  int32_t num_sms = 1;        // the device's multiprocessors (decode split-KV partitioning)
+  int32_t num_sms = 1;  // the device's multiprocessors (decode split-KV partitioning)
 };
 
 // One step's shapes, and where its inputs are on the device.

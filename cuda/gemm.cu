@@ -48,9 +48,8 @@ void GemmRunner::linear(const LinearParams& p, cudaStream_t stream) {
   // used transposed, x^T a column-major [k][m] (ld x_stride), y^T a column-major [n][m] (ld y_stride).
   // Moves: (m*k + n*k) * 2 bytes read, m*n * (2 or 4) bytes written; 2*m*n*k FLOPs
   // (decode, m small: bound by the n*k weight read).
-  PAGEDLLM_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, p.weight, in_type, k,
-                                     p.x, in_type, ldx, &beta, p.y, out_type, ldy, CUBLAS_COMPUTE_32F,
-                                     CUBLAS_GEMM_DEFAULT));
+  PAGEDLLM_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, p.weight, in_type, k, p.x,
+                                     in_type, ldx, &beta, p.y, out_type, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace pagedllm::cuda

@@ -24,12 +24,12 @@ namespace pagedllm::cuda {
 
 // Views only; device pointers. y must not overlap x or weight.
 struct LinearParams {
-  DType dtype = DType::bf16;     // of x and weight
-  bool fp32_output = false;      // y in fp32 (logits) instead of dtype
-  int64_t num_rows = 0;          // m (tokens); 0 is allowed and does nothing
-  int64_t in_features = 0;       // k
-  int64_t out_features = 0;      // n
-  const void* x = nullptr;       // [m][k], row stride x_stride elements (0 = k)
+  DType dtype = DType::bf16;  // of x and weight
+  bool fp32_output = false;   // y in fp32 (logits) instead of dtype
+  int64_t num_rows = 0;       // m (tokens); 0 is allowed and does nothing
+  int64_t in_features = 0;    // k
+  int64_t out_features = 0;   // n
+  const void* x = nullptr;    // [m][k], row stride x_stride elements (0 = k)
   int64_t x_stride = 0;
   const void* weight = nullptr;  // [n][k], contiguous
   void* y = nullptr;             // [m][n], row stride y_stride elements (0 = n)

@@ -53,7 +53,8 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
 std::string describe_kv_sizing(const KvSizing& sizing, const KvSizingInput& input) {
   const int64_t tokens = sizing.device_tokens(input.block_size);
   char line[256];
-  std::snprintf(line, sizeof line, "GPU blocks: %d (%lld tokens), CPU blocks: %d, max concurrency for max_model_len %d: %.2fx",
+  std::snprintf(line, sizeof line,
+                "GPU blocks: %d (%lld tokens), CPU blocks: %d, max concurrency for max_model_len %d: %.2fx",
                 sizing.num_device_blocks, static_cast<long long>(tokens), sizing.num_host_blocks, input.max_model_len,
                 input.max_model_len > 0 ? static_cast<double>(tokens) / input.max_model_len : 0.0);
   return line;

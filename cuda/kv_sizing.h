@@ -12,14 +12,14 @@
 namespace pagedllm::cuda {
 
 struct KvSizingInput {
-  std::uint64_t total_memory_bytes = 0;   // the device's (cudaMemGetInfo)
-  std::uint64_t used_memory_bytes = 0;    // in use after weights, activations and the profiling run
-                                          // (total - free: other processes' memory counts too)
-  double gpu_memory_utilization = 0.9;    // fraction of total memory this engine may fill
-  std::uint64_t swap_space_bytes = 0;     // pinned host memory for swapped-out blocks
-  std::uint64_t block_bytes = 0;          // one block across every layer, K and V
-  int32_t block_size = 16;                // tokens per block
-  int32_t max_model_len = 0;              // for the concurrency figure
+  std::uint64_t total_memory_bytes = 0;  // the device's (cudaMemGetInfo)
+  std::uint64_t used_memory_bytes = 0;   // in use after weights, activations and the profiling run
+                                         // (total - free: other processes' memory counts too)
+  double gpu_memory_utilization = 0.9;   // fraction of total memory this engine may fill
+  std::uint64_t swap_space_bytes = 0;    // pinned host memory for swapped-out blocks
+  std::uint64_t block_bytes = 0;         // one block across every layer, K and V
+  int32_t block_size = 16;               // tokens per block
+  int32_t max_model_len = 0;             // for the concurrency figure
 };
 
 struct KvSizing {

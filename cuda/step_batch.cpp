@@ -50,11 +50,11 @@ void build_step_batch(const sched::StepPlan& plan, int32_t block_size, StepBatch
     const int64_t capacity = static_cast<int64_t>(scheduled.block_table.size()) * block_size;
     if (scheduled.start < 0 || scheduled.end <= scheduled.start || scheduled.end > capacity ||
         scheduled.end > static_cast<int32_t>(scheduled.tokens.size())) {
-      throw std::invalid_argument("step " + std::to_string(plan.step) + ", sequence " + std::to_string(scheduled.seq) +
-                                  ": tokens [" + std::to_string(scheduled.start) + ", " + std::to_string(scheduled.end) +
-                                  ") do not fit its " + std::to_string(scheduled.block_table.size()) +
-                                  " blocks of " + std::to_string(block_size) + " (or its " +
-                                  std::to_string(scheduled.tokens.size()) + " tokens)");
+      throw std::invalid_argument(
+          "step " + std::to_string(plan.step) + ", sequence " + std::to_string(scheduled.seq) + ": tokens [" +
+          std::to_string(scheduled.start) + ", " + std::to_string(scheduled.end) + ") do not fit its " +
+          std::to_string(scheduled.block_table.size()) + " blocks of " + std::to_string(block_size) + " (or its " +
+          std::to_string(scheduled.tokens.size()) + " tokens)");
     }
     std::copy(scheduled.block_table.begin(), scheduled.block_table.end(),
               batch.block_tables.begin() + static_cast<std::ptrdiff_t>(index * static_cast<size_t>(width)));

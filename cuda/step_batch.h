@@ -23,18 +23,18 @@ struct StepBatch {
   // Per token, in sequence order: [num_tokens].
   std::vector<int32_t> token_ids;
   std::vector<int32_t> positions;
-  std::vector<int64_t> slot_mapping;   // block * block_size + offset; -1 for padding rows
+  std::vector<int64_t> slot_mapping;  // block * block_size + offset; -1 for padding rows
 
   // Per sequence: [num_seqs].
-  int32_t num_decode_seqs = 0;         // rows [0, num_decode_seqs) go to the decode kernel
-  std::vector<int32_t> seq_lens;       // keys attended after this step (the sequence's `end`)
-  std::vector<int32_t> block_tables;   // [num_seqs][table_width], unused entries 0
-  int32_t table_width = 0;             // max_blocks_per_seq of both attention kernels
-  int32_t max_decode_seq_len = 0;      // bound on seq_lens of the decode rows (sizes its grid)
+  int32_t num_decode_seqs = 0;        // rows [0, num_decode_seqs) go to the decode kernel
+  std::vector<int32_t> seq_lens;      // keys attended after this step (the sequence's `end`)
+  std::vector<int32_t> block_tables;  // [num_seqs][table_width], unused entries 0
+  int32_t table_width = 0;            // max_blocks_per_seq of both attention kernels
+  int32_t max_decode_seq_len = 0;     // bound on seq_lens of the decode rows (sizes its grid)
 
   // Prefill part, relative to its own first token and sequence: [num_prefill_seqs (+ 1)].
-  std::vector<int32_t> query_starts;   // rows [query_starts[s], query_starts[s + 1]) are s's
-  std::vector<int32_t> context_starts; // position of s's first query
+  std::vector<int32_t> query_starts;    // rows [query_starts[s], query_starts[s + 1]) are s's
+  std::vector<int32_t> context_starts;  // position of s's first query
   int32_t max_query_len = 0;
 
   // Rows of the final hidden states whose logits are computed, one per sampled sequence in plan
@@ -51,14 +51,13 @@ struct StepBatch {
 // Flattens `plan` (block size `block_size`; table rows as wide as the widest block table of the
 // step, or `min_table_width` when that is wider). Reuses `batch`'s storage. Throws
 // std::invalid_argument when a sequence's block table cannot hold its tokens (a core bug).
-void build_step_batch(const sched::StepPlan& plan, int32_t block_size, StepBatch& batch,
-                      int32_t min_table_width = 0);
+void build_step_batch(const sched::StepPlan& plan, int32_t block_size, StepBatch& batch, int32_t min_table_width = 0);
 
 // The shapes a decode CUDA graph is captured for.
 struct DecodePadding {
-  int32_t batch_size = 0;    // sequences (and token rows, and logits rows)
-  int32_t table_width = 0;   // block-table entries per row
-  int32_t max_seq_len = 0;   // the decode kernel's bound on seq_lens (max_model_len)
+  int32_t batch_size = 0;   // sequences (and token rows, and logits rows)
+  int32_t table_width = 0;  // block-table entries per row
+  int32_t max_seq_len = 0;  // the decode kernel's bound on seq_lens (max_model_len)
 };
 
 // Pads a pure-decode batch to padding.batch_size sequences, re-lays its block tables at

@@ -50,10 +50,10 @@ StepInputLayout plan_step_inputs(const StepInputLimits& limits) {
 
 std::size_t stage_step_inputs(const StepBatch& batch, const StepInputLimits& limits, const StepInputLayout& layout,
                               void* host_arena) {
-  require(batch.num_tokens() <= limits.max_tokens, std::to_string(batch.num_tokens()) + " tokens, the limit is " +
-                                                       std::to_string(limits.max_tokens));
-  require(batch.num_seqs() <= limits.max_seqs, std::to_string(batch.num_seqs()) + " sequences, the limit is " +
-                                                   std::to_string(limits.max_seqs));
+  require(batch.num_tokens() <= limits.max_tokens,
+          std::to_string(batch.num_tokens()) + " tokens, the limit is " + std::to_string(limits.max_tokens));
+  require(batch.num_seqs() <= limits.max_seqs,
+          std::to_string(batch.num_seqs()) + " sequences, the limit is " + std::to_string(limits.max_seqs));
   require(static_cast<int32_t>(batch.logits_rows.size()) <= limits.max_seqs, "more logits rows than sequences allowed");
   require(batch.table_width <= limits.max_table_width,
           "a block table of " + std::to_string(batch.table_width) + " entries, the limit is " +

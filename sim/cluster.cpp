@@ -7,7 +7,8 @@
 namespace pagedllm::sim {
 
 ClusterSimulation::ClusterSimulation(ClusterConfig config)
-    : config_(std::move(config)), replicas_(static_cast<size_t>(std::max(config_.num_replicas, 0))),
+    : config_(std::move(config)),
+      replicas_(static_cast<size_t>(std::max(config_.num_replicas, 0))),
       router_(config_.router) {
   if (config_.num_replicas < 1) throw std::invalid_argument("cluster: num_replicas must be at least 1");
   if (!config_.make_executor) throw std::invalid_argument("cluster: make_executor is required");
@@ -48,8 +49,9 @@ void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayR
 }
 
 engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests) {
-  if (!std::is_sorted(requests.begin(), requests.end(),
-                      [](const sched::Request& a, const sched::Request& b) { return a.arrival_time < b.arrival_time; })) {
+  if (!std::is_sorted(requests.begin(), requests.end(), [](const sched::Request& a, const sched::Request& b) {
+        return a.arrival_time < b.arrival_time;
+      })) {
     throw std::invalid_argument("cluster: requests must be sorted by arrival time");
   }
   engine::ReplayResult result;
@@ -90,8 +92,8 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
     try {
       replica.engine->add_request(request);
     } catch (const std::invalid_argument& error) {
-      result.refused.push_back({request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()),
-                                error.what()});
+      result.refused.push_back(
+          {request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
       ++progress.num_finished;
       continue;
     }

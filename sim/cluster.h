@@ -27,7 +27,7 @@ namespace pagedllm::sim {
 struct ClusterConfig {
   int32_t num_replicas = 1;
   RouterConfig router;
-  engine::EngineConfig engine;                   // every replica's
+  engine::EngineConfig engine;  // every replica's
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
@@ -35,7 +35,7 @@ struct ClusterConfig {
 
 struct ClusterCounters {
   int64_t num_arrivals = 0;
-  int64_t num_steps = 0;        // over all replicas
+  int64_t num_steps = 0;  // over all replicas
   int64_t num_events() const { return num_arrivals + num_steps; }
 };
 
@@ -59,7 +59,7 @@ class ClusterSimulation {
     std::unique_ptr<engine::Executor> executor;
     engine::VirtualClock clock;
     std::unique_ptr<engine::Engine> engine;
-    bool busy = false;           // a step is in flight until clock.now()
+    bool busy = false;  // a step is in flight until clock.now()
   };
 
   void start_step(Replica& replica, double now, engine::ReplayResult& result, engine::ReplayProgress& progress);
@@ -68,7 +68,7 @@ class ClusterSimulation {
   std::vector<Replica> replicas_;
   std::vector<const engine::Engine*> engines_;  // for the router
   Router router_;
-  std::vector<int32_t> replica_of_;             // by request id
+  std::vector<int32_t> replica_of_;  // by request id
   ClusterCounters counters_;
 };
 

@@ -112,8 +112,6 @@ HardwareSpec find_hardware(std::string_view name) {
   throw std::invalid_argument("unknown hardware '" + std::string(name) + "'; valid names: " + hardware_names());
 }
 
-std::string hardware_names() {
-  return preset_names(hardware_presets());
-}
+std::string hardware_names() { return preset_names(hardware_presets()); }
 
 }  // namespace pagedllm::sim

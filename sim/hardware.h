@@ -12,12 +12,12 @@ namespace pagedllm::sim {
 // All quantities in SI units (FLOP/s, bytes/s, bytes); bandwidths are per direction.
 struct HardwareSpec {
   std::string name;
-  double peak_flops = 0.0;          // dense (not 2:4 sparse) bf16 tensor-core FLOP/s
-  double memory_bandwidth = 0.0;    // device memory (HBM / GDDR) bytes/s
-  int64_t memory_bytes = 0;         // device memory capacity
-  double host_link_bandwidth = 0.0; // host <-> device (PCIe) bytes/s, one direction
-  double gpu_link_bandwidth = 0.0;  // GPU <-> GPU bytes/s, one direction (NVLink, else PCIe)
-  double usd_per_gpu_hour = 0.0;    // an indicative on-demand price: edit for your own
+  double peak_flops = 0.0;           // dense (not 2:4 sparse) bf16 tensor-core FLOP/s
+  double memory_bandwidth = 0.0;     // device memory (HBM / GDDR) bytes/s
+  int64_t memory_bytes = 0;          // device memory capacity
+  double host_link_bandwidth = 0.0;  // host <-> device (PCIe) bytes/s, one direction
+  double gpu_link_bandwidth = 0.0;   // GPU <-> GPU bytes/s, one direction (NVLink, else PCIe)
+  double usd_per_gpu_hour = 0.0;     // an indicative on-demand price: edit for your own
 };
 
 // Throws std::invalid_argument naming the field when a figure is missing or not positive.

@@ -53,8 +53,8 @@ class LockstepExecutor final : public engine::Executor {
 // One executor's run of the requests (virtual time, arrivals as given).
 struct LockstepRun {
   std::string executor;
-  std::string event_log;                        // the whole KV event log (JSONL)
-  std::vector<engine::RequestOutput> outputs;   // final outputs by request id
+  std::string event_log;                       // the whole KV event log (JSONL)
+  std::vector<engine::RequestOutput> outputs;  // final outputs by request id
   int64_t num_steps = 0;
   int64_t preemptions_recompute = 0;
   int64_t preemptions_swap = 0;

@@ -196,10 +196,9 @@ void RooflineCostModel::add_all_reduce(const sched::StepPlan& plan, StepCost& co
   int64_t num_tokens = 0;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) num_tokens += scheduled.num_new_tokens();
   if (num_tokens <= 0) return;
-  const double payload = static_cast<double>(num_tokens * config_.model.hidden_size) *
-                         config_.activation_bytes_per_element;
-  const double ring = 2.0 * (n - 1) / n * payload /
-                      (config_.hardware.gpu_link_bandwidth * config_.efficiency.gpu_link);
+  const double payload =
+      static_cast<double>(num_tokens * config_.model.hidden_size) * config_.activation_bytes_per_element;
+  const double ring = 2.0 * (n - 1) / n * payload / (config_.hardware.gpu_link_bandwidth * config_.efficiency.gpu_link);
   const double per_all_reduce = config_.overheads.all_reduce_latency_seconds + ring;
   cost.all_reduce_seconds = 2.0 * static_cast<double>(config_.model.num_layers) * per_all_reduce;
 }

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
+#include "core/model/model_shape.h"
 #include "sim/cost_model.h"
 #include "sim/hardware.h"
-#include "core/model/model_shape.h"
 
 namespace pagedllm::sim {
 
@@ -36,16 +36,16 @@ struct RooflineEfficiency {
 // Fixed costs that no byte or FLOP count captures. Assumptions of the right order, to be
 // calibrated against measured step times (docs/SIMULATOR.md).
 struct RooflineOverheads {
-  double step_seconds = 500e-6;           // per step with a forward pass: schedule, prepare inputs, sample
-  double layer_seconds = 5e-6;            // per layer: kernel launches and small kernels' minimum time
+  double step_seconds = 500e-6;               // per step with a forward pass: schedule, prepare inputs, sample
+  double layer_seconds = 5e-6;                // per layer: kernel launches and small kernels' minimum time
   double all_reduce_latency_seconds = 10e-6;  // per all-reduce, on top of its bandwidth time
 };
 
 struct RooflineConfig {
   HardwareSpec hardware;
   model::ModelShape model;
-  int32_t tensor_parallel = 1;  // GPUs that split every layer (Megatron-style)
-  int32_t block_size = 16;      // tokens per KV block: must equal the engine's KvCacheConfig
+  int32_t tensor_parallel = 1;                // GPUs that split every layer (Megatron-style)
+  int32_t block_size = 16;                    // tokens per KV block: must equal the engine's KvCacheConfig
   double activation_bytes_per_element = 2.0;  // bf16 activations (the all-reduce payload)
   RooflineEfficiency efficiency;
   RooflineOverheads overheads;

@@ -8,9 +8,12 @@ namespace pagedllm::sim {
 
 const char* to_string(RouterPolicy policy) {
   switch (policy) {
-    case RouterPolicy::round_robin: return "round-robin";
-    case RouterPolicy::least_outstanding: return "least-outstanding";
-    case RouterPolicy::prefix_affinity: return "prefix-affinity";
+    case RouterPolicy::round_robin:
+      return "round-robin";
+    case RouterPolicy::least_outstanding:
+      return "least-outstanding";
+    case RouterPolicy::prefix_affinity:
+      return "prefix-affinity";
   }
   return "?";
 }

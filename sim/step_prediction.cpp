@@ -14,9 +14,12 @@ StepKind step_kind_of(const sched::StepPlan& plan) {
 
 std::string to_string(StepKind kind) {
   switch (kind) {
-    case StepKind::decode: return "decode";
-    case StepKind::prefill: return "prefill";
-    case StepKind::mixed: return "mixed";
+    case StepKind::decode:
+      return "decode";
+    case StepKind::prefill:
+      return "prefill";
+    case StepKind::mixed:
+      return "mixed";
   }
   return "unknown";
 }

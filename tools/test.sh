@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test tier; exits non-zero if anything fails.
-#   tools/test.sh [stage ...]   stages: release asan fuzz pypi   (default: all four, in order)
+#   tools/test.sh [stage ...]   stages: format release asan fuzz pypi   (default: all five, in order)
+#     format         every C++/CUDA file follows .clang-format (tools/format.sh --check; seconds)
 #     release, asan  build that preset and run its CTest suites (asan = ASan + UBSan)
 #     fuzz           the model file and OpenAI request parsers under libFuzzer for a bounded time (tools/fuzz.sh)
 #     pypi           checks against independent implementations from PyPI (tools/test_pypi.sh);
@@ -8,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(release asan fuzz pypi)
+[ ${#stages[@]} -gt 0 ] || stages=(format release asan fuzz pypi)
 for stage in "${stages[@]}"; do
   case "$stage" in
     release | asan | debug)
@@ -17,11 +18,15 @@ for stage in "${stages[@]}"; do
       echo "=== ${stage}: test"
       ctest --preset "$stage"
       ;;
+    format)
+      tools/setup.sh
+      tools/format.sh --check
+      ;;
     fuzz) tools/fuzz.sh 20 ;;
     pypi)
       [ -x build/release/pagedllm ] || tools/build.sh release
       tools/test_pypi.sh build/release
       ;;
-    *) echo "test: unknown stage '$stage' (release asan debug fuzz pypi)" >&2; exit 2 ;;
+    *) echo "test: unknown stage '$stage' (format release asan debug fuzz pypi)" >&2; exit 2 ;;
   esac
 done

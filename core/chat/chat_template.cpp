@@ -10,9 +10,7 @@
 namespace pagedllm::chat {
 namespace {
 
-TurnFormat chatml_turn(const std::string& role) {
-  return {"<|im_start|>" + role + "\n", "<|im_end|>\n", false, false};
-}
+TurnFormat chatml_turn(const std::string& role) { return {"<|im_start|>" + role + "\n", "<|im_end|>\n", false, false}; }
 
 TurnFormat llama3_turn(const std::string& role) {
   return {"<|start_header_id|>" + role + "<|end_header_id|>\n\n", "<|eot_id|>", true, false};
@@ -114,7 +112,7 @@ class Renderer {
 
   std::string preamble() const {
     if (format_.system_preamble.find("{date}") == std::string::npos) return format_.system_preamble;
-    const std::string date = options_.date_string      ? *options_.date_string
+    const std::string date = options_.date_string           ? *options_.date_string
                              : !format_.date_format.empty() ? today(format_.date_format)
                                                             : format_.default_date;
     return replace_all(format_.system_preamble, "{date}", date);
@@ -139,24 +137,27 @@ void cut_after_final_message(std::string& rendered, const std::string& final) {
   if (at == std::string::npos) {
     throw ChatTemplateError("continue_final_message: the final message does not appear in the rendered chat");
   }
-  const std::size_t leading = final.find(core);      // core starts at the first non-space character
-  const std::size_t kept = final.size() - leading;   // len(final.lstrip())
+  const std::size_t leading = final.find(core);     // core starts at the first non-space character
+  const std::size_t kept = final.size() - leading;  // len(final.lstrip())
   rendered.resize(rendered.compare(at, kept, final) == 0 ? at + kept : at + core.size());
 }
 
 [[noreturn]] void fail(const ChatFormat& format, std::size_t index, const std::string& problem) {
-  throw ChatTemplateError("chat template '" + format.name + "': message " + std::to_string(index) +
-                          ": " + problem);
+  throw ChatTemplateError("chat template '" + format.name + "': message " + std::to_string(index) + ": " + problem);
 }
 
 }  // namespace
 
 std::string_view to_string(ChatFamily family) noexcept {
   switch (family) {
-    case ChatFamily::chatml: return "chatml";
-    case ChatFamily::llama3: return "llama3";
-    case ChatFamily::mistral: return "mistral";
-    case ChatFamily::custom: return "custom";
+    case ChatFamily::chatml:
+      return "chatml";
+    case ChatFamily::llama3:
+      return "llama3";
+    case ChatFamily::mistral:
+      return "mistral";
+    case ChatFamily::custom:
+      return "custom";
   }
   return "?";
 }
@@ -188,8 +189,7 @@ std::string ChatTemplate::description() const {
   return text;
 }
 
-std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                 const RenderOptions& options) const {
+std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const RenderOptions& options) const {
   if (messages.empty()) {
     throw ChatTemplateError("chat template '" + format_.name + "': the conversation is empty");
   }
@@ -229,7 +229,8 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
       if (rest[k].role != expected) {
         fail(format_, first_index + k,
              "roles must alternate user/assistant/user/... after an optional leading system "
-             "message: expected '" + std::string(expected) + "', found '" + rest[k].role + "'");
+             "message: expected '" +
+                 std::string(expected) + "', found '" + rest[k].role + "'");
       }
     }
   }

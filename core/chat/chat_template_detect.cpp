@@ -27,8 +27,7 @@ TokenPattern any_string_captured() { return {Kind::string, "", true}; }
 
 class Detector {
  public:
-  Detector(std::string_view text, std::string_view source)
-      : text_(text), source_(source), scan_(scan_jinja(text)) {}
+  Detector(std::string_view text, std::string_view source) : text_(text), source_(source), scan_(scan_jinja(text)) {}
 
   ChatTemplate run() {
     if (find_text("<|im_start|>") != nullptr) return ChatTemplate(chatml());
@@ -117,7 +116,8 @@ class Detector {
     } else {
       unknown("a Mistral system message placement pagedllm does not know");
     }
-    if (const auto separator = find_tokens(scan_.tokens, {name("system_message"), op("+"), any_string_captured(), op("+")})) {
+    if (const auto separator =
+            find_tokens(scan_.tokens, {name("system_message"), op("+"), any_string_captured(), op("+")})) {
       format.system_separator = separator->front();
     }
     format.alternate_roles = true;
@@ -138,9 +138,8 @@ class Detector {
   }
 
   bool mentions(const char* identifier) const {
-    return std::any_of(scan_.tokens.begin(), scan_.tokens.end(), [&](const JinjaToken& token) {
-      return token.kind == Kind::name && token.text == identifier;
-    });
+    return std::any_of(scan_.tokens.begin(), scan_.tokens.end(),
+                       [&](const JinjaToken& token) { return token.kind == Kind::name && token.text == identifier; });
   }
 
   const std::string* find_text(std::string_view part) const {
@@ -163,9 +162,12 @@ class Detector {
   static std::string escaped(std::string_view text) {
     std::string out;
     for (const char c : text) {
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else out += c;
+      if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else
+        out += c;
     }
     return out;
   }

@@ -31,8 +31,7 @@ class FormatReader {
     }
   }
 
-  void refuse_unknown_keys(const json& object, const std::set<std::string>& known,
-                           const std::string& where) const {
+  void refuse_unknown_keys(const json& object, const std::set<std::string>& known, const std::string& where) const {
     for (const auto& [key, value] : object.items()) {
       if (known.count(key) == 0) fail(where + key, "unknown key (a typo?)");
     }
@@ -82,11 +81,11 @@ ChatTemplate ChatTemplate::from_file(const std::string& path) {
   const FormatReader reader(path);
   const json root = reader.load();
   if (!root.is_object()) reader.fail("", std::string("expected a JSON object, found ") + root.type_name());
-  reader.refuse_unknown_keys(root,
-                             {"name", "bos", "system", "user", "assistant", "generation_prompt",
-                              "default_system_prompt", "system_placement", "system_separator",
-                              "alternate_roles", "system_preamble", "default_date", "date_format"},
-                             "");
+  reader.refuse_unknown_keys(
+      root,
+      {"name", "bos", "system", "user", "assistant", "generation_prompt", "default_system_prompt", "system_placement",
+       "system_separator", "alternate_roles", "system_preamble", "default_date", "date_format"},
+      "");
   ChatFormat format;
   format.family = ChatFamily::custom;
   format.name = reader.string_or(root, "name", "", path);

@@ -62,7 +62,8 @@ ChatTemplate load_chat_template(const std::string& model_directory) {
   }
   const fs::path jinja = fs::path(model_directory) / "chat_template.jinja";
   if (const std::optional<std::string> text = read_file(jinja)) return ChatTemplate::detect(*text, jinja.string());
-  throw ChatTemplateError(model_directory + ": no chat template (neither tokenizer_config.json \"chat_template\" "
+  throw ChatTemplateError(model_directory +
+                          ": no chat template (neither tokenizer_config.json \"chat_template\" "
                           "nor chat_template.jinja)");
 }
 

@@ -43,10 +43,14 @@ std::optional<std::uint32_t> parse_hex(std::string_view digits) {
   std::uint32_t value = 0;
   for (const char c : digits) {
     value <<= 4;
-    if (c >= '0' && c <= '9') value |= static_cast<std::uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') value |= static_cast<std::uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') value |= static_cast<std::uint32_t>(c - 'A' + 10);
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      value |= static_cast<std::uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      value |= static_cast<std::uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      value |= static_cast<std::uint32_t>(c - 'A' + 10);
+    else
+      return std::nullopt;
   }
   return value;
 }
@@ -81,8 +85,7 @@ std::vector<Piece> split(std::string_view source) {
     if (j < source.size() && (source[j] == '-' || source[j] == '+')) tag.left = source[j++];
     const std::size_t body_start = j;
     while (j < source.size() && !(source[j] == close && j + 1 < source.size() && source[j + 1] == '}')) {
-      j = tag.kind != TagKind::comment && (source[j] == '\'' || source[j] == '"') ? skip_string(source, j)
-                                                                                : j + 1;
+      j = tag.kind != TagKind::comment && (source[j] == '\'' || source[j] == '"') ? skip_string(source, j) : j + 1;
     }
     std::size_t body_end = std::min(j, source.size());
     if (body_end > body_start && source[body_end - 1] == '-') {
@@ -184,17 +187,38 @@ std::string decode_jinja_string(std::string_view body) {
     const char escape = body[i + 1];
     i += 2;
     switch (escape) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case '\n': break;  // line continuation
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case '\n':
+        break;  // line continuation
       case 'x':
       case 'u':
       case 'U': {

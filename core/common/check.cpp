@@ -5,10 +5,8 @@
 
 namespace pagedllm::detail {
 
-void assert_failed(const char* condition, const char* file, int line,
-                   const char* message) noexcept {
-  std::fprintf(stderr, "pagedllm: invariant violated at %s:%d: %s (%s)\n", file, line, message,
-               condition);
+void assert_failed(const char* condition, const char* file, int line, const char* message) noexcept {
+  std::fprintf(stderr, "pagedllm: invariant violated at %s:%d: %s (%s)\n", file, line, message, condition);
   std::fflush(stderr);
   std::abort();
 }

@@ -8,15 +8,14 @@
 
 namespace pagedllm::detail {
 
-[[noreturn]] void assert_failed(const char* condition, const char* file, int line,
-                                const char* message) noexcept;
+[[noreturn]] void assert_failed(const char* condition, const char* file, int line, const char* message) noexcept;
 
 }  // namespace pagedllm::detail
 
-#define PAGEDLLM_ASSERT(condition, message)                                        \
-  do {                                                                             \
-    if (!(condition)) [[unlikely]]                                                 \
-      ::pagedllm::detail::assert_failed(#condition, __FILE__, __LINE__, message);  \
+#define PAGEDLLM_ASSERT(condition, message)                                       \
+  do {                                                                            \
+    if (!(condition)) [[unlikely]]                                                \
+      ::pagedllm::detail::assert_failed(#condition, __FILE__, __LINE__, message); \
   } while (false)
 
 #ifdef NDEBUG

@@ -8,15 +8,23 @@ namespace pagedllm {
 
 std::string json_type_name(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return "boolean";
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "integer";
-    case nlohmann::json::value_t::number_float: return "number";
-    case nlohmann::json::value_t::string: return "string";
-    case nlohmann::json::value_t::array: return "array";
-    case nlohmann::json::value_t::object: return "object";
-    default: return "binary";
+    case nlohmann::json::value_t::number_unsigned:
+      return "integer";
+    case nlohmann::json::value_t::number_float:
+      return "number";
+    case nlohmann::json::value_t::string:
+      return "string";
+    case nlohmann::json::value_t::array:
+      return "array";
+    case nlohmann::json::value_t::object:
+      return "object";
+    default:
+      return "binary";
   }
 }
 
@@ -86,7 +94,8 @@ std::int64_t JsonValue::integer() const {
     fail("must be between " + std::to_string(kMin) + " and " + std::to_string(kMax) + ", got " + got);
   };
   switch (value_->type()) {
-    case nlohmann::json::value_t::number_integer: return value_->get<std::int64_t>();
+    case nlohmann::json::value_t::number_integer:
+      return value_->get<std::int64_t>();
     case nlohmann::json::value_t::number_unsigned: {
       const auto v = value_->get<std::uint64_t>();
       if (v > static_cast<std::uint64_t>(kMax)) out_of_range(std::to_string(v));
@@ -99,7 +108,8 @@ std::int64_t JsonValue::integer() const {
       if (v < -9223372036854775808.0 || v >= 9223372036854775808.0) out_of_range(format_number(v));
       return static_cast<std::int64_t>(v);
     }
-    default: fail_type("an integer");
+    default:
+      fail_type("an integer");
   }
 }
 

@@ -53,9 +53,11 @@ class JsonValue {
   std::optional<JsonValue> find(std::string_view key) const;
   JsonValue at(std::string_view key) const;
   JsonValue at(std::size_t index) const;  // of an array
-  std::size_t size() const;                // of an array
+  std::size_t size() const;               // of an array
   // Another value of the same document under a path of the caller's choosing.
-  JsonValue derived(const nlohmann::json& value, std::string path) const { return JsonValue(value, std::move(path), options_); }
+  JsonValue derived(const nlohmann::json& value, std::string path) const {
+    return JsonValue(value, std::move(path), options_);
+  }
 
   // Strict types: no string for a number, no number for a boolean.
   std::int64_t integer() const;

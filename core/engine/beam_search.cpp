@@ -5,8 +5,8 @@
 
 namespace pagedllm::engine {
 
-BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width,
-                      std::span<const TokenId> stop_tokens, int32_t room_for_complete) {
+BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width, std::span<const TokenId> stop_tokens,
+                      int32_t room_for_complete) {
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const BeamCandidate& a, const BeamCandidate& b) { return a.score > b.score; });
   BeamStep step;

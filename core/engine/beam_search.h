@@ -10,10 +10,10 @@
 namespace pagedllm::engine {
 
 struct BeamCandidate {
-  int32_t parent = 0;    // index of the beam it extends
+  int32_t parent = 0;  // index of the beam it extends
   TokenId token = 0;
   float logprob = 0.0f;
-  double score = 0.0;    // the parent's cumulative logprob + logprob
+  double score = 0.0;  // the parent's cumulative logprob + logprob
 };
 
 struct BeamStep {
@@ -25,8 +25,8 @@ struct BeamStep {
 // by rank) and takes the best beam_width that do not end the sequence; candidates that end it
 // (EOS or a stop token: `stop_tokens`) ranked above the last kept beam become finished
 // hypotheses, up to `room_for_complete`.
-BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width,
-                      std::span<const TokenId> stop_tokens, int32_t room_for_complete);
+BeamStep select_beams(std::vector<BeamCandidate> candidates, int32_t beam_width, std::span<const TokenId> stop_tokens,
+                      int32_t room_for_complete);
 
 // vLLM's beam score: cumulative logprob over the sequence length to the power length_penalty.
 double beam_score(double cumulative_logprob, int32_t num_tokens, double length_penalty = 1.0);

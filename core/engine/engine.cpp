@@ -164,7 +164,8 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       group.times.token_times.push_back(end_time);
     }
     if (group.is_beam_search()) {
-      auto it = std::find_if(beam_groups.begin(), beam_groups.end(), [&](const auto& entry) { return entry.first == &group; });
+      auto it = std::find_if(beam_groups.begin(), beam_groups.end(),
+                             [&](const auto& entry) { return entry.first == &group; });
       if (it == beam_groups.end()) it = beam_groups.insert(beam_groups.end(), {&group, {}});
       it->second.push_back(&output);
       continue;
@@ -238,8 +239,8 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
   std::vector<BeamCandidate> candidates;
   std::vector<const SequenceOutput*> output_of(group.seqs.size(), nullptr);  // by parent index
   for (const SequenceOutput* output : outputs) {
-    const auto parent = std::find_if(group.seqs.begin(), group.seqs.end(),
-                                     [&](const Sequence& seq) { return seq.id == output->seq; });
+    const auto parent =
+        std::find_if(group.seqs.begin(), group.seqs.end(), [&](const Sequence& seq) { return seq.id == output->seq; });
     PAGEDLLM_ASSERT(parent != group.seqs.end(), "beam output for an unknown sequence");
     const auto index = static_cast<int32_t>(parent - group.seqs.begin());
     output_of[static_cast<size_t>(index)] = output;
@@ -370,8 +371,8 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
     completion.finish_reason = seq.finish_reason;
     completion.top_logprobs.assign(seq.top_logprobs.begin() + std::min<size_t>(from, seq.top_logprobs.size()),
                                    seq.top_logprobs.end());
-    completion.token_logprobs.assign(
-        seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()), seq.token_logprobs.end());
+    completion.token_logprobs.assign(seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()),
+                                     seq.token_logprobs.end());
     group.num_reported_tokens[i] = seq.num_output_tokens();
     output.completions.push_back(std::move(completion));
   }

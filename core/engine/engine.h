@@ -84,7 +84,7 @@ class Engine {
   SeqId next_seq_id_ = 1;
   EngineCounters counters_;
   std::vector<StepMetrics> step_metrics_;
-  std::vector<sched::RequestId> pending_outputs_;  // finished between steps (abort, rejection)
+  std::vector<sched::RequestId> pending_outputs_;      // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
 };
 

@@ -25,9 +25,9 @@ struct EngineConfig {
   // The model's end-of-sequence tokens (a generation config may list several): each ends a
   // request unless it asks for ignore_eos. Frontends pass them all here and nowhere else.
   std::vector<TokenId> eos_token_ids;
-  int32_t vocab_size = 0;               // > 0: token ids a request names are checked against it
+  int32_t vocab_size = 0;  // > 0: token ids a request names are checked against it
   int32_t max_logprobs = 20;
-  bool record_step_metrics = true;      // keep one StepMetrics per step
+  bool record_step_metrics = true;  // keep one StepMetrics per step
   OutputKind output_kind = OutputKind::cumulative;
 };
 

@@ -10,18 +10,18 @@ struct StepMetrics {
   int64_t step = 0;
   double start_time = 0.0;
   double end_time = 0.0;
-  int32_t num_running = 0;   // groups, after scheduling
+  int32_t num_running = 0;  // groups, after scheduling
   int32_t num_waiting = 0;
   int32_t num_swapped = 0;
   int32_t num_batched_tokens = 0;
   int32_t num_prefill_tokens = 0;
   int32_t num_decode_tokens = 0;
   int32_t num_scheduled_seqs = 0;
-  double kv_usage = 0.0;     // device blocks used / total, after scheduling
+  double kv_usage = 0.0;  // device blocks used / total, after scheduling
   int32_t device_blocks_used = 0;
-  int32_t device_blocks_cached = 0;    // holding prefix-cache content, in use or free
-  int32_t host_blocks_used = 0;        // swapped-out KV
-  int64_t internal_waste_slots = 0;    // reserved but unfilled slots in used device blocks
+  int32_t device_blocks_cached = 0;  // holding prefix-cache content, in use or free
+  int32_t host_blocks_used = 0;      // swapped-out KV
+  int64_t internal_waste_slots = 0;  // reserved but unfilled slots in used device blocks
   int32_t blocks_swapped_out = 0;
   int32_t blocks_swapped_in = 0;
   int32_t blocks_copied = 0;
@@ -34,7 +34,7 @@ struct EngineCounters {
   // prompt_tokens_total (prefix-cache hits included, recomputation not counted again).
   int64_t prompt_tokens = 0;
   int64_t prompt_tokens_computed = 0;  // prefill work: recomputation included, prefix-cache hits not
-  int64_t generation_tokens = 0;  // tokens sampled
+  int64_t generation_tokens = 0;       // tokens sampled
   int64_t preemptions_recompute = 0;
   int64_t preemptions_swap = 0;
   int64_t blocks_swapped_out = 0;

@@ -13,8 +13,9 @@ std::vector<RequestOutput> generate(std::span<const GenerateRequest> requests, E
     if (!request.params.stop.empty()) {
       // Stop strings match text, and this API has no tokenizer: ignoring them would return text
       // the caller asked to cut.
-      throw sched::InvalidRequestError("stop", "stop strings apply to text: engine::generate has no tokenizer "
-                                               "(frontend::generate applies them)");
+      throw sched::InvalidRequestError("stop",
+                                       "stop strings apply to text: engine::generate has no tokenizer "
+                                       "(frontend::generate applies them)");
     }
   }
   VirtualClock clock;

@@ -9,9 +9,12 @@ namespace pagedllm::engine {
 
 const char* to_string(TimeMode mode) {
   switch (mode) {
-    case TimeMode::virtual_clock: return "virtual";
-    case TimeMode::real: return "real";
-    case TimeMode::fast: return "fast";
+    case TimeMode::virtual_clock:
+      return "virtual";
+    case TimeMode::real:
+      return "real";
+    case TimeMode::fast:
+      return "fast";
   }
   return "?";
 }
@@ -33,8 +36,9 @@ ReplayResult replay_requests(Engine& engine, Clock& clock, std::vector<sched::Re
   if (mode != TimeMode::real && virtual_clock == nullptr) {
     throw std::invalid_argument(std::string("replay: ") + to_string(mode) + " time needs a virtual clock");
   }
-  if (!std::is_sorted(requests.begin(), requests.end(),
-                      [](const sched::Request& a, const sched::Request& b) { return a.arrival_time < b.arrival_time; })) {
+  if (!std::is_sorted(requests.begin(), requests.end(), [](const sched::Request& a, const sched::Request& b) {
+        return a.arrival_time < b.arrival_time;
+      })) {
     throw std::invalid_argument("replay: requests must be sorted by arrival time");
   }
   ReplayResult result;
@@ -54,8 +58,8 @@ ReplayResult replay_requests(Engine& engine, Clock& clock, std::vector<sched::Re
       try {
         engine.add_request(request);
       } catch (const std::invalid_argument& error) {  // InvalidRequestError, or an id in use
-        result.refused.push_back({request.id, request.arrival_time,
-                                  static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
+        result.refused.push_back(
+            {request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
         ++progress.num_finished;
       }
       ++progress.num_added;

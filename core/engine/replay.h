@@ -34,7 +34,7 @@ struct ReplayProgress {
   int64_t num_finished = 0;  // finished, rejected or refused
   int32_t num_running = 0;
   int32_t num_waiting = 0;
-  double now = 0.0;          // engine clock, seconds
+  double now = 0.0;  // engine clock, seconds
 };
 
 struct ReplayConfig {
@@ -53,10 +53,10 @@ struct RefusedRequest {
 };
 
 struct ReplayResult {
-  std::vector<RequestOutput> outputs;   // one final output per accepted request, by request id
+  std::vector<RequestOutput> outputs;  // one final output per accepted request, by request id
   std::vector<RefusedRequest> refused;
-  double start_time = 0.0;              // engine clock when the replay began
-  double end_time = 0.0;                // when the last request finished
+  double start_time = 0.0;  // engine clock when the replay began
+  double end_time = 0.0;    // when the last request finished
 };
 
 // Replays `requests` (sorted by arrival_time) on `engine`, whose clock must be `clock`: a

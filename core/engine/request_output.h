@@ -27,7 +27,7 @@ struct RequestOutput {
   std::vector<Completion> completions;  // n samples, or the n best beams once finished
   bool finished = false;
   sched::FinishReason finish_reason = sched::FinishReason::none;
-  std::string message;                  // why a request was rejected
+  std::string message;  // why a request was rejected
   sched::RequestTimes times;
 };
 

@@ -145,8 +145,8 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
   }
   const auto allowed = [&](TokenId token) {
     if (suppressed == nullptr) return token;
-    for (int32_t tries = 0; tries < config_.vocab_size &&
-                            std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
+    for (int32_t tries = 0;
+         tries < config_.vocab_size && std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
          ++tries) {
       token = (token + 1) % config_.vocab_size;
     }
@@ -167,7 +167,8 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
     if (scheduled.params != nullptr && scheduled.params->logprobs) {
       std::vector<sched::SampledToken> top{output.samples.back()};
       for (int32_t rank = 1; rank < *scheduled.params->logprobs; ++rank) {
-        top.push_back({scripted_token(scheduled.request, sample + 4096 * rank, position, previous), logprob_of(sample, rank)});
+        top.push_back(
+            {scripted_token(scheduled.request, sample + 4096 * rank, position, previous), logprob_of(sample, rank)});
       }
       output.top_logprobs.push_back(std::move(top));
     }

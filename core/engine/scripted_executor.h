@@ -20,10 +20,10 @@ namespace pagedllm::engine {
 struct ScriptedExecutorConfig {
   int32_t vocab_size = 32000;
   std::optional<TokenId> eos_token_id;
-  int32_t eos_period = 0;            // > 0: about one token in eos_period is EOS
-  double seconds_per_step = 0.010;   // reported step time: fixed part
-  double seconds_per_token = 1e-5;   // plus this per batched token
-  bool verify_kv = true;             // simulate KV memory and check every read (O(context) per step)
+  int32_t eos_period = 0;           // > 0: about one token in eos_period is EOS
+  double seconds_per_step = 0.010;  // reported step time: fixed part
+  double seconds_per_token = 1e-5;  // plus this per batched token
+  bool verify_kv = true;            // simulate KV memory and check every read (O(context) per step)
 };
 
 class ScriptedExecutor final : public Executor {

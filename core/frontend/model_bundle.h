@@ -22,9 +22,9 @@ struct ModelBundle {
   model::ModelConfig config;
   tokenizer::Tokenizer tokenizer;
   std::optional<chat::ChatTemplate> chat_template{};  // absent when the model ships none usable
-  std::string chat_template_error{};                   // why it is absent
-  std::vector<TokenId> eos_token_ids{};                // the config's, else the tokenizer's EOS
-  std::string bos_text{};                              // BOS / EOS token text, for chat templates
+  std::string chat_template_error{};                  // why it is absent
+  std::vector<TokenId> eos_token_ids{};               // the config's, else the tokenizer's EOS
+  std::string bos_text{};                             // BOS / EOS token text, for chat templates
   std::string eos_text{};
 };
 

@@ -6,11 +6,16 @@ namespace pagedllm::frontend {
 
 std::string finish_reason_text(sched::FinishReason reason) {
   switch (reason) {
-    case sched::FinishReason::stop: return "stop";
-    case sched::FinishReason::length: return "length";
-    case sched::FinishReason::abort: return "abort";
-    case sched::FinishReason::rejected: return "abort";
-    case sched::FinishReason::none: return "";
+    case sched::FinishReason::stop:
+      return "stop";
+    case sched::FinishReason::length:
+      return "length";
+    case sched::FinishReason::abort:
+      return "abort";
+    case sched::FinishReason::rejected:
+      return "abort";
+    case sched::FinishReason::none:
+      return "";
   }
   return "";
 }
@@ -70,9 +75,8 @@ std::optional<RequestUpdate> RequestStream::on_output(const engine::RequestOutpu
     } else if (completion.finish_reason != sched::FinishReason::none || output.finished) {
       news.text += sample.text.finish();
       release_held();
-      news.finish_reason = finish_reason_text(completion.finish_reason != sched::FinishReason::none
-                                                  ? completion.finish_reason
-                                                  : output.finish_reason);
+      news.finish_reason = finish_reason_text(
+          completion.finish_reason != sched::FinishReason::none ? completion.finish_reason : output.finish_reason);
       if (news.finish_reason.empty()) news.finish_reason = "abort";
     }
     sample.finished = !news.finish_reason.empty();

@@ -55,10 +55,10 @@ struct RequestUpdate {
 std::string finish_reason_text(sched::FinishReason reason);
 
 struct RequestStreamOptions {
-  TextStreamOptions text;     // each sample's (stop strings, min_tokens, decode options)
-  int32_t num_samples = 1;    // n
-  bool beam_search = false;   // beams reorder until the search ends: nothing goes out before
-  bool with_logprobs = false; // fill CompletionUpdate::logprobs
+  TextStreamOptions text;      // each sample's (stop strings, min_tokens, decode options)
+  int32_t num_samples = 1;     // n
+  bool beam_search = false;    // beams reorder until the search ends: nothing goes out before
+  bool with_logprobs = false;  // fill CompletionUpdate::logprobs
 };
 
 class RequestStream {

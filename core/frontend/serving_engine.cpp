@@ -9,7 +9,7 @@ ServingEngine::ServingEngine(ServingEngineConfig config, engine::Executor& execu
                              ServingObserver* observer)
     : config_(std::move(config)), executor_(executor), tokenizer_(std::move(tokenizer)), observer_(observer) {
   config_.engine.output_kind = engine::OutputKind::delta;  // each step's new tokens, streamed as they come
-  config_.engine.record_step_metrics = false;               // a server runs for weeks: no per-step history
+  config_.engine.record_step_metrics = false;              // a server runs for weeks: no per-step history
   engine_ = std::make_unique<engine::Engine>(config_.engine, executor_, clock_);
   loop_ = std::thread([this] { run_loop(); });
 }
@@ -76,7 +76,8 @@ void ServingEngine::run_loop() {
         if (engine_->has_unfinished() && engine_->num_idle_steps() > 0) {
           // Unfinished requests that nothing could schedule (they wait on each other's blocks):
           // do not spin; anything submitted or aborted wakes the loop at once.
-          wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !submissions_.empty() || !aborts_.empty(); });
+          wake_.wait_for(lock, std::chrono::milliseconds(1),
+                         [&] { return stopping_ || !submissions_.empty() || !aborts_.empty(); });
         } else {
           wake_.wait(lock, has_work);
         }
@@ -155,7 +156,8 @@ void ServingEngine::deliver(const engine::RequestOutput& output) {
   if (!news) return;  // a beam search before its end
   RequestUpdate& update = *news;
   int64_t num_new_tokens = 0;
-  for (const CompletionUpdate& completion : update.completions) num_new_tokens += static_cast<int64_t>(completion.tokens.size());
+  for (const CompletionUpdate& completion : update.completions)
+    num_new_tokens += static_cast<int64_t>(completion.tokens.size());
   if (num_new_tokens > 0 && observer_ != nullptr) {
     if (stream.last_output < 0.0) {
       const double scheduled = output.times.first_scheduled >= 0.0 ? output.times.first_scheduled : now;

@@ -29,7 +29,7 @@ struct ServingRequest {
   sched::SamplingParams sampling;  // stop strings are applied here, on the text
   int32_t priority = 0;
   tokenizer::DecodeOptions decode{.skip_special_tokens = true};  // of the output text (vLLM's default)
-  bool include_stop_str_in_output = false;  // the text ends with the stop string that ended it
+  bool include_stop_str_in_output = false;                       // the text ends with the stop string that ended it
 };
 
 // A request that passed validation against one engine's limits. Only ServingEngine::validate makes
@@ -55,7 +55,7 @@ class ServingObserver {
     int32_t num_running = 0;
     int32_t num_waiting = 0;  // in the scheduler's queue, and submitted but not yet admitted
     int32_t num_swapped = 0;
-    double kv_usage = 0.0;    // device blocks in use / total
+    double kv_usage = 0.0;  // device blocks in use / total
     engine::EngineCounters counters;
     int64_t prefix_query_tokens = 0;
     int64_t prefix_hit_tokens = 0;
@@ -120,7 +120,7 @@ class ServingEngine {
   tokenizer::Tokenizer tokenizer_;
   ServingObserver* observer_;
   engine::WallClock clock_;
-  std::unique_ptr<engine::Engine> engine_;  // used by the loop thread only
+  std::unique_ptr<engine::Engine> engine_;                // used by the loop thread only
   std::unordered_map<sched::RequestId, Stream> streams_;  // loop thread only
 
   mutable std::mutex mutex_;  // guards everything below

@@ -46,7 +46,7 @@ class TextStream {
   int32_t min_tokens_ = 0;
   bool include_stop_ = false;
   int32_t num_tokens_ = 0;  // pushed so far
-  std::string pending_;  // decoded, not yet sent: it may be the start of a stop string
+  std::string pending_;     // decoded, not yet sent: it may be the start of a stop string
   bool stopped_ = false;
   std::string matched_stop_;
 };

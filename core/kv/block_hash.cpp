@@ -53,16 +53,15 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, u
   return hasher.finish();
 }
 
-std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size,
-                                          uint64_t salt) {
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt) {
   std::vector<BlockHash> hashes;
   if (block_size <= 0) return hashes;
   const size_t num_full = tokens.size() / static_cast<size_t>(block_size);
   hashes.reserve(num_full);
   BlockHash parent = kRootBlockHash;
   for (size_t i = 0; i < num_full; ++i) {
-    parent = hash_block(parent, tokens.subspan(i * static_cast<size_t>(block_size),
-                                               static_cast<size_t>(block_size)), salt);
+    parent =
+        hash_block(parent, tokens.subspan(i * static_cast<size_t>(block_size), static_cast<size_t>(block_size)), salt);
     hashes.push_back(parent);
   }
   return hashes;

@@ -52,7 +52,6 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, u
 // The chain hashes of every full block of a prompt (tokens.size() / block_size of them). A caller
 // that admits the same prompt repeatedly (a scheduler retrying a waiting request) computes them
 // once and passes them in PromptRef::block_hashes.
-std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size,
-                                          uint64_t salt);
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt);
 
 }  // namespace pagedllm::kv

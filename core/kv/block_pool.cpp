@@ -10,9 +10,7 @@ BlockPool::BlockPool(Tier tier, int32_t num_blocks) : tier_(tier) {
   for (BlockId id = 0; id < num_blocks; ++id) push_tail(id);  // ids are handed out in order
 }
 
-void BlockPool::check_id(BlockId id) const {
-  PAGEDLLM_ASSERT(id >= 0 && id < num_blocks(), "block id out of range");
-}
+void BlockPool::check_id(BlockId id) const { PAGEDLLM_ASSERT(id >= 0 && id < num_blocks(), "block id out of range"); }
 
 const BlockMeta& BlockPool::meta(BlockId id) const {
   check_id(id);

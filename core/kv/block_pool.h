@@ -26,8 +26,8 @@ struct BlockMeta {
   int32_t num_hashed_tokens = 0;  // prefix length the hash covers (block index + 1) * block_size
   BlockId prev_free = kNoBlock;   // free-list links, valid only while ref_count == 0
   BlockId next_free = kNoBlock;
-  bool has_hash = false;          // content is full and hashed
-  bool is_cached = false;         // registered in the prefix cache (device tier only)
+  bool has_hash = false;   // content is full and hashed
+  bool is_cached = false;  // registered in the prefix cache (device tier only)
 };
 
 class BlockPool {

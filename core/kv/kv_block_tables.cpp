@@ -60,8 +60,8 @@ AllocResult KvCacheManager::try_allocate(SeqId seq, PromptRef prompt, int32_t nu
   scratch_hits_.clear();
   const AllocPlan plan = plan_allocation(prompt, num_tokens, &scratch_hits_);
   // The whole prompt must fit the tier some day, not only the first chunk asked for now.
-  const AllocStatus status = status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed,
-                                       headroom);
+  const AllocStatus status =
+      status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed, headroom);
   if (status != AllocStatus::ok) return {status, 0};
   return {AllocStatus::ok, commit_allocation(seq, prompt, plan)};
 }
@@ -128,8 +128,8 @@ int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t nu
 bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
   // Only fork shares a partial block, and fork sets the hint: the common decode append reads no
   // block metadata at all.
-  return state.last_block_maybe_shared && state.num_tokens % config_.block_size != 0 &&
-         state.tier == Tier::device && device_.meta(state.block_table.back()).ref_count > 1;
+  return state.last_block_maybe_shared && state.num_tokens % config_.block_size != 0 && state.tier == Tier::device &&
+         device_.meta(state.block_table.back()).ref_count > 1;
 }
 
 bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<BlockCopy>& copies,
@@ -147,7 +147,8 @@ bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<
 
 bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, std::vector<BlockCopy>& copies,
                                       int32_t keep_free_blocks, std::span<const BlockId>* tables) {
-  if (requests.size() == 1) return try_append_slots(requests.front(), copies, keep_free_blocks, tables);  // the common case
+  if (requests.size() == 1)
+    return try_append_slots(requests.front(), copies, keep_free_blocks, tables);  // the common case
   // Two passes over the sequences, found once: count every block (a group's appends fit together
   // or not at all), then append.
   scratch_appending_.clear();
@@ -251,8 +252,7 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
       state.block_table.push_back(block);
       if (fresh) fresh->push_back(block);
     }
-    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1,
-                          "append into a block that is shared");
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
     const size_t run = std::min(tokens.size() - next, static_cast<size_t>(block_size - offset));
     const std::span<const TokenId> part = tokens.subspan(next, run);
     next += run;
@@ -267,7 +267,8 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
     }
     if (!fills) continue;
     if (known_hash) {
-      PAGEDLLM_DEBUG_ASSERT(state.tail_hasher.finish() == known[index], "a given block hash does not match the block's tokens");
+      PAGEDLLM_DEBUG_ASSERT(state.tail_hasher.finish() == known[index],
+                            "a given block hash does not match the block's tokens");
       register_full_block(state, state.block_table.back(), known[index], cached);
     } else {
       PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == block_size, "hashing a block that is not full");

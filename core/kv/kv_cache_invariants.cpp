@@ -8,9 +8,7 @@
 namespace pagedllm::kv {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::logic_error("kv cache invariant broken: " + what);
-}
+[[noreturn]] void fail(const std::string& what) { throw std::logic_error("kv cache invariant broken: " + what); }
 
 const char* tier_name(Tier tier) { return tier == Tier::device ? "device" : "host"; }
 
@@ -18,9 +16,8 @@ const char* tier_name(Tier tier) { return tier == Tier::device ? "device" : "hos
 void check_pool(const BlockPool& pool, const std::vector<int32_t>& table_refs) {
   const std::vector<BlockId> free_list = pool.free_list();
   if (static_cast<int32_t>(free_list.size()) != pool.num_free()) {
-    fail(std::string(tier_name(pool.tier())) + " free list holds " +
-         std::to_string(free_list.size()) + " blocks but num_free is " +
-         std::to_string(pool.num_free()));
+    fail(std::string(tier_name(pool.tier())) + " free list holds " + std::to_string(free_list.size()) +
+         " blocks but num_free is " + std::to_string(pool.num_free()));
   }
   std::vector<bool> on_free_list(static_cast<size_t>(pool.num_blocks()), false);
   bool seen_cached = false;
@@ -38,14 +35,12 @@ void check_pool(const BlockPool& pool, const std::vector<int32_t>& table_refs) {
     const BlockMeta& meta = pool.meta(block);
     const int32_t expected = table_refs[static_cast<size_t>(block)];
     if (meta.ref_count != expected) {
-      fail(std::string(tier_name(pool.tier())) + " block " + std::to_string(block) +
-           " has ref_count " + std::to_string(meta.ref_count) + " but " +
-           std::to_string(expected) + " tables hold it");
+      fail(std::string(tier_name(pool.tier())) + " block " + std::to_string(block) + " has ref_count " +
+           std::to_string(meta.ref_count) + " but " + std::to_string(expected) + " tables hold it");
     }
     if ((meta.ref_count == 0) != on_free_list[static_cast<size_t>(block)]) {
       fail(std::string(tier_name(pool.tier())) + " block " + std::to_string(block) +
-           (meta.ref_count == 0 ? " is unreferenced but not on the free list"
-                                : " is both held and on the free list"));
+           (meta.ref_count == 0 ? " is unreferenced but not on the free list" : " is both held and on the free list"));
     }
     if (meta.ref_count > 0) ++used;
   }
@@ -72,8 +67,7 @@ void KvCacheManager::check_invariants() const {
            std::to_string(state.num_tokens) + " tokens");
     }
     if (config_.enable_prefix_caching && state.tail_hasher.num_tokens() != state.num_tokens % block_size) {
-      fail(name + " has hashed " + std::to_string(state.tail_hasher.num_tokens()) +
-           " tokens of its last block");
+      fail(name + " has hashed " + std::to_string(state.tail_hasher.num_tokens()) + " tokens of its last block");
     }
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;
     std::vector<int32_t>& refs = state.tier == Tier::device ? device_refs : host_refs;
@@ -116,8 +110,8 @@ void KvCacheManager::check_invariants() const {
     }
   }
   if (cached != static_cast<int32_t>(prefix_cache_.size())) {
-    fail("prefix cache has " + std::to_string(prefix_cache_.size()) + " entries but " +
-         std::to_string(cached) + " blocks are marked cached");
+    fail("prefix cache has " + std::to_string(prefix_cache_.size()) + " entries but " + std::to_string(cached) +
+         " blocks are marked cached");
   }
   if (cached_free != num_cached_free_) fail("cached-free count out of step");
   if (filled != device_slots_filled_) fail("filled-slot count out of step");

@@ -21,9 +21,12 @@ const KvCacheConfig& validated(const KvCacheConfig& config) {
 
 const char* to_string(AllocStatus status) {
   switch (status) {
-    case AllocStatus::ok: return "ok";
-    case AllocStatus::later: return "later";
-    case AllocStatus::never: return "never";
+    case AllocStatus::ok:
+      return "ok";
+    case AllocStatus::later:
+      return "later";
+    case AllocStatus::never:
+      return "never";
   }
   return "?";
 }
@@ -31,9 +34,7 @@ const char* to_string(AllocStatus status) {
 std::ostream& operator<<(std::ostream& out, AllocStatus status) { return out << to_string(status); }
 
 double KvStats::device_usage() const {
-  return num_device_blocks == 0
-             ? 0.0
-             : static_cast<double>(num_used_device_blocks()) / num_device_blocks;
+  return num_device_blocks == 0 ? 0.0 : static_cast<double>(num_used_device_blocks()) / num_device_blocks;
 }
 
 int64_t KvStats::internal_waste_slots() const {
@@ -41,9 +42,8 @@ int64_t KvStats::internal_waste_slots() const {
 }
 
 double KvStats::prefix_hit_rate() const {
-  return prefix_query_tokens == 0
-             ? 0.0
-             : static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens);
+  return prefix_query_tokens == 0 ? 0.0
+                                  : static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens);
 }
 
 KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvEventLog* event_log)
@@ -154,17 +154,15 @@ void KvCacheManager::release_device_block(BlockId block, int32_t fill) {
 
 bool KvCacheManager::is_swapped(SeqId seq) const { return sequence(seq).tier == Tier::host; }
 
-std::span<const BlockId> KvCacheManager::block_table(SeqId seq) const {
-  return sequence(seq).block_table;
-}
+std::span<const BlockId> KvCacheManager::block_table(SeqId seq) const { return sequence(seq).block_table; }
 
 int32_t KvCacheManager::num_tokens(SeqId seq) const { return sequence(seq).num_tokens; }
 
 int64_t KvCacheManager::slot(SeqId seq, int32_t position) const {
   const SequenceKv& state = sequence(seq);
   if (position < 0 || position >= state.num_tokens) {
-    throw KvCacheError("kv cache: position " + std::to_string(position) + " outside sequence " +
-                       std::to_string(seq) + " of " + std::to_string(state.num_tokens) + " tokens");
+    throw KvCacheError("kv cache: position " + std::to_string(position) + " outside sequence " + std::to_string(seq) +
+                       " of " + std::to_string(state.num_tokens) + " tokens");
   }
   const BlockId block = state.block_table[static_cast<size_t>(position / config_.block_size)];
   return static_cast<int64_t>(block) * config_.block_size + position % config_.block_size;

@@ -61,7 +61,7 @@ struct AllocResult {
 // Slots for new tokens at the end of a sequence.
 struct AppendRequest {
   SeqId seq = 0;
-  std::span<const TokenId> tokens;          // one slot each
+  std::span<const TokenId> tokens;  // one slot each
   // Optional: the chain hashes of the sequence's leading full blocks, as
   // hash_prompt_blocks(its tokens, block_size, its salt) gives them (a prompt's, computed once for
   // its admission): a block they cover is registered with its hash instead of hashing its tokens
@@ -89,16 +89,16 @@ struct KvStats {
   int32_t num_cached_free_device_blocks = 0;  // free but still holding reusable content
   int32_t num_host_blocks = 0;
   int32_t num_free_host_blocks = 0;
-  int64_t num_filled_device_slots = 0;        // token slots written in used device blocks
+  int64_t num_filled_device_slots = 0;  // token slots written in used device blocks
   // Running totals, named for what they count (as the metrics that export them).
-  int64_t prefix_query_tokens = 0;            // prompt tokens looked up by allocate()
-  int64_t prefix_hit_tokens = 0;              // of those, tokens served from the cache
-  int64_t evictions = 0;                      // cached blocks reallocated for other content
+  int64_t prefix_query_tokens = 0;  // prompt tokens looked up by allocate()
+  int64_t prefix_hit_tokens = 0;    // of those, tokens served from the cache
+  int64_t evictions = 0;            // cached blocks reallocated for other content
 
   int32_t num_used_device_blocks() const { return num_device_blocks - num_free_device_blocks; }
-  double device_usage() const;                // used / total, vLLM's "KV cache usage"
-  int64_t internal_waste_slots() const;       // reserved but unfilled slots in used device blocks
-  double prefix_hit_rate() const;             // hit tokens / query tokens (0 when no queries)
+  double device_usage() const;           // used / total, vLLM's "KV cache usage"
+  int64_t internal_waste_slots() const;  // reserved but unfilled slots in used device blocks
+  double prefix_hit_rate() const;        // hit tokens / query tokens (0 when no queries)
 };
 
 class KvCacheManager {
@@ -197,7 +197,7 @@ class KvCacheManager {
     int32_t num_tokens = 0;
     Tier tier = Tier::device;
     bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive
-    bool live = false;                 // false: a free slot awaiting reuse
+    bool live = false;                     // false: a free slot awaiting reuse
   };
 
   struct SeqIdBits {
@@ -230,7 +230,7 @@ class KvCacheManager {
   AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
   AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
-  void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;  // misuse throws
+  void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;   // misuse throws
   // Appends to a device sequence whose blocks were counted by the caller.
   void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
                       std::vector<BlockCopy>& copies);
@@ -250,7 +250,7 @@ class KvCacheManager {
 
   // Takes a device block, evicting its cached content if any; the block is returned reset.
   BlockId take_device_block();
-  void revive_device_block(BlockId block);    // acquire + slot accounting
+  void revive_device_block(BlockId block);                 // acquire + slot accounting
   void release_device_block(BlockId block, int32_t fill);  // release + slot and cache accounting
   void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
   // The copy-on-write case of an append: copies the shared last block, then appends.
@@ -268,9 +268,9 @@ class KvCacheManager {
   int32_t watermark_blocks_ = 0;
   BlockPool device_;
   BlockPool host_;
-  PrefixIndex prefix_cache_;  // device tier only
-  SequenceIndex sequence_index_;             // seq -> index into sequence_slots_
-  std::deque<SequenceKv> sequence_slots_;     // stable addresses; freed slots are reused
+  PrefixIndex prefix_cache_;               // device tier only
+  SequenceIndex sequence_index_;           // seq -> index into sequence_slots_
+  std::deque<SequenceKv> sequence_slots_;  // stable addresses; freed slots are reused
   std::vector<int32_t> free_sequence_slots_;
   KvEventLog* event_log_ = nullptr;  // not owned; null = no log
 

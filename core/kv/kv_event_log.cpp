@@ -58,8 +58,7 @@ void KvEventLog::allocate(SeqId seq, std::span<const BlockId> hit, std::span<con
   end();
 }
 
-void KvEventLog::append(SeqId seq, std::span<const BlockId> fresh,
-                        std::span<const BlockId> cached) {
+void KvEventLog::append(SeqId seq, std::span<const BlockId> fresh, std::span<const BlockId> cached) {
   begin("append");
   append_field(line_, "seq", seq);
   append_list(line_, "new", fresh);

@@ -33,8 +33,7 @@ class KvEventLog {
   void evict(BlockId block);
   void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
   // `reused`: host blocks whose content was still cached on the device (no copy).
-  void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves,
-               std::span<const BlockMove> reused);
+  void swap_in(std::span<const SeqId> seqs, std::span<const BlockMove> moves, std::span<const BlockMove> reused);
   void reset_prefix_cache(int32_t num_blocks_uncached);
 
  private:

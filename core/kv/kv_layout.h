@@ -27,22 +27,20 @@ struct KvLayout {
   int32_t num_blocks = 0;  // blocks in this tier
 
   // Elements of one (layer, kind, block) chunk.
-  std::size_t chunk_elements() const noexcept {
-    return static_cast<std::size_t>(num_kv_heads) * block_size * head_dim;
-  }
+  std::size_t chunk_elements() const noexcept { return static_cast<std::size_t>(num_kv_heads) * block_size * head_dim; }
   // Elements of the whole tier.
   std::size_t total_elements() const noexcept {
     return chunk_elements() * 2 * static_cast<std::size_t>(num_layers) * num_blocks;
   }
   // First element of a (layer, kind, block) chunk.
   std::size_t chunk_offset(int32_t layer, KvKind kind, BlockId block) const noexcept {
-    const auto index = (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kind)) *
-                           static_cast<std::size_t>(num_blocks) + static_cast<std::size_t>(block);
+    const auto index =
+        (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kind)) * static_cast<std::size_t>(num_blocks) +
+        static_cast<std::size_t>(block);
     return index * chunk_elements();
   }
   // First element of one token's vector for one KV head.
-  std::size_t element_offset(int32_t layer, KvKind kind, BlockId block, int32_t kv_head,
-                             int32_t slot) const noexcept {
+  std::size_t element_offset(int32_t layer, KvKind kind, BlockId block, int32_t kv_head, int32_t slot) const noexcept {
     return chunk_offset(layer, kind, block) +
            (static_cast<std::size_t>(kv_head) * block_size + static_cast<std::size_t>(slot)) * head_dim;
   }

@@ -8,9 +8,7 @@
 
 namespace pagedllm::kv {
 
-PrefixMatch KvCacheManager::match_prefix(PromptRef prompt) const {
-  return match_prefix(prompt, nullptr);
-}
+PrefixMatch KvCacheManager::match_prefix(PromptRef prompt) const { return match_prefix(prompt, nullptr); }
 
 PrefixMatch KvCacheManager::match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const {
   PrefixMatch match;
@@ -21,14 +19,13 @@ PrefixMatch KvCacheManager::match_prefix(PromptRef prompt, std::vector<BlockId>*
   const bool precomputed = !prompt.block_hashes.empty();
   if (precomputed && prompt.block_hashes.size() != prompt.tokens.size() / block_size) {
     throw KvCacheError("kv cache: PromptRef carries " + std::to_string(prompt.block_hashes.size()) +
-                       " block hashes for " + std::to_string(prompt.tokens.size() / block_size) +
-                       " full blocks");
+                       " block hashes for " + std::to_string(prompt.tokens.size() / block_size) + " full blocks");
   }
   BlockHash hash = kRootBlockHash;
   for (int32_t i = 0; i < max_hits; ++i) {
-    hash = precomputed ? prompt.block_hashes[static_cast<size_t>(i)]
-                       : hash_block(hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size),
-                                    prompt.salt);
+    hash = precomputed
+               ? prompt.block_hashes[static_cast<size_t>(i)]
+               : hash_block(hash, prompt.tokens.subspan(static_cast<size_t>(i) * block_size, block_size), prompt.salt);
     const BlockId block = prefix_cache_.find(hash);
     if (block == kNoBlock) break;
     ++match.num_hit_blocks;

@@ -30,8 +30,8 @@ std::vector<KvCacheManager::GroupBlock> KvCacheManager::group_blocks(std::span<c
     }
     const SequenceKv& state = sequence(seq);
     if (state.tier != expected_tier) {
-      throw KvCacheError("kv cache: swap " + std::string(expected_tier == Tier::device ? "out" : "in") +
-                         " of " + seq_name(seq) + ", which is already " +
+      throw KvCacheError("kv cache: swap " + std::string(expected_tier == Tier::device ? "out" : "in") + " of " +
+                         seq_name(seq) + ", which is already " +
                          (state.tier == Tier::device ? "on the device" : "swapped out"));
     }
     for (size_t position = 0; position < state.block_table.size(); ++position) {
@@ -95,9 +95,8 @@ KvCacheManager::SwapInPlan KvCacheManager::plan_swap_in(std::span<const SeqId> g
   std::unordered_set<BlockId> revived;
   for (size_t i = 0; i < plan.blocks.size(); ++i) {
     const BlockMeta& host_meta = host_.meta(plan.blocks[i].block);
-    const BlockId hit = host_meta.has_hash && config_.enable_prefix_caching
-                            ? prefix_cache_.find(host_meta.hash)
-                            : kNoBlock;
+    const BlockId hit =
+        host_meta.has_hash && config_.enable_prefix_caching ? prefix_cache_.find(host_meta.hash) : kNoBlock;
     plan.cached_device_block[i] = hit;
     // Two host copies of one content (sequences that filled equal blocks apart) revive one block.
     const bool free_hit = hit != kNoBlock && device_.meta(hit).ref_count == 0 && revived.insert(hit).second;
@@ -160,7 +159,8 @@ SwapInResult KvCacheManager::try_swap_in(std::span<const SeqId> group, Headroom 
   if (event_log_) {
     std::vector<BlockMove> reused;
     for (size_t i = 0; i < plan.blocks.size(); ++i) {
-      if (plan.cached_device_block[i] != kNoBlock) reused.push_back({plan.blocks[i].block, plan.cached_device_block[i]});
+      if (plan.cached_device_block[i] != kNoBlock)
+        reused.push_back({plan.blocks[i].block, plan.cached_device_block[i]});
     }
     event_log_->swap_in(group, moves, reused);
   }

@@ -65,7 +65,8 @@ EngineSummary combine(std::span<const EngineSummary> replicas) {
     total.internal_waste_mean = weighted_waste / total.busy_seconds;
   }
   if (total.prefix_query_tokens > 0) {
-    total.prefix_hit_rate = static_cast<double>(total.prefix_hit_tokens) / static_cast<double>(total.prefix_query_tokens);
+    total.prefix_hit_rate =
+        static_cast<double>(total.prefix_hit_tokens) / static_cast<double>(total.prefix_query_tokens);
   }
   return total;
 }

@@ -13,35 +13,35 @@ namespace pagedllm::metrics {
 
 struct EngineSummary {
   int64_t num_steps = 0;
-  double busy_seconds = 0.0;            // sum of step durations (the executor's time)
+  double busy_seconds = 0.0;  // sum of step durations (the executor's time)
   int32_t block_size = 0;
   int32_t num_device_blocks = 0;
   int32_t num_host_blocks = 0;
-  double kv_usage_mean = 0.0;           // device blocks used / total, weighted by step duration
+  double kv_usage_mean = 0.0;  // device blocks used / total, weighted by step duration
   double kv_usage_peak = 0.0;
-  int32_t host_blocks_peak = 0;         // swapped-out blocks at most
+  int32_t host_blocks_peak = 0;  // swapped-out blocks at most
   // Reserved but unfilled slots / reserved slots in used device blocks, weighted by step
   // duration: the partially filled last blocks (the vLLM paper's internal fragmentation).
   double internal_waste_mean = 0.0;
-  int64_t prefix_query_tokens = 0;      // prompt tokens looked up in the prefix cache
+  int64_t prefix_query_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;
   double prefix_hit_rate = 0.0;
-  engine::EngineCounters counters;      // the engine's running totals (summed over replicas)
+  engine::EngineCounters counters;  // the engine's running totals (summed over replicas)
   int32_t max_running = 0;
   int32_t max_waiting = 0;
   int32_t max_swapped = 0;
 };
 
 struct TimelinePoint {
-  double time = 0.0;                    // end of the step, engine clock
+  double time = 0.0;  // end of the step, engine clock
   int32_t num_running = 0;
   int32_t num_waiting = 0;
   int32_t num_swapped = 0;
   double kv_usage = 0.0;
   int32_t device_blocks_used = 0;
-  int32_t device_blocks_cached = 0;     // holding prefix-cache content, in use or free
-  int32_t host_blocks_used = 0;         // swapped out
-  int64_t internal_waste_slots = 0;     // reserved but unfilled slots in used device blocks
+  int32_t device_blocks_cached = 0;  // holding prefix-cache content, in use or free
+  int32_t host_blocks_used = 0;      // swapped out
+  int64_t internal_waste_slots = 0;  // reserved but unfilled slots in used device blocks
   int32_t num_batched_tokens = 0;
 };
 

@@ -74,15 +74,18 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
   out << "-------------KV cache and scheduling--------------\n";
   row(out, "Engine steps:", count(s.num_steps));
   row(out, "Busy time (s):", format("%.2f", s.busy_seconds));
-  row(out, "KV blocks (device / host):", count(s.num_device_blocks) + " / " + count(s.num_host_blocks) +
-                                             "  (" + count(s.block_size) + " tokens each)");
+  row(out, "KV blocks (device / host):",
+      count(s.num_device_blocks) + " / " + count(s.num_host_blocks) + "  (" + count(s.block_size) + " tokens each)");
   row(out, "KV usage mean / peak (%):", percent(s.kv_usage_mean) + " / " + percent(s.kv_usage_peak));
   row(out, "Internal waste, mean (% of used slots):", percent(s.internal_waste_mean));
-  row(out, "Prefix cache hit rate (%):", percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " +
-                                             count(s.prefix_query_tokens) + " prompt tokens)");
+  row(out, "Prefix cache hit rate (%):",
+      percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " + count(s.prefix_query_tokens) +
+          " prompt tokens)");
   row(out, "Prompt tokens computed:", count(s.counters.prompt_tokens_computed));
-  row(out, "Preemptions (recompute / swap):", count(s.counters.preemptions_recompute) + " / " + count(s.counters.preemptions_swap));
-  row(out, "Blocks swapped (out / in):", count(s.counters.blocks_swapped_out) + " / " + count(s.counters.blocks_swapped_in));
+  row(out, "Preemptions (recompute / swap):",
+      count(s.counters.preemptions_recompute) + " / " + count(s.counters.preemptions_swap));
+  row(out,
+      "Blocks swapped (out / in):", count(s.counters.blocks_swapped_out) + " / " + count(s.counters.blocks_swapped_in));
   row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
   row(out, "Max running / waiting / swapped:",
       count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));

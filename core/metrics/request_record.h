@@ -17,9 +17,9 @@ struct RequestRecord {
   // ITL is every gap between consecutive entries.
   std::vector<double> chunk_times;
   int32_t prompt_tokens = 0;
-  int32_t output_tokens = 0;       // generated tokens, all samples of the request together
-  bool success = true;             // false: rejected, aborted or failed; excluded from latencies
-  std::string error;               // why it failed
+  int32_t output_tokens = 0;  // generated tokens, all samples of the request together
+  bool success = true;        // false: rejected, aborted or failed; excluded from latencies
+  std::string error;          // why it failed
 };
 
 }  // namespace pagedllm::metrics

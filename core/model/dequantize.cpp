@@ -20,9 +20,7 @@ namespace {
 // Super-block size of the K-quants.
 constexpr int kQkK = 256;
 
-inline std::uint8_t byte_at(const std::byte* block, int index) {
-  return std::to_integer<std::uint8_t>(block[index]);
-}
+inline std::uint8_t byte_at(const std::byte* block, int index) { return std::to_integer<std::uint8_t>(block[index]); }
 
 inline float load_fp16(const std::byte* bytes) {
   std::uint16_t bits;
@@ -231,8 +229,7 @@ void dequantize_q6_k(const std::byte* block, float* out) {
     const int high_shift = 2 * (within / 32);
     float* dst = out + group * 16;
     for (int k = 0; k < 16; ++k) {
-      const int q = ((byte_at(low_src, k) >> low_shift) & 0x0f) |
-                    (((byte_at(high_src, k) >> high_shift) & 0x03) << 4);
+      const int q = ((byte_at(low_src, k) >> low_shift) & 0x0f) | (((byte_at(high_src, k) >> high_shift) & 0x03) << 4);
       dst[k] = dl * static_cast<float>(q - 32);
     }
   }
@@ -267,21 +264,19 @@ void for_each_block(BlockFn dequantize_block, std::span<const std::byte> src, st
 void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<float> dst) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
   if (!traits || !traits->dequantizable) {
-    throw std::invalid_argument("dequantize_row: type " +
-                                (traits ? std::string(traits->name)
-                                        : std::to_string(static_cast<std::uint32_t>(type))) +
-                                " cannot be dequantized");
+    throw std::invalid_argument(
+        "dequantize_row: type " +
+        (traits ? std::string(traits->name) : std::to_string(static_cast<std::uint32_t>(type))) +
+        " cannot be dequantized");
   }
   if (dst.size() % traits->block_size != 0) {
-    throw std::invalid_argument("dequantize_row: " + std::to_string(dst.size()) + " " +
-                                std::string(traits->name) + " values are not whole blocks of " +
-                                std::to_string(traits->block_size));
+    throw std::invalid_argument("dequantize_row: " + std::to_string(dst.size()) + " " + std::string(traits->name) +
+                                " values are not whole blocks of " + std::to_string(traits->block_size));
   }
   const std::size_t expected_bytes = dst.size() / traits->block_size * traits->type_size;
   if (src.size() != expected_bytes) {
-    throw std::invalid_argument("dequantize_row: " + std::to_string(dst.size()) + " " +
-                                std::string(traits->name) + " values need " +
-                                std::to_string(expected_bytes) + " bytes, got " +
+    throw std::invalid_argument("dequantize_row: " + std::to_string(dst.size()) + " " + std::string(traits->name) +
+                                " values need " + std::to_string(expected_bytes) + " bytes, got " +
                                 std::to_string(src.size()));
   }
   const std::size_t block_size = traits->block_size;
@@ -291,8 +286,7 @@ void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<flo
       if (!dst.empty()) std::memcpy(dst.data(), src.data(), src.size());
       return;
     case GgmlType::f16:
-      for_each_block([](const std::byte* in, float* out) { *out = load_fp16(in); }, src, dst,
-                     block_size, type_size);
+      for_each_block([](const std::byte* in, float* out) { *out = load_fp16(in); }, src, dst, block_size, type_size);
       return;
     case GgmlType::bf16:
       for_each_block(
@@ -303,18 +297,30 @@ void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<flo
           },
           src, dst, block_size, type_size);
       return;
-    case GgmlType::q4_0: return for_each_block(dequantize_q4_0, src, dst, block_size, type_size);
-    case GgmlType::q4_1: return for_each_block(dequantize_q4_1, src, dst, block_size, type_size);
-    case GgmlType::q5_0: return for_each_block(dequantize_q5_0, src, dst, block_size, type_size);
-    case GgmlType::q5_1: return for_each_block(dequantize_q5_1, src, dst, block_size, type_size);
-    case GgmlType::q8_0: return for_each_block(dequantize_q8_0, src, dst, block_size, type_size);
-    case GgmlType::q2_k: return for_each_block(dequantize_q2_k, src, dst, block_size, type_size);
-    case GgmlType::q3_k: return for_each_block(dequantize_q3_k, src, dst, block_size, type_size);
-    case GgmlType::q4_k: return for_each_block(dequantize_q4_k, src, dst, block_size, type_size);
-    case GgmlType::q5_k: return for_each_block(dequantize_q5_k, src, dst, block_size, type_size);
-    case GgmlType::q6_k: return for_each_block(dequantize_q6_k, src, dst, block_size, type_size);
-    case GgmlType::q8_k: return for_each_block(dequantize_q8_k, src, dst, block_size, type_size);
-    case GgmlType::q8_1: break;  // refused above (not dequantizable)
+    case GgmlType::q4_0:
+      return for_each_block(dequantize_q4_0, src, dst, block_size, type_size);
+    case GgmlType::q4_1:
+      return for_each_block(dequantize_q4_1, src, dst, block_size, type_size);
+    case GgmlType::q5_0:
+      return for_each_block(dequantize_q5_0, src, dst, block_size, type_size);
+    case GgmlType::q5_1:
+      return for_each_block(dequantize_q5_1, src, dst, block_size, type_size);
+    case GgmlType::q8_0:
+      return for_each_block(dequantize_q8_0, src, dst, block_size, type_size);
+    case GgmlType::q2_k:
+      return for_each_block(dequantize_q2_k, src, dst, block_size, type_size);
+    case GgmlType::q3_k:
+      return for_each_block(dequantize_q3_k, src, dst, block_size, type_size);
+    case GgmlType::q4_k:
+      return for_each_block(dequantize_q4_k, src, dst, block_size, type_size);
+    case GgmlType::q5_k:
+      return for_each_block(dequantize_q5_k, src, dst, block_size, type_size);
+    case GgmlType::q6_k:
+      return for_each_block(dequantize_q6_k, src, dst, block_size, type_size);
+    case GgmlType::q8_k:
+      return for_each_block(dequantize_q8_k, src, dst, block_size, type_size);
+    case GgmlType::q8_1:
+      break;  // refused above (not dequantizable)
   }
   throw std::logic_error("dequantize_row: dequantizable type without a dequantizer");
 }
@@ -323,14 +329,12 @@ namespace {
 
 // The tensor's traits, or ModelFormatError naming the file and tensor.
 GgmlTypeTraits dequantizable_traits(const GgufFile& file, const GgufTensorInfo& tensor) {
-  const std::optional<GgmlTypeTraits> traits =
-      ggml_type_traits(static_cast<std::uint32_t>(tensor.type));
+  const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(tensor.type));
   if (!traits || !traits->dequantizable) {
-    throw ModelFormatError(file.path(), "tensor '" + tensor.name + "'",
-                           "type " +
-                               (traits ? std::string(traits->name)
-                                       : std::to_string(static_cast<std::uint32_t>(tensor.type))) +
-                               " cannot be dequantized");
+    throw ModelFormatError(
+        file.path(), "tensor '" + tensor.name + "'",
+        "type " + (traits ? std::string(traits->name) : std::to_string(static_cast<std::uint32_t>(tensor.type))) +
+            " cannot be dequantized");
   }
   return *traits;
 }
@@ -344,8 +348,7 @@ std::vector<float> dequantize_tensor(const GgufFile& file, const GgufTensorInfo&
   return values;
 }
 
-std::vector<std::uint16_t> dequantize_tensor_bf16(const GgufFile& file,
-                                                  const GgufTensorInfo& tensor) {
+std::vector<std::uint16_t> dequantize_tensor_bf16(const GgufFile& file, const GgufTensorInfo& tensor) {
   const GgmlTypeTraits traits = dequantizable_traits(file, tensor);
   const std::span<const std::byte> data = file.tensor_data(tensor);
   // Through a bounded fp32 buffer: whole blocks, about 64K values at a time.
@@ -356,10 +359,8 @@ std::vector<std::uint16_t> dequantize_tensor_bf16(const GgufFile& file,
   for (std::size_t first = 0; first < num_blocks; first += blocks_per_chunk) {
     const std::size_t count = std::min(blocks_per_chunk, num_blocks - first);
     const std::span<float> out(chunk.data(), count * traits.block_size);
-    dequantize_row(tensor.type, data.subspan(first * traits.type_size, count * traits.type_size),
-                   out);
-    std::transform(out.begin(), out.end(), values.begin() + static_cast<std::ptrdiff_t>(
-                                                                first * traits.block_size),
+    dequantize_row(tensor.type, data.subspan(first * traits.type_size, count * traits.type_size), out);
+    std::transform(out.begin(), out.end(), values.begin() + static_cast<std::ptrdiff_t>(first * traits.block_size),
                    float_to_bf16);
   }
   return values;

@@ -30,10 +30,10 @@ enum class GgmlType : std::uint32_t {
 };
 
 struct GgmlTypeTraits {
-  std::string_view name;       // as llama.cpp prints it: "Q4_1", "F32", ...
-  std::uint32_t block_size;    // values per block (1 for unquantized types)
-  std::uint32_t type_size;     // bytes per block
-  bool dequantizable;          // pagedllm can turn it into fp32
+  std::string_view name;     // as llama.cpp prints it: "Q4_1", "F32", ...
+  std::uint32_t block_size;  // values per block (1 for unquantized types)
+  std::uint32_t type_size;   // bytes per block
+  bool dequantizable;        // pagedllm can turn it into fp32
 };
 
 // Traits of a known type; nullopt for a code pagedllm does not know (the caller names it).

@@ -11,7 +11,7 @@ namespace pagedllm::model {
 namespace {
 
 constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr std::uint32_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS
+constexpr std::uint32_t kMaxDims = 4;             // ggml's GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 4;
 
 // Bounds-checked little-endian cursor over the header bytes. Every read names what it was
@@ -32,8 +32,7 @@ class Cursor {
   std::string read_string(const std::string& what) {
     const auto length = read<std::uint64_t>(what + " (string length)");
     require(length, what + " (string of " + std::to_string(length) + " bytes)");
-    std::string text(reinterpret_cast<const char*>(bytes_.data() + position_),
-                     static_cast<std::size_t>(length));
+    std::string text(reinterpret_cast<const char*>(bytes_.data() + position_), static_cast<std::size_t>(length));
     position_ += static_cast<std::size_t>(length);
     return text;
   }
@@ -48,9 +47,8 @@ class Cursor {
  private:
   void require(std::uint64_t count, const std::string& what) const {
     if (count > remaining()) {
-      fail(what, "file ends at byte " + std::to_string(bytes_.size()) + ", " +
-                     std::to_string(count) + " bytes needed at offset " +
-                     std::to_string(position_) + " (truncated file?)");
+      fail(what, "file ends at byte " + std::to_string(bytes_.size()) + ", " + std::to_string(count) +
+                     " bytes needed at offset " + std::to_string(position_) + " (truncated file?)");
     }
   }
 
@@ -63,12 +61,24 @@ class Cursor {
 // allocation, so a corrupt count cannot ask for terabytes.
 std::uint64_t min_encoded_size(GgufValueType type) {
   switch (type) {
-    case GgufValueType::u8: case GgufValueType::i8: case GgufValueType::boolean: return 1;
-    case GgufValueType::u16: case GgufValueType::i16: return 2;
-    case GgufValueType::u32: case GgufValueType::i32: case GgufValueType::f32: return 4;
-    case GgufValueType::u64: case GgufValueType::i64: case GgufValueType::f64:
-    case GgufValueType::string: return 8;
-    case GgufValueType::array: return 12;
+    case GgufValueType::u8:
+    case GgufValueType::i8:
+    case GgufValueType::boolean:
+      return 1;
+    case GgufValueType::u16:
+    case GgufValueType::i16:
+      return 2;
+    case GgufValueType::u32:
+    case GgufValueType::i32:
+    case GgufValueType::f32:
+      return 4;
+    case GgufValueType::u64:
+    case GgufValueType::i64:
+    case GgufValueType::f64:
+    case GgufValueType::string:
+      return 8;
+    case GgufValueType::array:
+      return 12;
   }
   return 1;
 }
@@ -79,23 +89,45 @@ GgufValue read_value(Cursor& cursor, GgufValueType type, const std::string& key,
   GgufValue result;
   result.type = type;
   switch (type) {
-    case GgufValueType::u8: result.value = std::uint64_t{cursor.read<std::uint8_t>(key)}; break;
-    case GgufValueType::i8: result.value = std::int64_t{cursor.read<std::int8_t>(key)}; break;
-    case GgufValueType::u16: result.value = std::uint64_t{cursor.read<std::uint16_t>(key)}; break;
-    case GgufValueType::i16: result.value = std::int64_t{cursor.read<std::int16_t>(key)}; break;
-    case GgufValueType::u32: result.value = std::uint64_t{cursor.read<std::uint32_t>(key)}; break;
-    case GgufValueType::i32: result.value = std::int64_t{cursor.read<std::int32_t>(key)}; break;
-    case GgufValueType::u64: result.value = cursor.read<std::uint64_t>(key); break;
-    case GgufValueType::i64: result.value = cursor.read<std::int64_t>(key); break;
-    case GgufValueType::f32: result.value = double{cursor.read<float>(key)}; break;
-    case GgufValueType::f64: result.value = cursor.read<double>(key); break;
+    case GgufValueType::u8:
+      result.value = std::uint64_t{cursor.read<std::uint8_t>(key)};
+      break;
+    case GgufValueType::i8:
+      result.value = std::int64_t{cursor.read<std::int8_t>(key)};
+      break;
+    case GgufValueType::u16:
+      result.value = std::uint64_t{cursor.read<std::uint16_t>(key)};
+      break;
+    case GgufValueType::i16:
+      result.value = std::int64_t{cursor.read<std::int16_t>(key)};
+      break;
+    case GgufValueType::u32:
+      result.value = std::uint64_t{cursor.read<std::uint32_t>(key)};
+      break;
+    case GgufValueType::i32:
+      result.value = std::int64_t{cursor.read<std::int32_t>(key)};
+      break;
+    case GgufValueType::u64:
+      result.value = cursor.read<std::uint64_t>(key);
+      break;
+    case GgufValueType::i64:
+      result.value = cursor.read<std::int64_t>(key);
+      break;
+    case GgufValueType::f32:
+      result.value = double{cursor.read<float>(key)};
+      break;
+    case GgufValueType::f64:
+      result.value = cursor.read<double>(key);
+      break;
     case GgufValueType::boolean: {
       const auto byte = cursor.read<std::uint8_t>(key);
       if (byte > 1) cursor.fail("key '" + key + "'", "bool must be 0 or 1, found " + std::to_string(byte));
       result.value = byte == 1;
       break;
     }
-    case GgufValueType::string: result.value = cursor.read_string("key '" + key + "'"); break;
+    case GgufValueType::string:
+      result.value = cursor.read_string("key '" + key + "'");
+      break;
     case GgufValueType::array: {
       if (depth >= kMaxArrayNesting) cursor.fail("key '" + key + "'", "arrays nested too deeply");
       const auto element_code = cursor.read<std::uint32_t>("key '" + key + "' (array type)");
@@ -105,8 +137,7 @@ GgufValue read_value(Cursor& cursor, GgufValueType type, const std::string& key,
       const auto element_type = static_cast<GgufValueType>(element_code);
       const auto count = cursor.read<std::uint64_t>("key '" + key + "' (array length)");
       if (count > cursor.remaining() / min_encoded_size(element_type)) {
-        cursor.fail("key '" + key + "'", "array of " + std::to_string(count) +
-                                             " elements does not fit in the " +
+        cursor.fail("key '" + key + "'", "array of " + std::to_string(count) + " elements does not fit in the " +
                                              std::to_string(cursor.remaining()) + " bytes left");
       }
       GgufArray array;
@@ -130,16 +161,16 @@ GgufTensorInfo read_tensor_info(Cursor& cursor) {
   const std::string subject = tensor_subject(tensor.name);
   const auto num_dims = cursor.read<std::uint32_t>(subject + " (n_dims)");
   if (num_dims == 0 || num_dims > kMaxDims) {
-    cursor.fail(subject, "expected 1 to " + std::to_string(kMaxDims) + " dimensions, found " +
-                             std::to_string(num_dims));
+    cursor.fail(subject,
+                "expected 1 to " + std::to_string(kMaxDims) + " dimensions, found " + std::to_string(num_dims));
   }
   tensor.num_elements = 1;
   for (std::uint32_t d = 0; d < num_dims; ++d) {
     const auto dim = cursor.read<std::uint64_t>(subject + " (dims)");
     if (dim == 0 || dim > (std::uint64_t{1} << 40) ||
         tensor.num_elements > std::numeric_limits<std::uint64_t>::max() / dim) {
-      cursor.fail(subject, "dimension " + std::to_string(d) + " = " + std::to_string(dim) +
-                               " is zero or absurdly large");
+      cursor.fail(subject,
+                  "dimension " + std::to_string(d) + " = " + std::to_string(dim) + " is zero or absurdly large");
     }
     tensor.dims.push_back(dim);
     tensor.num_elements *= dim;
@@ -149,9 +180,8 @@ GgufTensorInfo read_tensor_info(Cursor& cursor) {
   if (!traits) cursor.fail(subject, "unknown ggml type code " + std::to_string(type_code));
   tensor.type = static_cast<GgmlType>(type_code);
   if (tensor.dims[0] % traits->block_size != 0) {
-    cursor.fail(subject, "row length " + std::to_string(tensor.dims[0]) +
-                             " is not a multiple of the " + std::string(traits->name) +
-                             " block size " + std::to_string(traits->block_size));
+    cursor.fail(subject, "row length " + std::to_string(tensor.dims[0]) + " is not a multiple of the " +
+                             std::string(traits->name) + " block size " + std::to_string(traits->block_size));
   }
   const std::uint64_t num_blocks = tensor.num_elements / traits->block_size;
   if (num_blocks > std::numeric_limits<std::uint64_t>::max() / traits->type_size) {
@@ -200,19 +230,16 @@ GgufHeader parse_gguf_header(std::span<const std::byte> bytes, const std::string
 
   if (auto it = header.metadata.find("general.alignment"); it != header.metadata.end()) {
     const auto* alignment = std::get_if<std::uint64_t>(&it->second.value);
-    if (alignment == nullptr || *alignment == 0 || (*alignment & (*alignment - 1)) != 0 ||
-        *alignment > 65536) {
+    if (alignment == nullptr || *alignment == 0 || (*alignment & (*alignment - 1)) != 0 || *alignment > 65536) {
       cursor.fail("key 'general.alignment'", "expected a power of two unsigned integer");
     }
     header.alignment = *alignment;
   }
   const std::uint64_t end_of_header = cursor.position();
   header.data_offset = (end_of_header + header.alignment - 1) / header.alignment * header.alignment;
-  const std::uint64_t data_size =
-      bytes.size() >= header.data_offset ? bytes.size() - header.data_offset : 0;
+  const std::uint64_t data_size = bytes.size() >= header.data_offset ? bytes.size() - header.data_offset : 0;
   if (!header.tensors.empty() && bytes.size() < header.data_offset) {
-    cursor.fail("data section", "file ends at byte " + std::to_string(bytes.size()) +
-                                    " before the data section at " +
+    cursor.fail("data section", "file ends at byte " + std::to_string(bytes.size()) + " before the data section at " +
                                     std::to_string(header.data_offset) + " (truncated file?)");
   }
   for (const GgufTensorInfo& tensor : header.tensors) {
@@ -223,10 +250,8 @@ GgufHeader parse_gguf_header(std::span<const std::byte> bytes, const std::string
     }
     if (tensor.offset > data_size || tensor.num_bytes > data_size - tensor.offset) {
       cursor.fail(tensor_subject(tensor.name),
-                  "data [" + std::to_string(tensor.offset) + ", " +
-                      std::to_string(tensor.offset + tensor.num_bytes) +
-                      ") lies outside the data section of " + std::to_string(data_size) +
-                      " bytes (truncated file?)");
+                  "data [" + std::to_string(tensor.offset) + ", " + std::to_string(tensor.offset + tensor.num_bytes) +
+                      ") lies outside the data section of " + std::to_string(data_size) + " bytes (truncated file?)");
     }
   }
   return header;

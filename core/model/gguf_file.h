@@ -22,8 +22,19 @@
 namespace pagedllm::model {
 
 enum class GgufValueType : std::uint32_t {
-  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
-  string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
 };
 
 struct GgufValue;
@@ -43,9 +54,9 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<std::uint64_t> dims;  // innermost first, as stored (dims[0] = row length)
   GgmlType type = GgmlType::f32;
-  std::uint64_t offset = 0;         // from the start of the data section
+  std::uint64_t offset = 0;  // from the start of the data section
   std::uint64_t num_elements = 0;
-  std::uint64_t num_bytes = 0;      // num_elements / block_size * type_size
+  std::uint64_t num_bytes = 0;  // num_elements / block_size * type_size
 };
 
 // What the header says, validated against the file size: every tensor's bytes lie inside the

@@ -39,10 +39,14 @@ bool is_signed(GgufValueType type) {
 
 std::uint64_t unsigned_max(GgufValueType type) {
   switch (type) {
-    case GgufValueType::u8: return std::numeric_limits<std::uint8_t>::max();
-    case GgufValueType::u16: return std::numeric_limits<std::uint16_t>::max();
-    case GgufValueType::u32: return std::numeric_limits<std::uint32_t>::max();
-    default: return std::numeric_limits<std::uint64_t>::max();
+    case GgufValueType::u8:
+      return std::numeric_limits<std::uint8_t>::max();
+    case GgufValueType::u16:
+      return std::numeric_limits<std::uint16_t>::max();
+    case GgufValueType::u32:
+      return std::numeric_limits<std::uint32_t>::max();
+    default:
+      return std::numeric_limits<std::uint64_t>::max();
   }
 }
 
@@ -54,10 +58,14 @@ std::pair<std::int64_t, std::int64_t> range_of() {
 // [min, max] of a signed type.
 std::pair<std::int64_t, std::int64_t> signed_range(GgufValueType type) {
   switch (type) {
-    case GgufValueType::i8: return range_of<std::int8_t>();
-    case GgufValueType::i16: return range_of<std::int16_t>();
-    case GgufValueType::i32: return range_of<std::int32_t>();
-    default: return range_of<std::int64_t>();
+    case GgufValueType::i8:
+      return range_of<std::int8_t>();
+    case GgufValueType::i16:
+      return range_of<std::int16_t>();
+    case GgufValueType::i32:
+      return range_of<std::int32_t>();
+    default:
+      return range_of<std::int64_t>();
   }
 }
 
@@ -77,7 +85,7 @@ bool integer_fits(const GgufValue& value, GgufValueType type) {
 }
 
 std::string type_name(GgufValueType type) {
-  static constexpr const char* kNames[] = {"u8",  "i8",   "u16",    "i16",   "u32", "i32", "f32",
+  static constexpr const char* kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                            "bool", "string", "array", "u64", "i64", "f64"};
   const auto code = static_cast<std::uint32_t>(type);
   return code < std::size(kNames) ? kNames[code] : "type " + std::to_string(code);
@@ -116,14 +124,14 @@ void check_value(const std::string& key, const GgufValue& value, int depth) {
       }
       for (const GgufValue& item : array->items) {
         if (item.type != array->element_type) {
-          reject_key(key, "array of " + type_name(array->element_type) + " holds a " +
-                              type_name(item.type));
+          reject_key(key, "array of " + type_name(array->element_type) + " holds a " + type_name(item.type));
         }
         check_value(key, item, depth + 1);
       }
       return;
     }
-    default: reject_key(key, "unknown value type " + type_name(type));
+    default:
+      reject_key(key, "unknown value type " + type_name(type));
   }
 }
 
@@ -143,9 +151,7 @@ class ByteSink {
     bytes_.insert(bytes_.end(), begin, begin + text.size());
   }
 
-  void pad_to(std::uint64_t alignment) {
-    bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment);
-  }
+  void pad_to(std::uint64_t alignment) { bytes_.resize((bytes_.size() + alignment - 1) / alignment * alignment); }
 
   const std::vector<std::byte>& bytes() const noexcept { return bytes_; }
 
@@ -162,19 +168,33 @@ std::uint64_t integer_bits(const GgufValue& value) {
 void put_payload(ByteSink& sink, const GgufValue& value) {
   switch (value.type) {
     case GgufValueType::u8:
-    case GgufValueType::i8: sink.put(static_cast<std::uint8_t>(integer_bits(value))); return;
+    case GgufValueType::i8:
+      sink.put(static_cast<std::uint8_t>(integer_bits(value)));
+      return;
     case GgufValueType::u16:
-    case GgufValueType::i16: sink.put(static_cast<std::uint16_t>(integer_bits(value))); return;
+    case GgufValueType::i16:
+      sink.put(static_cast<std::uint16_t>(integer_bits(value)));
+      return;
     case GgufValueType::u32:
-    case GgufValueType::i32: sink.put(static_cast<std::uint32_t>(integer_bits(value))); return;
+    case GgufValueType::i32:
+      sink.put(static_cast<std::uint32_t>(integer_bits(value)));
+      return;
     case GgufValueType::u64:
-    case GgufValueType::i64: sink.put(integer_bits(value)); return;
-    case GgufValueType::f32: sink.put(static_cast<float>(std::get<double>(value.value))); return;
-    case GgufValueType::f64: sink.put(std::get<double>(value.value)); return;
+    case GgufValueType::i64:
+      sink.put(integer_bits(value));
+      return;
+    case GgufValueType::f32:
+      sink.put(static_cast<float>(std::get<double>(value.value)));
+      return;
+    case GgufValueType::f64:
+      sink.put(std::get<double>(value.value));
+      return;
     case GgufValueType::boolean:
       sink.put(static_cast<std::uint8_t>(std::get<bool>(value.value) ? 1 : 0));
       return;
-    case GgufValueType::string: sink.put_string(std::get<std::string>(value.value)); return;
+    case GgufValueType::string:
+      sink.put_string(std::get<std::string>(value.value));
+      return;
     case GgufValueType::array: {
       const auto& array = std::get<GgufArray>(value.value);
       sink.put(static_cast<std::uint32_t>(array.element_type));
@@ -202,13 +222,11 @@ void GgufWriter::add(std::string key, GgufValue value) {
   if (key == "general.alignment") {
     const auto* alignment = std::get_if<std::uint64_t>(&value.value);
     const auto* signed_alignment = std::get_if<std::int64_t>(&value.value);
-    const std::uint64_t amount = alignment != nullptr ? *alignment
-                                 : signed_alignment != nullptr
-                                     ? static_cast<std::uint64_t>(*signed_alignment)
-                                     : 0;
+    const std::uint64_t amount = alignment != nullptr          ? *alignment
+                                 : signed_alignment != nullptr ? static_cast<std::uint64_t>(*signed_alignment)
+                                                               : 0;
     // gguf-py honours the key only as a u32.
-    if (value.type != GgufValueType::u32 || amount == 0 || (amount & (amount - 1)) != 0 ||
-        amount > kMaxAlignment) {
+    if (value.type != GgufValueType::u32 || amount == 0 || (amount & (amount - 1)) != 0 || amount > kMaxAlignment) {
       reject_key(key, "expected a u32 power of two up to " + std::to_string(kMaxAlignment));
     }
     alignment_ = amount;
@@ -235,27 +253,16 @@ void GgufWriter::add_u32(std::string key, std::uint32_t value) {
 void GgufWriter::add_i32(std::string key, std::int32_t value) {
   add(std::move(key), {GgufValueType::i32, std::int64_t{value}});
 }
-void GgufWriter::add_u64(std::string key, std::uint64_t value) {
-  add(std::move(key), {GgufValueType::u64, value});
-}
-void GgufWriter::add_i64(std::string key, std::int64_t value) {
-  add(std::move(key), {GgufValueType::i64, value});
-}
-void GgufWriter::add_f32(std::string key, float value) {
-  add(std::move(key), {GgufValueType::f32, double{value}});
-}
-void GgufWriter::add_f64(std::string key, double value) {
-  add(std::move(key), {GgufValueType::f64, value});
-}
-void GgufWriter::add_bool(std::string key, bool value) {
-  add(std::move(key), {GgufValueType::boolean, value});
-}
+void GgufWriter::add_u64(std::string key, std::uint64_t value) { add(std::move(key), {GgufValueType::u64, value}); }
+void GgufWriter::add_i64(std::string key, std::int64_t value) { add(std::move(key), {GgufValueType::i64, value}); }
+void GgufWriter::add_f32(std::string key, float value) { add(std::move(key), {GgufValueType::f32, double{value}}); }
+void GgufWriter::add_f64(std::string key, double value) { add(std::move(key), {GgufValueType::f64, value}); }
+void GgufWriter::add_bool(std::string key, bool value) { add(std::move(key), {GgufValueType::boolean, value}); }
 void GgufWriter::add_string(std::string key, std::string value) {
   add(std::move(key), {GgufValueType::string, std::move(value)});
 }
 
-void GgufWriter::add_array(std::string key, GgufValueType element_type,
-                           std::vector<GgufValue> items) {
+void GgufWriter::add_array(std::string key, GgufValueType element_type, std::vector<GgufValue> items) {
   add(std::move(key), {GgufValueType::array, GgufArray{element_type, std::move(items)}});
 }
 
@@ -297,8 +304,7 @@ void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> dims, G
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
   if (!traits) reject_tensor(name, "unknown ggml type " + std::to_string(static_cast<std::uint32_t>(type)));
   if (dims.empty() || dims.size() > kMaxDims) {
-    reject_tensor(name, "expected 1 to " + std::to_string(kMaxDims) + " dims, got " +
-                            std::to_string(dims.size()));
+    reject_tensor(name, "expected 1 to " + std::to_string(kMaxDims) + " dims, got " + std::to_string(dims.size()));
   }
   std::uint64_t num_elements = 1;
   for (const std::uint64_t dim : dims) {
@@ -309,14 +315,12 @@ void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> dims, G
   }
   if (dims[0] % traits->block_size != 0) {
     reject_tensor(name, "row length " + std::to_string(dims[0]) + " is not a multiple of the " +
-                            std::string(traits->name) + " block size " +
-                            std::to_string(traits->block_size));
+                            std::string(traits->name) + " block size " + std::to_string(traits->block_size));
   }
   const std::uint64_t num_bytes = num_elements / traits->block_size * traits->type_size;
   if (data.size() != num_bytes) {
-    reject_tensor(name, std::to_string(num_elements) + " " + std::string(traits->name) +
-                            " values take " + std::to_string(num_bytes) + " bytes, got " +
-                            std::to_string(data.size()));
+    reject_tensor(name, std::to_string(num_elements) + " " + std::string(traits->name) + " values take " +
+                            std::to_string(num_bytes) + " bytes, got " + std::to_string(data.size()));
   }
   tensor_names_.insert(name);
   tensors_.push_back({std::move(name), std::move(dims), type, std::move(data)});

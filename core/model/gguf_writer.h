@@ -51,8 +51,7 @@ class GgufWriter {
   // its num_elements / block_size * type_size bytes. Throws std::invalid_argument (naming the
   // tensor) for a repeated or empty name, a name of 64 bytes or more (llama.cpp's limit), 0 or
   // more than 4 dims, a zero dim, a row length that is not whole blocks, or a size mismatch.
-  void add_tensor(std::string name, std::vector<std::uint64_t> dims, GgmlType type,
-                  std::vector<std::byte> data);
+  void add_tensor(std::string name, std::vector<std::uint64_t> dims, GgmlType type, std::vector<std::byte> data);
 
   std::uint64_t alignment() const noexcept { return alignment_; }
   std::size_t num_keys() const noexcept { return metadata_.size(); }

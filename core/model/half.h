@@ -42,7 +42,7 @@ inline std::uint16_t float_to_fp16(float value) noexcept {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   const std::uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow
   if (magnitude < 0x38800000u) {
     // Result is subnormal (or zero): value / 2^-24 rounded to nearest even.

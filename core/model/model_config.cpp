@@ -19,26 +19,23 @@ void require_positive(std::int64_t value, const char* name, const std::string& f
 
 void require_positive(double value, const char* name, const std::string& file) {
   if (!(value > 0.0) || !std::isfinite(value)) {
-    throw ModelFormatError(file, field(name),
-                           "expected a positive finite value, found " + std::to_string(value));
+    throw ModelFormatError(file, field(name), "expected a positive finite value, found " + std::to_string(value));
   }
 }
 
-void require_divides(std::int64_t divisor, const char* divisor_name, std::int64_t value,
-                     const char* value_name, const std::string& file) {
+void require_divides(std::int64_t divisor, const char* divisor_name, std::int64_t value, const char* value_name,
+                     const std::string& file) {
   if (value % divisor != 0) {
     throw ModelFormatError(file, field(divisor_name),
-                           std::to_string(divisor) + " does not divide " + value_name + " " +
-                               std::to_string(value));
+                           std::to_string(divisor) + " does not divide " + value_name + " " + std::to_string(value));
   }
 }
 
-void require_token(std::int32_t id, const char* name, std::int64_t vocab_size,
-                   const std::string& file) {
+void require_token(std::int32_t id, const char* name, std::int64_t vocab_size, const std::string& file) {
   if (id < 0 || id >= vocab_size) {
-    throw ModelFormatError(file, field(name),
-                           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                               std::to_string(vocab_size) + ")");
+    throw ModelFormatError(
+        file, field(name),
+        "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
   }
 }
 
@@ -51,11 +48,9 @@ const char* hf_class_name(const std::string& architecture) {
 }  // namespace
 
 void validate(const ModelConfig& config, const std::string& file) {
-  if (config.architecture != "llama" && config.architecture != "mistral" &&
-      config.architecture != "qwen2") {
+  if (config.architecture != "llama" && config.architecture != "mistral" && config.architecture != "qwen2") {
     throw ModelFormatError(file, field("architecture"),
-                           "unsupported architecture '" + config.architecture +
-                               "' (supported: llama, mistral, qwen2)");
+                           "unsupported architecture '" + config.architecture + "' (supported: llama, mistral, qwen2)");
   }
   require_positive(config.hidden_size, "hidden_size", file);
   require_positive(config.num_layers, "num_layers", file);
@@ -68,9 +63,9 @@ void validate(const ModelConfig& config, const std::string& file) {
   require_divides(config.num_heads, "num_heads", config.hidden_size, "hidden_size", file);
   require_divides(config.num_kv_heads, "num_kv_heads", config.num_heads, "num_heads", file);
   if (config.head_dim % 2 != 0) {
-    throw ModelFormatError(file, field("head_dim"),
-                           "rotary embeddings rotate pairs: expected an even size, found " +
-                               std::to_string(config.head_dim));
+    throw ModelFormatError(
+        file, field("head_dim"),
+        "rotary embeddings rotate pairs: expected an even size, found " + std::to_string(config.head_dim));
   }
   require_positive(config.rope_theta, "rope_theta", file);
   require_positive(config.rms_norm_eps, "rms_norm_eps", file);
@@ -80,13 +75,11 @@ void validate(const ModelConfig& config, const std::string& file) {
   }
   if (scaling.kind == RopeScaling::Kind::llama3) {
     require_positive(scaling.low_freq_factor, "rope_scaling.low_freq_factor", file);
-    require_positive(scaling.original_max_position_embeddings,
-                     "rope_scaling.original_max_position_embeddings", file);
+    require_positive(scaling.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings", file);
     if (!(scaling.high_freq_factor > scaling.low_freq_factor)) {
       throw ModelFormatError(file, field("rope_scaling.high_freq_factor"),
-                             "expected more than low_freq_factor " +
-                                 std::to_string(scaling.low_freq_factor) + ", found " +
-                                 std::to_string(scaling.high_freq_factor));
+                             "expected more than low_freq_factor " + std::to_string(scaling.low_freq_factor) +
+                                 ", found " + std::to_string(scaling.high_freq_factor));
     }
   }
   if (config.bos_token_id) require_token(*config.bos_token_id, "bos_token_id", config.vocab_size, file);
@@ -123,25 +116,25 @@ nlohmann::json to_hf_config_json(const ModelConfig& config) {
   }
   const RopeScaling& scaling = config.rope_scaling;
   switch (scaling.kind) {
-    case RopeScaling::Kind::none: json["rope_scaling"] = nullptr; break;
+    case RopeScaling::Kind::none:
+      json["rope_scaling"] = nullptr;
+      break;
     case RopeScaling::Kind::linear:
       json["rope_scaling"] = {{"rope_type", "linear"}, {"factor", scaling.factor}};
       break;
     case RopeScaling::Kind::llama3:
-      json["rope_scaling"] = {
-          {"rope_type", "llama3"},
-          {"factor", scaling.factor},
-          {"low_freq_factor", scaling.low_freq_factor},
-          {"high_freq_factor", scaling.high_freq_factor},
-          {"original_max_position_embeddings", scaling.original_max_position_embeddings}};
+      json["rope_scaling"] = {{"rope_type", "llama3"},
+                              {"factor", scaling.factor},
+                              {"low_freq_factor", scaling.low_freq_factor},
+                              {"high_freq_factor", scaling.high_freq_factor},
+                              {"original_max_position_embeddings", scaling.original_max_position_embeddings}};
       break;
   }
   if (config.architecture == "qwen2") {
     json["use_sliding_window"] = config.sliding_window.has_value();
     if (config.sliding_window) json["sliding_window"] = *config.sliding_window;
   } else if (config.architecture == "mistral") {
-    json["sliding_window"] =
-        config.sliding_window ? nlohmann::json(*config.sliding_window) : nlohmann::json(nullptr);
+    json["sliding_window"] = config.sliding_window ? nlohmann::json(*config.sliding_window) : nlohmann::json(nullptr);
   }
   return json;
 }

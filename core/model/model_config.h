@@ -39,7 +39,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   std::optional<std::int32_t> bos_token_id;
-  std::vector<std::int32_t> eos_token_ids;  // config.json may give one id or a list
+  std::vector<std::int32_t> eos_token_ids;     // config.json may give one id or a list
   std::optional<std::int64_t> sliding_window;  // mistral; recorded, not applied
 
   std::int64_t num_query_groups() const noexcept { return num_heads / num_kv_heads; }
@@ -48,8 +48,7 @@ struct ModelConfig {
 };
 
 // The architectures pagedllm runs, as config.json's "architectures" names them.
-inline constexpr const char* kSupportedArchitectures =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
+inline constexpr const char* kSupportedArchitectures = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
 
 // Reads a Hugging Face config.json: the architecture from "architectures" (or "model_type");
 // head_dim defaults to hidden_size / num_attention_heads, num_key_value_heads to

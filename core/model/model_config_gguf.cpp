@@ -21,9 +21,7 @@ std::int64_t to_int64(std::uint64_t value, const std::string& key, const GgufFil
   return static_cast<std::int64_t>(value);
 }
 
-std::int64_t get_int(const GgufFile& file, const std::string& key) {
-  return to_int64(file.get_u64(key), key, file);
-}
+std::int64_t get_int(const GgufFile& file, const std::string& key) { return to_int64(file.get_u64(key), key, file); }
 
 std::optional<std::int64_t> find_int(const GgufFile& file, const std::string& key) {
   const auto value = file.find_u64(key);
@@ -35,8 +33,7 @@ std::optional<std::int32_t> find_token_id(const GgufFile& file, const std::strin
   const auto value = file.find_u64(key);
   if (!value) return std::nullopt;
   if (*value > static_cast<std::uint64_t>(INT32_MAX)) {
-    throw ModelFormatError(file.path(), key_subject(key),
-                           "token id " + std::to_string(*value) + " is too large");
+    throw ModelFormatError(file.path(), key_subject(key), "token id " + std::to_string(*value) + " is too large");
   }
   return static_cast<std::int32_t>(*value);
 }
@@ -72,8 +69,7 @@ std::int64_t read_vocab_size(const GgufFile& file, const std::string& arch) {
 
 // Llama 3.1's scaling of frequency i (what convert_hf_to_gguf.py stores in rope_freqs.weight:
 // the divisor applied to that frequency).
-double llama3_rope_factor(const RopeScaling& scaling, double theta, std::int64_t head_dim,
-                          std::int64_t i) {
+double llama3_rope_factor(const RopeScaling& scaling, double theta, std::int64_t head_dim, std::int64_t i) {
   const double frequency = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
   const double wavelength = 2.0 * std::numbers::pi / frequency;
   const auto original = static_cast<double>(scaling.original_max_position_embeddings);
@@ -81,8 +77,8 @@ double llama3_rope_factor(const RopeScaling& scaling, double theta, std::int64_t
   const double high_freq_wavelength = original / scaling.high_freq_factor;
   if (wavelength < high_freq_wavelength) return 1.0;
   if (wavelength > low_freq_wavelength) return scaling.factor;
-  const double smooth = (original / wavelength - scaling.low_freq_factor) /
-                        (scaling.high_freq_factor - scaling.low_freq_factor);
+  const double smooth =
+      (original / wavelength - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor);
   return 1.0 / ((1.0 - smooth) / scaling.factor + smooth);
 }
 
@@ -90,13 +86,12 @@ double llama3_rope_factor(const RopeScaling& scaling, double theta, std::int64_t
 // recomputes the factors, so it recovers the parameters (factor = the largest divisor; low and
 // high frequency factors and the original context as every Llama 3.x release has them) and
 // checks that they reproduce the tensor.
-RopeScaling read_rope_freqs(const GgufFile& file, const GgufTensorInfo& tensor,
-                            const ModelConfig& config, const std::string& arch) {
+RopeScaling read_rope_freqs(const GgufFile& file, const GgufTensorInfo& tensor, const ModelConfig& config,
+                            const std::string& arch) {
   const std::string subject = "tensor '" + tensor.name + "'";
   const auto num_factors = static_cast<std::uint64_t>(config.head_dim / 2);
   if (tensor.type != GgmlType::f32 || tensor.num_elements != num_factors) {
-    throw ModelFormatError(file.path(), subject,
-                           "expected " + std::to_string(num_factors) + " F32 rope factors");
+    throw ModelFormatError(file.path(), subject, "expected " + std::to_string(num_factors) + " F32 rope factors");
   }
   const std::span<const std::byte> data = file.tensor_data(tensor);
   std::vector<float> factors(num_factors);
@@ -108,20 +103,19 @@ RopeScaling read_rope_freqs(const GgufFile& file, const GgufTensorInfo& tensor,
   scaling.original_max_position_embeddings =
       find_int(file, arch + ".rope.scaling.original_context_length").value_or(8192);
   for (std::size_t i = 0; i < factors.size(); ++i) {
-    const double expected = llama3_rope_factor(scaling, config.rope_theta, config.head_dim,
-                                               static_cast<std::int64_t>(i));
+    const double expected =
+        llama3_rope_factor(scaling, config.rope_theta, config.head_dim, static_cast<std::int64_t>(i));
     if (std::abs(expected - factors[i]) > 1e-4 * expected) {
       throw ModelFormatError(file.path(), subject,
                              "factor " + std::to_string(i) + " is " + std::to_string(factors[i]) +
-                                 ", Llama 3 scaling with factor " + std::to_string(scaling.factor) +
-                                 " gives " + std::to_string(expected));
+                                 ", Llama 3 scaling with factor " + std::to_string(scaling.factor) + " gives " +
+                                 std::to_string(expected));
     }
   }
   return scaling;
 }
 
-RopeScaling read_rope_scaling(const GgufFile& file, const ModelConfig& config,
-                              const std::string& arch) {
+RopeScaling read_rope_scaling(const GgufFile& file, const ModelConfig& config, const std::string& arch) {
   const std::string type_key = arch + ".rope.scaling.type";
   const std::string type = file.find_string(type_key).value_or("none");
   if (type == "linear") {
@@ -178,9 +172,9 @@ ModelConfig read_gguf_config(const GgufFile& file) {
     config.head_dim = *rope_dim;
   } else {
     if (config.num_heads <= 0 || config.hidden_size % config.num_heads != 0) {
-      throw ModelFormatError(file.path(), key_subject(arch + ".attention.head_count"),
-                             std::to_string(config.num_heads) + " does not divide embedding_length " +
-                                 std::to_string(config.hidden_size));
+      throw ModelFormatError(
+          file.path(), key_subject(arch + ".attention.head_count"),
+          std::to_string(config.num_heads) + " does not divide embedding_length " + std::to_string(config.hidden_size));
     }
     config.head_dim = config.hidden_size / config.num_heads;
   }
@@ -191,9 +185,9 @@ ModelConfig read_gguf_config(const GgufFile& file) {
   }
   const std::string value_length_key = arch + ".attention.value_length";
   if (const auto value_length = find_int(file, value_length_key); value_length && *value_length != config.head_dim) {
-    throw ModelFormatError(file.path(), key_subject(value_length_key),
-                           "expected the key size " + std::to_string(config.head_dim) + ", found " +
-                               std::to_string(*value_length));
+    throw ModelFormatError(
+        file.path(), key_subject(value_length_key),
+        "expected the key size " + std::to_string(config.head_dim) + ", found " + std::to_string(*value_length));
   }
   config.sliding_window = find_int(file, arch + ".attention.sliding_window");
   config.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
@@ -202,8 +196,7 @@ ModelConfig read_gguf_config(const GgufFile& file) {
   // llama.cpp stops at end-of-turn as well as end-of-sequence (Llama 3 instruct's <|eot_id|>).
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
     if (const auto id = find_token_id(file, key)) {
-      if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), *id) ==
-          config.eos_token_ids.end()) {
+      if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), *id) == config.eos_token_ids.end()) {
         config.eos_token_ids.push_back(*id);
       }
     }

@@ -108,8 +108,9 @@ ModelConfig read_config(const JsonValue& fields) {
     config.head_dim = *head_dim;
   } else {
     if (config.num_heads <= 0 || config.hidden_size % config.num_heads != 0) {
-      fields.at("num_attention_heads").fail(std::to_string(config.num_heads) + " does not divide hidden_size " +
-                                            std::to_string(config.hidden_size) + " (and no head_dim is given)");
+      fields.at("num_attention_heads")
+          .fail(std::to_string(config.num_heads) + " does not divide hidden_size " +
+                std::to_string(config.hidden_size) + " (and no head_dim is given)");
     }
     config.head_dim = config.hidden_size / config.num_heads;
   }

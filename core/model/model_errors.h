@@ -13,17 +13,14 @@ class ModelFormatError : public std::runtime_error {
  public:
   // what(): "<file>: <subject>: <problem>" (subject omitted when empty).
   ModelFormatError(std::string file, std::string subject, const std::string& problem)
-      : std::runtime_error(compose(file, subject, problem)),
-        file_(std::move(file)),
-        subject_(std::move(subject)) {}
+      : std::runtime_error(compose(file, subject, problem)), file_(std::move(file)), subject_(std::move(subject)) {}
 
   const std::string& file() const noexcept { return file_; }
   // The tensor or field at fault, e.g. "tensor 'blk.0.attn_q.weight'" or "field 'hidden_size'".
   const std::string& subject() const noexcept { return subject_; }
 
  private:
-  static std::string compose(const std::string& file, const std::string& subject,
-                             const std::string& problem) {
+  static std::string compose(const std::string& file, const std::string& subject, const std::string& problem) {
     std::string text = file;
     if (!subject.empty()) text += ": " + subject;
     text += ": " + problem;

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/model/model_config.h"
 #include "core/common/preset_lookup.h"
+#include "core/model/model_config.h"
 
 namespace pagedllm::model {
 namespace {
@@ -30,13 +30,13 @@ ModelShape llama_shape(std::string name, int64_t layers, int64_t hidden, int64_t
 
 std::vector<ModelShape> make_presets() {
   return {
-      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),     // meta-llama/Llama-2-7b-hf
-      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),    // meta-llama/Llama-2-13b-hf
-      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),     // meta-llama/Llama-2-70b-hf
-      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),     // meta-llama/Meta-Llama-3-8B
-      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),    // meta-llama/Meta-Llama-3-70B
+      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),      // meta-llama/Llama-2-7b-hf
+      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),     // meta-llama/Llama-2-13b-hf
+      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),      // meta-llama/Llama-2-70b-hf
+      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),      // meta-llama/Meta-Llama-3-8B
+      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),     // meta-llama/Meta-Llama-3-70B
       llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),      // mistralai/Mistral-7B-v0.1
-      llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, true), // HuggingFaceTB/SmolLM2-135M
+      llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, true),  // HuggingFaceTB/SmolLM2-135M
   };
 }
 
@@ -97,9 +97,7 @@ ModelShape find_model_shape(std::string_view name) {
   throw std::invalid_argument("unknown model shape '" + std::string(name) + "'; valid names: " + model_shape_names());
 }
 
-std::string model_shape_names() {
-  return preset_names(model_shape_presets());
-}
+std::string model_shape_names() { return preset_names(model_shape_presets()); }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string name) {
   ModelShape shape;

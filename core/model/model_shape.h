@@ -20,8 +20,8 @@ struct ModelShape {
   int64_t head_dim = 0;
   int64_t intermediate_size = 0;
   int64_t vocab_size = 0;
-  bool tie_word_embeddings = false;  // the lm_head is the embedding matrix (no second copy)
-  bool attention_bias = false;       // q/k/v projections carry biases (qwen2)
+  bool tie_word_embeddings = false;     // the lm_head is the embedding matrix (no second copy)
+  bool attention_bias = false;          // q/k/v projections carry biases (qwen2)
   int64_t max_position_embeddings = 0;  // the context length (0 = unknown)
   double weight_bytes_per_param = 2.0;  // 2 = bf16; 1 = fp8; 0.5 = 4-bit
   double kv_bytes_per_element = 2.0;    // 2 = bf16 KV cache; 1 = fp8

@@ -56,17 +56,16 @@ ModelSource resolve_model_source(const std::string& argument) {
   }
   if (fs::is_regular_file(path, error)) {
     if (!starts_with_gguf_magic(path)) {
-      throw ModelFormatError(argument, "magic",
-                             "not a GGUF file; pass a GGUF file or a Hugging Face model directory");
+      throw ModelFormatError(argument, "magic", "not a GGUF file; pass a GGUF file or a Hugging Face model directory");
     }
     return {ModelFormat::gguf, path.string()};
   }
   if (const KnownModel* known = find_known_model(argument)) {
     const fs::path cached = fs::path(model_cache_dir()) / known->file_name;
     if (fs::is_regular_file(cached, error)) return {ModelFormat::gguf, cached.string()};
-    throw ModelFormatError(argument, "",
-                           "not in the cache (" + cached.string() +
-                               "); fetch it with: tools/fetch_model.py " + std::string(known->name));
+    throw ModelFormatError(
+        argument, "",
+        "not in the cache (" + cached.string() + "); fetch it with: tools/fetch_model.py " + std::string(known->name));
   }
   throw ModelFormatError(argument, "",
                          "no such file or directory, and not a known model name "

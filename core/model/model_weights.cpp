@@ -23,8 +23,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return text + "]";
 }
 
-HostTensor to_host_tensor(std::vector<float> values, std::vector<std::int64_t> shape,
-                          WeightDType dtype) {
+HostTensor to_host_tensor(std::vector<float> values, std::vector<std::int64_t> shape, WeightDType dtype) {
   HostTensor tensor;
   tensor.shape = std::move(shape);
   tensor.dtype = dtype;
@@ -38,14 +37,13 @@ HostTensor to_host_tensor(std::vector<float> values, std::vector<std::int64_t> s
 }
 
 // Checks that `loaded` holds every tensor `config` implies; throws naming the first one missing.
-void require_complete(const ModelWeights& weights, const std::vector<TensorSpec>& specs,
-                      const std::string& file, bool gguf_names) {
+void require_complete(const ModelWeights& weights, const std::vector<TensorSpec>& specs, const std::string& file,
+                      bool gguf_names) {
   for (const TensorSpec& spec : specs) {
     if (weights.tensors.count(spec.name) == 0) {
       const std::string name = gguf_names ? gguf_name_from_internal(spec.name) : spec.name;
       throw ModelFormatError(file, "tensor '" + name + "'",
-                             "missing (the config implies it, with shape " +
-                                 shape_text(spec.shape) + ")");
+                             "missing (the config implies it, with shape " + shape_text(spec.shape) + ")");
     }
   }
 }
@@ -70,8 +68,7 @@ std::uint64_t ModelWeights::num_parameters() const noexcept {
   return count;
 }
 
-ModelWeights load_weights(const GgufFile& file, const ModelConfig& config,
-                          const WeightLoadOptions& options) {
+ModelWeights load_weights(const GgufFile& file, const ModelConfig& config, const WeightLoadOptions& options) {
   const std::vector<TensorSpec> specs = expected_tensors(config);
   std::map<std::string, const TensorSpec*> spec_by_name;
   for (const TensorSpec& spec : specs) spec_by_name[spec.name] = &spec;
@@ -119,12 +116,11 @@ ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelCo
     if (tensor == nullptr) continue;  // reported by require_complete with the expected shape
     const std::vector<std::int64_t> shape(tensor->shape.begin(), tensor->shape.end());
     if (shape != spec.shape) {
-      throw ModelFormatError(checkpoint.shard_path(spec.name), "tensor '" + spec.name + "'",
-                             "expected shape " + shape_text(spec.shape) + " for this config, found " +
-                                 shape_text(shape));
+      throw ModelFormatError(
+          checkpoint.shard_path(spec.name), "tensor '" + spec.name + "'",
+          "expected shape " + shape_text(spec.shape) + " for this config, found " + shape_text(shape));
     }
-    weights.tensors.emplace(spec.name,
-                            to_host_tensor(checkpoint.read_f32(spec.name), spec.shape, options.dtype));
+    weights.tensors.emplace(spec.name, to_host_tensor(checkpoint.read_f32(spec.name), spec.shape, options.dtype));
   }
   for (const std::string& name : checkpoint.tensor_names()) {
     if (expected.count(name) == 0) weights.ignored_tensors.push_back(name);

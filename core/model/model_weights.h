@@ -46,8 +46,7 @@ class ModelWeights {
 
 // GGUF: dequantizes every type to fp32 (then rounds to bf16 when asked), undoes llama.cpp's
 // rotary row interleaving for "llama" files, and maps names to the internal ones.
-ModelWeights load_weights(const GgufFile& file, const ModelConfig& config,
-                          const WeightLoadOptions& options = {});
+ModelWeights load_weights(const GgufFile& file, const ModelConfig& config, const WeightLoadOptions& options = {});
 
 // Hugging Face safetensors (single file or sharded), F32 / F16 / BF16.
 ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelConfig& config,

@@ -162,22 +162,23 @@ bool is_quantizable(GgmlType type) noexcept {
     case GgmlType::q4_1:
     case GgmlType::q5_0:
     case GgmlType::q5_1:
-    case GgmlType::q8_0: return true;
-    default: return false;
+    case GgmlType::q8_0:
+      return true;
+    default:
+      return false;
   }
 }
 
 void quantize_row(GgmlType type, std::span<const float> src, std::span<std::byte> dst) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
   if (!traits || !is_quantizable(type)) {
-    throw std::invalid_argument("quantize_row: cannot quantize to type " +
-                                (traits ? std::string(traits->name)
-                                        : std::to_string(static_cast<std::uint32_t>(type))));
+    throw std::invalid_argument(
+        "quantize_row: cannot quantize to type " +
+        (traits ? std::string(traits->name) : std::to_string(static_cast<std::uint32_t>(type))));
   }
   if (src.size() % traits->block_size != 0) {
-    throw std::invalid_argument("quantize_row: " + std::to_string(src.size()) +
-                                " values are not whole " + std::string(traits->name) +
-                                " blocks of " + std::to_string(traits->block_size));
+    throw std::invalid_argument("quantize_row: " + std::to_string(src.size()) + " values are not whole " +
+                                std::string(traits->name) + " blocks of " + std::to_string(traits->block_size));
   }
   const std::size_t num_blocks = src.size() / traits->block_size;
   if (dst.size() != num_blocks * traits->type_size) {
@@ -199,12 +200,23 @@ void quantize_row(GgmlType type, std::span<const float> src, std::span<std::byte
         std::memcpy(dst.data() + 2 * i, &bits, sizeof bits);
       }
       return;
-    case GgmlType::q4_0: quantize_block = quantize_q4_0; break;
-    case GgmlType::q4_1: quantize_block = quantize_q4_1; break;
-    case GgmlType::q5_0: quantize_block = quantize_q5_0; break;
-    case GgmlType::q5_1: quantize_block = quantize_q5_1; break;
-    case GgmlType::q8_0: quantize_block = quantize_q8_0; break;
-    default: throw std::logic_error("quantize_row: quantizable type without a quantizer");
+    case GgmlType::q4_0:
+      quantize_block = quantize_q4_0;
+      break;
+    case GgmlType::q4_1:
+      quantize_block = quantize_q4_1;
+      break;
+    case GgmlType::q5_0:
+      quantize_block = quantize_q5_0;
+      break;
+    case GgmlType::q5_1:
+      quantize_block = quantize_q5_1;
+      break;
+    case GgmlType::q8_0:
+      quantize_block = quantize_q8_0;
+      break;
+    default:
+      throw std::logic_error("quantize_row: quantizable type without a quantizer");
   }
   for (std::size_t b = 0; b < num_blocks; ++b) {
     quantize_block(src.data() + b * kBlock, dst.data() + b * traits->type_size);
@@ -213,8 +225,7 @@ void quantize_row(GgmlType type, std::span<const float> src, std::span<std::byte
 
 std::vector<std::byte> quantize(GgmlType type, std::span<const float> src) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
-  const std::size_t num_bytes =
-      traits ? src.size() / traits->block_size * traits->type_size : std::size_t{0};
+  const std::size_t num_bytes = traits ? src.size() / traits->block_size * traits->type_size : std::size_t{0};
   std::vector<std::byte> out(num_bytes);
   quantize_row(type, src, out);
   return out;

@@ -55,14 +55,17 @@ void apply_llama3_scaling(const RopeScaling& s, std::vector<float>& inv_freq) {
 std::vector<float> rope_inv_freq(std::int32_t head_dim, double rope_theta, const RopeScaling& scaling) {
   std::vector<float> inv_freq = default_inv_freq(head_dim, rope_theta);
   switch (scaling.kind) {
-    case RopeScaling::Kind::none: break;
+    case RopeScaling::Kind::none:
+      break;
     case RopeScaling::Kind::linear: {
       // transformers' _compute_linear_scaling_rope_parameters: inv_freq /= factor (fp32).
       const float factor = static_cast<float>(scaling.factor);
       for (float& f : inv_freq) f = f / factor;
       break;
     }
-    case RopeScaling::Kind::llama3: apply_llama3_scaling(scaling, inv_freq); break;
+    case RopeScaling::Kind::llama3:
+      apply_llama3_scaling(scaling, inv_freq);
+      break;
   }
   return inv_freq;
 }

@@ -48,9 +48,9 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : source_(
     } else if (fs::exists(single, error)) {
       open_single(single.string());
     } else {
-      throw ModelFormatError(path, "",
-                             "holds neither " + std::string(kSafetensorsIndexFile) + " nor " +
-                                 std::string(kSafetensorsSingleFile));
+      throw ModelFormatError(
+          path, "",
+          "holds neither " + std::string(kSafetensorsIndexFile) + " nor " + std::string(kSafetensorsSingleFile));
     }
   } else if (fs::path(path).extension() == ".json") {
     open_index(path);
@@ -100,8 +100,7 @@ void SafetensorsCheckpoint::open_index(const std::string& index_file) {
     std::error_code error;
     if (!fs::is_regular_file(shard_path, error)) {
       throw ModelFormatError(index_file, tensor_subject(tensors.front()),
-                             "shard '" + shard_name + "' does not exist (looked for " +
-                                 shard_path.string() + ")");
+                             "shard '" + shard_name + "' does not exist (looked for " + shard_path.string() + ")");
     }
     shards_.emplace_back(shard_path.string());
   }
@@ -139,9 +138,7 @@ const SafetensorsCheckpoint::Location& SafetensorsCheckpoint::locate(std::string
   return found->second;
 }
 
-const SafetensorsTensorInfo& SafetensorsCheckpoint::tensor(std::string_view name) const {
-  return *locate(name).tensor;
-}
+const SafetensorsTensorInfo& SafetensorsCheckpoint::tensor(std::string_view name) const { return *locate(name).tensor; }
 
 const std::string& SafetensorsCheckpoint::shard_path(std::string_view name) const {
   return shards_[locate(name).shard].path();

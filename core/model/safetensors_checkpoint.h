@@ -50,7 +50,7 @@ class SafetensorsCheckpoint {
   void open_index(const std::string& index_file);
   const Location& locate(std::string_view name) const;
 
-  std::string source_;  // what was opened, for error messages
+  std::string source_;                   // what was opened, for error messages
   std::vector<SafetensorsFile> shards_;  // never resized after opening (Location points in)
   std::map<std::string, Location, std::less<>> locations_;
 };

@@ -53,15 +53,12 @@ struct SafetensorsHeader {
 // Parses and validates a safetensors header from the file's bytes; throws ModelFormatError
 // naming `file_name`, the tensor or field at fault, and what was expected against what was
 // found. Never reads out of bounds (fuzzed: tests/fuzz/fuzz_safetensors_header.cpp).
-SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes,
-                                           const std::string& file_name);
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> bytes, const std::string& file_name);
 
 // A tensor's values widened to fp32 (exact for F32, F16 and BF16).
-std::vector<float> tensor_to_f32(const SafetensorsTensorInfo& tensor,
-                                 std::span<const std::byte> data);
+std::vector<float> tensor_to_f32(const SafetensorsTensorInfo& tensor, std::span<const std::byte> data);
 // A tensor's values as bf16 bits (BF16 copied; F32 and F16 rounded to nearest even).
-std::vector<std::uint16_t> tensor_to_bf16(const SafetensorsTensorInfo& tensor,
-                                          std::span<const std::byte> data);
+std::vector<std::uint16_t> tensor_to_bf16(const SafetensorsTensorInfo& tensor, std::span<const std::byte> data);
 
 class SafetensorsFile {
  public:
@@ -71,9 +68,7 @@ class SafetensorsFile {
   const SafetensorsHeader& header() const noexcept { return header_; }
   const std::vector<SafetensorsTensorInfo>& tensors() const noexcept { return header_.tensors; }
 
-  const SafetensorsTensorInfo* find_tensor(std::string_view name) const noexcept {
-    return header_.find(name);
-  }
+  const SafetensorsTensorInfo* find_tensor(std::string_view name) const noexcept { return header_.find(name); }
   // Throws ModelFormatError naming the file and the tensor when it is absent.
   const SafetensorsTensorInfo& tensor(std::string_view name) const;
   // The tensor's bytes inside the mapping (not necessarily aligned to the element size).

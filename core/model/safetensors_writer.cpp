@@ -47,8 +47,8 @@ void write_text(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-void SafetensorsWriter::add(std::string name, SafetensorsDtype dtype,
-                            std::vector<std::uint64_t> shape, std::vector<std::byte> data) {
+void SafetensorsWriter::add(std::string name, SafetensorsDtype dtype, std::vector<std::uint64_t> shape,
+                            std::vector<std::byte> data) {
   if (name.empty() || name == "__metadata__") {
     throw std::invalid_argument("safetensors: invalid tensor name '" + name + "'");
   }
@@ -57,15 +57,14 @@ void SafetensorsWriter::add(std::string name, SafetensorsDtype dtype,
   }
   const std::uint64_t expected = num_elements(shape) * dtype_size(dtype);
   if (data.size() != expected) {
-    throw std::invalid_argument("safetensors: tensor '" + name + "' needs " +
-                                std::to_string(expected) + " bytes, given " +
-                                std::to_string(data.size()));
+    throw std::invalid_argument("safetensors: tensor '" + name + "' needs " + std::to_string(expected) +
+                                " bytes, given " + std::to_string(data.size()));
   }
   tensors_.push_back({std::move(name), dtype, std::move(shape), std::move(data)});
 }
 
-void SafetensorsWriter::add_f32(std::string name, std::vector<std::uint64_t> shape,
-                                std::span<const float> values, SafetensorsDtype dtype) {
+void SafetensorsWriter::add_f32(std::string name, std::vector<std::uint64_t> shape, std::span<const float> values,
+                                SafetensorsDtype dtype) {
   if (dtype == SafetensorsDtype::f32) {
     add(std::move(name), dtype, std::move(shape), to_bytes(values));
     return;
@@ -129,8 +128,7 @@ std::vector<std::string> SafetensorsWriter::write_sharded(const std::string& dir
   return paths;
 }
 
-void SafetensorsWriter::write_file(const std::string& path,
-                                   std::vector<const PendingTensor*> tensors) const {
+void SafetensorsWriter::write_file(const std::string& path, std::vector<const PendingTensor*> tensors) const {
   // Data order: larger elements first, then by name (keeps every tensor element-aligned).
   std::sort(tensors.begin(), tensors.end(), [](const PendingTensor* a, const PendingTensor* b) {
     const std::size_t size_a = dtype_size(a->dtype);
@@ -158,8 +156,7 @@ void SafetensorsWriter::write_file(const std::string& path,
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const PendingTensor* tensor : tensors) {
-    out.write(reinterpret_cast<const char*>(tensor->data.data()),
-              static_cast<std::streamsize>(tensor->data.size()));
+    out.write(reinterpret_cast<const char*>(tensor->data.data()), static_cast<std::streamsize>(tensor->data.size()));
   }
   if (!out.flush()) throw std::runtime_error("cannot write " + path);
 }

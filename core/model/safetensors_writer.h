@@ -24,14 +24,12 @@ class SafetensorsWriter {
   // Adds a tensor whose bytes are already in `dtype` (row-major, little endian). Throws
   // std::invalid_argument for an empty, reserved or repeated name, or when the byte count is not
   // product(shape) * element size.
-  void add(std::string name, SafetensorsDtype dtype, std::vector<std::uint64_t> shape,
-           std::vector<std::byte> data);
+  void add(std::string name, SafetensorsDtype dtype, std::vector<std::uint64_t> shape, std::vector<std::byte> data);
   // Adds fp32 values stored as `dtype` (F16 and BF16 round to nearest even).
   void add_f32(std::string name, std::vector<std::uint64_t> shape, std::span<const float> values,
                SafetensorsDtype dtype = SafetensorsDtype::f32);
   // Adds bf16 values (bits) stored as BF16.
-  void add_bf16(std::string name, std::vector<std::uint64_t> shape,
-                std::span<const std::uint16_t> values);
+  void add_bf16(std::string name, std::vector<std::uint64_t> shape, std::span<const std::uint16_t> values);
   void set_metadata(std::string key, std::string value);
 
   std::size_t num_tensors() const noexcept { return tensors_.size(); }

@@ -32,8 +32,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kGlobalNa
 }};
 
 // Splits "<prefix><digits>.<rest>" into the layer index and rest.
-std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_view name,
-                                                                    std::string_view prefix) {
+std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_view name, std::string_view prefix) {
   if (!name.starts_with(prefix)) return std::nullopt;
   name.remove_prefix(prefix.size());
   const auto dot = name.find('.');
@@ -47,10 +46,9 @@ std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_
 
 // Moves rows so that destination row `map(h, r)` receives source row `h * head_dim + r`.
 template <typename RowMap>
-void permute_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
-                  std::int64_t row_length, RowMap map) {
-  if (head_dim % 2 != 0 ||
-      static_cast<std::int64_t>(rows.size()) != num_heads * head_dim * row_length) {
+void permute_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim, std::int64_t row_length,
+                  RowMap map) {
+  if (head_dim % 2 != 0 || static_cast<std::int64_t>(rows.size()) != num_heads * head_dim * row_length) {
     throw std::invalid_argument("rotary row permutation: shape does not match the tensor");
   }
   std::vector<float> result(rows.size());
@@ -130,11 +128,10 @@ void interleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, st
   });
 }
 
-void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads,
-                              std::int64_t head_dim, std::int64_t row_length) {
-  permute_rows(rows, num_heads, head_dim, row_length, [](std::int64_t r, std::int64_t dim) {
-    return (r % 2) * (dim / 2) + r / 2;
-  });
+void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
+                              std::int64_t row_length) {
+  permute_rows(rows, num_heads, head_dim, row_length,
+               [](std::int64_t r, std::int64_t dim) { return (r % 2) * (dim / 2) + r / 2; });
 }
 
 }  // namespace pagedllm::model

@@ -44,7 +44,7 @@ std::string gguf_name_from_internal(const std::string& internal_name);
 // of `num_heads` heads (rows = num_heads * head_dim, each row `row_length` values).
 void interleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
                             std::int64_t row_length);
-void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads,
-                              std::int64_t head_dim, std::int64_t row_length);
+void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
+                              std::int64_t row_length);
 
 }  // namespace pagedllm::model

@@ -282,9 +282,8 @@ sched::SequenceOutput Sampler::sample(const sched::ScheduledSequence& scheduled,
       .first_stream_index = scheduled.sample_index,
       .num_beam_candidates = scheduled.num_beam_candidates,
   });
-  return sched::SequenceOutput{.seq = scheduled.seq,
-                               .samples = std::move(sampled.samples),
-                               .top_logprobs = std::move(sampled.top_logprobs)};
+  return sched::SequenceOutput{
+      .seq = scheduled.seq, .samples = std::move(sampled.samples), .top_logprobs = std::move(sampled.top_logprobs)};
 }
 
 SamplerOutput Sampler::sample(const SamplerInput& input) {

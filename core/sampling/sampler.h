@@ -85,19 +85,19 @@ inline constexpr float kGreedyTemperature = 1e-5f;
 
 // One position of one sequence. Views only; nothing is kept after sample() returns.
 struct SamplerInput {
-  std::span<const float> logits;            // [vocab]; finite or -inf, at least one finite
+  std::span<const float> logits;  // [vocab]; finite or -inf, at least one finite
   const sched::SamplingParams* params = nullptr;
-  std::span<const TokenId> prompt_tokens;   // repetition penalty
-  std::span<const TokenId> output_tokens;   // the output so far: all penalties
-  uint64_t seed = 0;                        // the request's stream seed (stream_seed())
-  int32_t position = 0;                     // output index being sampled (output tokens so far);
-                                            // below min_tokens, all_stop_token_ids get no mass
+  std::span<const TokenId> prompt_tokens;  // repetition penalty
+  std::span<const TokenId> output_tokens;  // the output so far: all penalties
+  uint64_t seed = 0;                       // the request's stream seed (stream_seed())
+  int32_t position = 0;                    // output index being sampled (output tokens so far);
+                                           // below min_tokens, all_stop_token_ids get no mass
   // Parallel sampling's first step draws num_samples tokens, sample j from stream
   // first_stream_index + j; a later step draws 1 token from the sequence's own stream
   // (first_stream_index = its sample_index).
   int32_t num_samples = 1;
   int32_t first_stream_index = 0;
-  int32_t num_beam_candidates = 0;          // > 0: beam search; the best this-many tokens
+  int32_t num_beam_candidates = 0;  // > 0: beam search; the best this-many tokens
 };
 
 struct SamplerOutput {
@@ -144,19 +144,19 @@ class Sampler {
   TokenId draw(double u);
 
   // Penalties.
-  std::vector<float> work_;        // penalized logits
-  std::vector<uint8_t> seen_;      // all zero between calls
-  std::vector<int32_t> counts_;    // all zero between calls
+  std::vector<float> work_;      // penalized logits
+  std::vector<uint8_t> seen_;    // all zero between calls
+  std::vector<int32_t> counts_;  // all zero between calls
   // Random sampling.
-  std::vector<float> weights_;     // exp(processed / T - max), 0 where min_p dropped the token
-  std::vector<uint64_t> keys_;     // (weight bits << 32) | ~id of candidates: larger = ranked first
-  std::vector<double> cum_;        // cumulative mass of keys_[0, sorted_) in rank order
-  std::vector<TokenId> ids_;       // scratch: kept ids in id order
+  std::vector<float> weights_;            // exp(processed / T - max), 0 where min_p dropped the token
+  std::vector<uint64_t> keys_;            // (weight bits << 32) | ~id of candidates: larger = ranked first
+  std::vector<double> cum_;               // cumulative mass of keys_[0, sorted_) in rank order
+  std::vector<TokenId> ids_;              // scratch: kept ids in id order
   std::vector<detail::RankedValue> top_;  // scratch: top-k selections
-  size_t sorted_ = 0;              // keys_[0, sorted_) are in rank order
-  bool tail_pending_ = false;      // candidates below kHeadWeight not yet in keys_
-  size_t limit_ = 0;               // tokens a draw may pick (top_p's cut), from the front
-  double mass_ = 0.0;              // the mass a draw scales u by
+  size_t sorted_ = 0;                     // keys_[0, sorted_) are in rank order
+  bool tail_pending_ = false;             // candidates below kHeadWeight not yet in keys_
+  size_t limit_ = 0;                      // tokens a draw may pick (top_p's cut), from the front
+  double mass_ = 0.0;                     // the mass a draw scales u by
 };
 
 }  // namespace pagedllm::sampling

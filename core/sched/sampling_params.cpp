@@ -47,10 +47,10 @@ void validate(const SamplingParams& params, int32_t num_prompt_tokens, const Req
   }
   const auto check_token = [&](const std::string& field, TokenId token) {
     if (token < 0 || (limits.vocab_size > 0 && token >= limits.vocab_size)) {
-      throw InvalidRequestError(field, field + " holds token id " + std::to_string(token) +
-                                           (limits.vocab_size > 0
-                                                ? ", outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")"
-                                                : ", a negative id"));
+      throw InvalidRequestError(
+          field, field + " holds token id " + std::to_string(token) +
+                     (limits.vocab_size > 0 ? ", outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")"
+                                            : ", a negative id"));
     }
   };
   for (const auto& [token, bias] : params.logit_bias) {
@@ -78,8 +78,8 @@ void validate(const SamplingParams& params, int32_t num_prompt_tokens, const Req
   if (static_cast<int64_t>(num_prompt_tokens) + params.max_tokens > limits.max_model_len) {
     std::ostringstream message;
     message << "this model's maximum context length is " << limits.max_model_len << " tokens; the request has "
-            << num_prompt_tokens << " prompt tokens and asks for " << params.max_tokens
-            << " completion tokens (" << static_cast<int64_t>(num_prompt_tokens) + params.max_tokens
+            << num_prompt_tokens << " prompt tokens and asks for " << params.max_tokens << " completion tokens ("
+            << static_cast<int64_t>(num_prompt_tokens) + params.max_tokens
             << " in all); shorten the prompt or lower max_tokens";
     throw InvalidRequestError(num_prompt_tokens > limits.max_model_len ? "prompt" : "max_tokens", message.str());
   }

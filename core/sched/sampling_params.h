@@ -13,26 +13,26 @@
 namespace pagedllm::sched {
 
 struct SamplingParams {
-  int32_t n = 1;                      // parallel samples returned
-  int32_t beam_width = 0;             // > 0: beam search with this many beams (n <= beam_width)
-  float length_penalty = 1.0f;        // beam search: final ranking by cumulative logprob / length^this
-  float temperature = 1.0f;           // 0 = greedy
-  float top_p = 1.0f;                 // nucleus mass kept, in (0, 1]
-  int32_t top_k = 0;                  // tokens kept; 0 or -1 = all
-  float min_p = 0.0f;                 // drop tokens below min_p * p(max), in [0, 1]
-  float repetition_penalty = 1.0f;    // > 0; 1 = off (divides positive logits of seen tokens)
-  float presence_penalty = 0.0f;      // in [-2, 2]
-  float frequency_penalty = 0.0f;     // in [-2, 2]
-  std::optional<uint64_t> seed;       // per-request random stream; absent = engine-chosen
-  int32_t max_tokens = 16;            // output tokens at most
-  int32_t min_tokens = 0;             // the first this-many output tokens are never EOS or a stop id
-  std::vector<std::string> stop;      // stop strings (matched on detokenized text by the frontend)
+  int32_t n = 1;                    // parallel samples returned
+  int32_t beam_width = 0;           // > 0: beam search with this many beams (n <= beam_width)
+  float length_penalty = 1.0f;      // beam search: final ranking by cumulative logprob / length^this
+  float temperature = 1.0f;         // 0 = greedy
+  float top_p = 1.0f;               // nucleus mass kept, in (0, 1]
+  int32_t top_k = 0;                // tokens kept; 0 or -1 = all
+  float min_p = 0.0f;               // drop tokens below min_p * p(max), in [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; 1 = off (divides positive logits of seen tokens)
+  float presence_penalty = 0.0f;    // in [-2, 2]
+  float frequency_penalty = 0.0f;   // in [-2, 2]
+  std::optional<uint64_t> seed;     // per-request random stream; absent = engine-chosen
+  int32_t max_tokens = 16;          // output tokens at most
+  int32_t min_tokens = 0;           // the first this-many output tokens are never EOS or a stop id
+  std::vector<std::string> stop;    // stop strings (matched on detokenized text by the frontend)
   std::vector<TokenId> stop_token_ids;
   bool ignore_eos = false;
   // Set by the engine on admission (vLLM's _all_stop_token_ids): stop_token_ids and the model's EOS
   // unless ignore_eos. Samplers give them no probability while fewer than min_tokens are out.
   std::vector<TokenId> all_stop_token_ids;
-  std::optional<int32_t> logprobs;    // top logprobs per output token, 0..20
+  std::optional<int32_t> logprobs;  // top logprobs per output token, 0..20
   // OpenAI's logit_bias: (token, bias) added to the token's logit before the penalties; the
   // server clamps biases to [-100, 100] as vLLM does. Not applied to beam search.
   std::vector<std::pair<TokenId, float>> logit_bias;
@@ -50,9 +50,8 @@ struct SamplingParams {
   // Whether sampling the token after num_output_tokens changes the logits before temperature:
   // penalties, logit_bias, allowed_token_ids, bad words, min_tokens' suppression.
   bool adjusts_logits(int32_t num_output_tokens) const {
-    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty() || !allowed_token_ids.empty() || !bad_words_token_ids.empty() ||
-           suppresses_stop_tokens(num_output_tokens);
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f || !logit_bias.empty() ||
+           !allowed_token_ids.empty() || !bad_words_token_ids.empty() || suppresses_stop_tokens(num_output_tokens);
   }
   // Sequences a group runs at once: beams, or parallel samples.
   int32_t num_sequences() const { return use_beam_search() ? beam_width : n; }
@@ -72,7 +71,7 @@ class InvalidRequestError : public std::invalid_argument {
 struct RequestLimits {
   int32_t max_model_len = 0;  // prompt + output tokens the model accepts
   int32_t max_logprobs = 20;
-  int32_t vocab_size = 0;     // > 0: token ids of logit_bias, allowed_token_ids, bad words must be below it
+  int32_t vocab_size = 0;  // > 0: token ids of logit_bias, allowed_token_ids, bad words must be below it
 };
 
 // Throws InvalidRequestError naming the first field out of range. A prompt that with max_tokens

@@ -25,10 +25,9 @@ uint64_t Scheduler::RequestIdBits::operator()(RequestId id) const { return mix64
 // --- queues ------------------------------------------------------------------------------------
 
 void Scheduler::insert_sorted(Queue& queue, SequenceGroup* group) const {
-  const auto position = std::upper_bound(queue.begin(), queue.end(), group,
-                                         [this](const SequenceGroup* a, const SequenceGroup* b) {
-                                           return runs_before(config_.policy, *a, *b);
-                                         });
+  const auto position = std::upper_bound(
+      queue.begin(), queue.end(), group,
+      [this](const SequenceGroup* a, const SequenceGroup* b) { return runs_before(config_.policy, *a, *b); });
   queue.insert(position, group);
 }
 
@@ -126,19 +125,21 @@ void Scheduler::schedule_running(StepState& state) {
   // preemption edits running_.
   scratch_groups_.clear();
   scratch_prefilling_.clear();
-  for (SequenceGroup* group : running_) (group->is_prefilling() ? scratch_prefilling_ : scratch_groups_).push_back(group);
+  for (SequenceGroup* group : running_)
+    (group->is_prefilling() ? scratch_prefilling_ : scratch_groups_).push_back(group);
   scratch_groups_.insert(scratch_groups_.end(), scratch_prefilling_.begin(), scratch_prefilling_.end());
   for (SequenceGroup* group : scratch_groups_) {
     if (group->state != GroupState::running || scheduled_now(*group)) continue;
     if (try_schedule(state, *group) != Outcome::out_of_blocks) continue;
     if (running_.size() == 1) {
       // It holds the device tier alone (swapped and waiting groups hold none) and still does not
-      // fit: preempting it would only bring it back to this point. add() rules this out for a group whose sequences share their prompt, so
-      // this is a forked group that lost that sharing to a preemption by recompute.
-      reject(state, *group, "its " + std::to_string(group->num_unfinished_seqs()) +
-                                " sequences outgrew the KV cache after a preemption by recompute undid their "
-                                "sharing of the prompt; allow swap preemption with enough swap space, enable "
-                                "prefix caching, or give the cache more memory");
+      // fit: preempting it would only bring it back to this point. add() rules this out for a group whose sequences
+      // share their prompt, so this is a forked group that lost that sharing to a preemption by recompute.
+      reject(state, *group,
+             "its " + std::to_string(group->num_unfinished_seqs()) +
+                 " sequences outgrew the KV cache after a preemption by recompute undid their "
+                 "sharing of the prompt; allow swap preemption with enough swap space, enable "
+                 "prefix caching, or give the cache more memory");
       continue;
     }
     preempt(state, *group);
@@ -173,8 +174,9 @@ void Scheduler::schedule_waiting(StepState& state) {
     if (outcome == Outcome::out_of_blocks && running_.empty() && swapped_.empty()) {
       // A safety net: add()'s bound lets any group's first sequence fit an empty cache, so this
       // should not happen; if it does, the request is reported instead of waiting forever.
-      reject(state, *group, "its first sequence (" + std::to_string(group->seqs.front().num_tokens()) +
-                                " tokens) does not fit the empty KV cache");
+      reject(state, *group,
+             "its first sequence (" + std::to_string(group->seqs.front().num_tokens()) +
+                 " tokens) does not fit the empty KV cache");
       continue;
     }
     // Head-of-line: a waiting group that does not fit now holds the ones behind it (FCFS order).
@@ -214,11 +216,11 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   }
   // Siblings waiting to rejoin after a recompute do so once the prompt's KV is back (they hit it
   // in the prefix cache), or at once when there is no prefix cache to share through.
-  const bool may_join = num_rejoining > 0 &&
-                        (!kv_.config().enable_prefix_caching ||
-                         std::any_of(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) {
-                           return seq.num_computed_tokens >= seq.num_prompt_tokens;
-                         }));
+  const bool may_join =
+      num_rejoining > 0 && (!kv_.config().enable_prefix_caching ||
+                            std::any_of(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) {
+                              return seq.num_computed_tokens >= seq.num_prompt_tokens;
+                            }));
   if (may_join) active += num_rejoining;
   if (active == 0 || active > state.token_budget) return Outcome::out_of_budget;
   // Sequences that compute side by side share the budget, or the first would take it all.
@@ -228,8 +230,8 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     const Sequence& seq = group.seqs[i];
     const int32_t end = lockstep_end(group, seq, lockstep);
     if (seq.finished() || is_rejoining(seq) || seq.num_computed_tokens >= end) continue;
-    const int32_t tokens = plan_chunk({seq.num_computed_tokens, end, share, block_size,
-                                       config_.enable_chunked_prefill || active > 1});
+    const int32_t tokens =
+        plan_chunk({seq.num_computed_tokens, end, share, block_size, config_.enable_chunked_prefill || active > 1});
     if (tokens == 0) return Outcome::out_of_budget;
     scratch_new_tokens_[i] = tokens;
     holder_tokens += tokens;
@@ -256,12 +258,13 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   }
   if (!appended) {
     // Nobody left to preempt: a lone prompt may still compute the part that fits.
-    const auto only = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
+    const auto only =
+        std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
     if (group_seqs != 1 || !group.is_prefilling() || is_rejoining(*only)) return Outcome::out_of_blocks;
-    const int32_t free_slots = kv_.device_pool().num_free() * block_size +
-                               (block_size - only->num_computed_tokens % block_size) % block_size;
-    const int32_t tokens = plan_chunk({only->num_computed_tokens, only->num_tokens(),
-                                       std::min(free_slots, state.token_budget), block_size, true});
+    const int32_t free_slots =
+        kv_.device_pool().num_free() * block_size + (block_size - only->num_computed_tokens % block_size) % block_size;
+    const int32_t tokens = plan_chunk(
+        {only->num_computed_tokens, only->num_tokens(), std::min(free_slots, state.token_budget), block_size, true});
     if (tokens == 0 || tokens >= only->num_uncomputed_tokens()) return Outcome::out_of_blocks;
     scratch_new_tokens_.assign(group.seqs.size(), 0);
     scratch_new_tokens_[static_cast<size_t>(only - group.seqs.begin())] = tokens;
@@ -310,10 +313,10 @@ void Scheduler::build_appends(const SequenceGroup& group) {
     const bool hashed = group.seqs.size() == 1;
     scratch_appends_.push_back(kv::AppendRequest{
         .seq = seq.id,
-        .tokens = std::span<const TokenId>(seq.tokens).subspan(static_cast<size_t>(seq.num_computed_tokens),
-                                                              static_cast<size_t>(tokens)),
-        .block_hashes = hashed ? std::span<const kv::BlockHash>(group.admission_hashes)
-                               : std::span<const kv::BlockHash>()});
+        .tokens = std::span<const TokenId>(seq.tokens)
+                      .subspan(static_cast<size_t>(seq.num_computed_tokens), static_cast<size_t>(tokens)),
+        .block_hashes =
+            hashed ? std::span<const kv::BlockHash>(group.admission_hashes) : std::span<const kv::BlockHash>()});
   }
 }
 
@@ -357,7 +360,8 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   if (num_seqs > state.seq_budget) return Outcome::out_of_budget;
   // The first live sequence is admitted. The others of a forked group preempted by recompute join
   // it later (try_schedule), once its prompt's KV is back, so that they share it again.
-  const auto leader = std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
+  const auto leader =
+      std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
   PAGEDLLM_ASSERT(leader != group.seqs.end(), "a waiting group with no live sequence");
   Sequence& seq = *leader;
   if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
@@ -371,8 +375,9 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   const kv::AllocResult allocated =
       kv_.try_allocate(seq.id, prompt, cached + tokens, admission_headroom(kv_.watermark_blocks()));
   if (allocated.status == kv::AllocStatus::never) {
-    reject(state, group, "the prompt (" + std::to_string(seq.num_tokens()) +
-                             " tokens) is larger than the KV cache less its watermark");
+    reject(
+        state, group,
+        "the prompt (" + std::to_string(seq.num_tokens()) + " tokens) is larger than the KV cache less its watermark");
     return Outcome::rejected;
   }
   if (allocated.status == kv::AllocStatus::later) return Outcome::out_of_blocks;
@@ -410,8 +415,8 @@ int32_t Scheduler::plan_rejoins(const SequenceGroup& group, int32_t share, bool 
     const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
     if (cached + tokens == 0) continue;
     // Free blocks its allocation takes: new ones, and cached ones that are free now.
-    blocks += static_cast<int32_t>(ceil_div(cached + tokens, block_size)) - match.num_hit_blocks +
-              match.num_free_hit_blocks;
+    blocks +=
+        static_cast<int32_t>(ceil_div(cached + tokens, block_size)) - match.num_hit_blocks + match.num_free_hit_blocks;
     total_tokens += tokens;
     scratch_rejoins_.push_back({i, tokens});
   }
@@ -464,7 +469,8 @@ SequenceGroup* Scheduler::find(RequestId id) {
 
 void Scheduler::release_admission_hashes(SequenceGroup& group, int32_t num_slots) const {
   if (group.admission_hashes.empty()) return;
-  if (static_cast<int64_t>(num_slots) < static_cast<int64_t>(group.admission_hashes.size()) * kv_.config().block_size) return;
+  if (static_cast<int64_t>(num_slots) < static_cast<int64_t>(group.admission_hashes.size()) * kv_.config().block_size)
+    return;
   group.admission_hashes.clear();  // every hashed block has its slots
   group.admission_hashes.shrink_to_fit();
 }
@@ -485,10 +491,17 @@ void Scheduler::release(Sequence& seq) {
 
 void Scheduler::finish(SequenceGroup& group, FinishReason reason) {
   switch (group.state) {
-    case GroupState::waiting: erase(waiting_, &group); break;
-    case GroupState::running: erase(running_, &group); break;
-    case GroupState::swapped: erase(swapped_, &group); break;
-    case GroupState::finished: return;
+    case GroupState::waiting:
+      erase(waiting_, &group);
+      break;
+    case GroupState::running:
+      erase(running_, &group);
+      break;
+    case GroupState::swapped:
+      erase(swapped_, &group);
+      break;
+    case GroupState::finished:
+      return;
   }
   for (Sequence& seq : group.seqs) release(seq);
   group.state = GroupState::finished;

@@ -138,7 +138,7 @@ class Scheduler {
   int64_t current_step_ = -1;
   std::vector<ScheduledSequence> spare_sequences_;  // a recycled plan's buffer (empty, with capacity)
   std::vector<SequenceGroup*> plan_groups_;         // the group of each planned sequence
-  std::vector<SequenceGroup*> scratch_groups_;  // queue snapshots: preemption edits the queues
+  std::vector<SequenceGroup*> scratch_groups_;      // queue snapshots: preemption edits the queues
   std::vector<SequenceGroup*> scratch_prefilling_;
   std::vector<int32_t> scratch_new_tokens_;
   std::vector<SeqId> scratch_ids_;

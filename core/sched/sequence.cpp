@@ -4,21 +4,30 @@ namespace pagedllm::sched {
 
 const char* to_string(FinishReason reason) {
   switch (reason) {
-    case FinishReason::none: return "none";
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::abort: return "abort";
-    case FinishReason::rejected: return "rejected";
+    case FinishReason::none:
+      return "none";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::abort:
+      return "abort";
+    case FinishReason::rejected:
+      return "rejected";
   }
   return "?";
 }
 
 const char* to_string(GroupState state) {
   switch (state) {
-    case GroupState::waiting: return "waiting";
-    case GroupState::running: return "running";
-    case GroupState::swapped: return "swapped";
-    case GroupState::finished: return "finished";
+    case GroupState::waiting:
+      return "waiting";
+    case GroupState::running:
+      return "running";
+    case GroupState::swapped:
+      return "swapped";
+    case GroupState::finished:
+      return "finished";
   }
   return "?";
 }

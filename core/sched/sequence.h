@@ -16,9 +16,9 @@ namespace pagedllm::sched {
 // One sample of a request: its tokens and how many of them have KV in the cache.
 struct Sequence {
   SeqId id = 0;
-  std::vector<TokenId> tokens;       // prompt, then output
+  std::vector<TokenId> tokens;  // prompt, then output
   int32_t num_prompt_tokens = 0;
-  int32_t num_computed_tokens = 0;   // leading tokens whose KV is in the cache
+  int32_t num_computed_tokens = 0;  // leading tokens whose KV is in the cache
   double cumulative_logprob = 0.0;
   FinishReason finish_reason = FinishReason::none;
   std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per output token, when asked
@@ -49,18 +49,18 @@ struct RequestTimes {
 // One request: its sequences (one until the prompt is done; then n samples or the beams).
 struct SequenceGroup {
   Request request;
-  std::vector<Sequence> seqs;             // live sequences, in creation order
-  std::vector<Sequence> finished_beams;   // beam search: complete hypotheses
+  std::vector<Sequence> seqs;            // live sequences, in creation order
+  std::vector<Sequence> finished_beams;  // beam search: complete hypotheses
   GroupState state = GroupState::waiting;
   FinishReason finish_reason = FinishReason::none;
-  std::string finish_message;             // why a group was rejected
+  std::string finish_message;  // why a group was rejected
   RequestTimes times;
   // Block hashes of the admitted sequence's tokens: cached while it waits, then kept while its
   // prompt is computed, for a group not forked since (the KV manager then need not hash again).
   std::vector<kv::BlockHash> admission_hashes;
-  int64_t last_scheduled_step = -1;             // the scheduler's mark: scheduled in this step
-  int64_t last_sampled_step = -1;               // the engine's mark: sampled in this step
-  std::vector<int32_t> num_reported_tokens;     // per sequence: output tokens already reported (delta)
+  int64_t last_scheduled_step = -1;          // the scheduler's mark: scheduled in this step
+  int64_t last_sampled_step = -1;            // the engine's mark: sampled in this step
+  std::vector<int32_t> num_reported_tokens;  // per sequence: output tokens already reported (delta)
 
   int32_t num_unfinished_seqs() const {  // inline: the scheduler and the engine ask every step
     int32_t count = 0;

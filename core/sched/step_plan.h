@@ -21,15 +21,15 @@ namespace pagedllm::sched {
 struct ScheduledSequence {
   RequestId request = 0;
   SeqId seq = 0;
-  int32_t sample_index = 0;                 // the sequence's place in its group (random stream)
-  std::span<const TokenId> tokens;          // all tokens so far; [start, end) are computed now
-  int32_t start = 0;                        // first position computed this step
-  int32_t end = 0;                          // one past the last
+  int32_t sample_index = 0;         // the sequence's place in its group (random stream)
+  std::span<const TokenId> tokens;  // all tokens so far; [start, end) are computed now
+  int32_t start = 0;                // first position computed this step
+  int32_t end = 0;                  // one past the last
   int32_t num_prompt_tokens = 0;
-  std::span<const kv::BlockId> block_table; // device blocks after this step's allocations
-  bool sample = false;                      // end == tokens.size(): produce logits and sample
-  int32_t num_samples = 1;                  // parallel sampling's first token: n samples at once
-  int32_t num_beam_candidates = 0;          // beam search: the best this-many tokens with logprobs
+  std::span<const kv::BlockId> block_table;  // device blocks after this step's allocations
+  bool sample = false;                       // end == tokens.size(): produce logits and sample
+  int32_t num_samples = 1;                   // parallel sampling's first token: n samples at once
+  int32_t num_beam_candidates = 0;           // beam search: the best this-many tokens with logprobs
   const SamplingParams* params = nullptr;
 
   int32_t num_new_tokens() const { return end - start; }
@@ -54,7 +54,7 @@ struct StepPlan {
   std::vector<kv::BlockCopy> copies;         // copy-on-write within the device
   std::vector<PreemptedGroup> preempted;
   std::vector<RejectedGroup> rejected;
-  int32_t num_batched_tokens = 0;            // sum of num_new_tokens()
+  int32_t num_batched_tokens = 0;  // sum of num_new_tokens()
   int32_t num_prefill_tokens = 0;
   int32_t num_decode_tokens = 0;
 

@@ -92,12 +92,13 @@ void AddedVocabulary::insert(Matcher& matcher, std::string_view content, std::in
     node = child;
   }
   // A repeated content keeps its first token.
-  if (matcher.nodes[static_cast<std::size_t>(node)].token < 0) matcher.nodes[static_cast<std::size_t>(node)].token = token;
+  if (matcher.nodes[static_cast<std::size_t>(node)].token < 0)
+    matcher.nodes[static_cast<std::size_t>(node)].token = token;
   matcher.first_bytes[static_cast<std::uint8_t>(content.front())] = true;
 }
 
 std::pair<std::size_t, std::int32_t> AddedVocabulary::longest_match(const Matcher& matcher, std::string_view text,
-                                                                     std::size_t position) {
+                                                                    std::size_t position) {
   std::pair<std::size_t, std::int32_t> best{0, -1};
   std::size_t node = 0;
   for (std::size_t i = position; i < text.size(); ++i) {
@@ -112,8 +113,7 @@ std::pair<std::size_t, std::int32_t> AddedVocabulary::longest_match(const Matche
   return best;
 }
 
-void AddedVocabulary::split(std::string_view text, Pass pass, bool parse_special,
-                            std::vector<TextSegment>& out) const {
+void AddedVocabulary::split(std::string_view text, Pass pass, bool parse_special, std::vector<TextSegment>& out) const {
   const Matcher& tokens = matcher(pass);
   std::size_t emitted = 0;  // text before this is in `out`
   std::size_t position = 0;

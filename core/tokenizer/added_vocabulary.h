@@ -38,7 +38,7 @@ class AddedVocabulary {
  private:
   struct Node {
     std::vector<std::pair<std::uint8_t, std::int32_t>> children;  // sorted by byte
-    std::int32_t token = -1;  // index into tokens_ of the token ending here
+    std::int32_t token = -1;                                      // index into tokens_ of the token ending here
   };
   struct Matcher {
     std::vector<Node> nodes{Node{}};

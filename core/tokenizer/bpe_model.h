@@ -59,10 +59,10 @@ class BpeModel {
   void insert_merge(TokenId left, TokenId right, std::uint32_t rank, TokenId new_id);
   void push_candidate(BpeScratch& scratch, std::int32_t left_position) const;
 
-  std::unordered_map<std::string, TokenId> token_ids_;   // byte-level text -> id
-  std::unordered_map<std::string, TokenId> word_ids_;    // raw bytes -> id (ignore_merges only)
-  std::array<TokenId, 256> byte_ids_{};                  // -1: the byte has no token
-  std::vector<MergeEntry> merge_table_;                  // open addressing, power-of-two size
+  std::unordered_map<std::string, TokenId> token_ids_;  // byte-level text -> id
+  std::unordered_map<std::string, TokenId> word_ids_;   // raw bytes -> id (ignore_merges only)
+  std::array<TokenId, 256> byte_ids_{};                 // -1: the byte has no token
+  std::vector<MergeEntry> merge_table_;                 // open addressing, power-of-two size
   std::optional<TokenId> unk_id_;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;

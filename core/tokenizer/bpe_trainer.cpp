@@ -56,14 +56,16 @@ void check_config(const BpeTrainerConfig& config) {
   }
   for (std::size_t i = 0; i < config.special_tokens.size(); ++i) {
     const std::string& token = config.special_tokens[i];
-    if (token.empty() || !is_valid_utf8(token)) throw std::invalid_argument("special token " + std::to_string(i) + " is empty or not UTF-8");
-    if (std::find(config.special_tokens.begin(), config.special_tokens.begin() + static_cast<std::ptrdiff_t>(i), token) !=
-        config.special_tokens.begin() + static_cast<std::ptrdiff_t>(i)) {
+    if (token.empty() || !is_valid_utf8(token))
+      throw std::invalid_argument("special token " + std::to_string(i) + " is empty or not UTF-8");
+    if (std::find(config.special_tokens.begin(), config.special_tokens.begin() + static_cast<std::ptrdiff_t>(i),
+                  token) != config.special_tokens.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw std::invalid_argument("special token '" + token + "' is given twice");
     }
   }
   for (const auto* named : {&config.bos_token, &config.eos_token}) {
-    if (*named && std::find(config.special_tokens.begin(), config.special_tokens.end(), **named) == config.special_tokens.end()) {
+    if (*named &&
+        std::find(config.special_tokens.begin(), config.special_tokens.end(), **named) == config.special_tokens.end()) {
       throw std::invalid_argument("'" + **named + "' is not one of the special tokens");
     }
   }
@@ -73,7 +75,8 @@ void check_config(const BpeTrainerConfig& config) {
 std::vector<Word> count_words(std::string_view corpus, const BpeTrainerConfig& config, const PreTokenizer& pre,
                               TokenId first_byte_id) {
   std::vector<AddedTokenSpec> specials;
-  for (const std::string& token : config.special_tokens) specials.push_back({0, token, true, false, false, false, false});
+  for (const std::string& token : config.special_tokens)
+    specials.push_back({0, token, true, false, false, false, false});
   const AddedVocabulary added(specials, false);
   std::string repaired;
   if (!is_valid_utf8(corpus)) {
@@ -241,10 +244,10 @@ TokenizerSpec train_bpe(std::string_view corpus, const BpeTrainerConfig& config)
   if (config.bos_token) {
     const TokenId bos = ids.at(*config.bos_token);
     spec.special_ids.bos = bos;
-    spec.post_processor.push_back(TemplateStep{{{false, *config.bos_token, 0}, {true, "A", 0}},
-                                               {{false, *config.bos_token, 0}, {true, "A", 0},
-                                                {false, *config.bos_token, 1}, {true, "B", 1}},
-                                               {{*config.bos_token, {bos}, {*config.bos_token}}}});
+    spec.post_processor.push_back(
+        TemplateStep{{{false, *config.bos_token, 0}, {true, "A", 0}},
+                     {{false, *config.bos_token, 0}, {true, "A", 0}, {false, *config.bos_token, 1}, {true, "B", 1}},
+                     {{*config.bos_token, {bos}, {*config.bos_token}}}});
   }
   if (config.eos_token) spec.special_ids.eos = ids.at(*config.eos_token);
   return spec;

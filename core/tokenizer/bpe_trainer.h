@@ -23,7 +23,7 @@ struct BpeTrainerConfig {
   // Split pattern (Isolated) before the byte-level mapping, as Llama 3 does; empty: GPT-2's
   // ByteLevel pre-tokenizer with its own pattern.
   std::string split_pattern;
-  bool individual_digits = false;  // split digits apart first (SmolLM2's Digits step)
+  bool individual_digits = false;           // split digits apart first (SmolLM2's Digits step)
   std::vector<std::string> special_tokens;  // ids 0, 1, ... in this order
   std::optional<std::string> bos_token;     // one of special_tokens: encode adds it first
   std::optional<std::string> eos_token;     // one of special_tokens: recorded as EOS

@@ -15,13 +15,15 @@ struct Name {
 };
 
 constexpr std::array kNames{
-    Name{"default", Family::default_bpe}, Name{"gpt2", Family::gpt2},       Name{"gpt-2", Family::gpt2},
-    Name{"llama3", Family::llama3},       Name{"llama-v3", Family::llama3}, Name{"llama-bpe", Family::llama3},
-    Name{"smollm", Family::smollm},       Name{"starcoder", Family::smollm}, Name{"qwen2", Family::qwen2},
+    Name{"default", Family::default_bpe},    Name{"gpt2", Family::gpt2},        Name{"gpt-2", Family::gpt2},
+    Name{"llama3", Family::llama3},          Name{"llama-v3", Family::llama3},  Name{"llama-bpe", Family::llama3},
+    Name{"smollm", Family::smollm},          Name{"starcoder", Family::smollm}, Name{"qwen2", Family::qwen2},
     Name{"deepseek-r1-qwen", Family::qwen2},
 };
 
-SplitStep isolate(std::string_view pattern) { return SplitStep{std::string(pattern), true, SplitBehavior::isolated, false}; }
+SplitStep isolate(std::string_view pattern) {
+  return SplitStep{std::string(pattern), true, SplitBehavior::isolated, false};
+}
 
 // A split pattern, then the byte-level mapping without its own pattern (the Llama 3 layout).
 GgufPreTokenizer pattern_then_bytes(std::string_view pattern) {

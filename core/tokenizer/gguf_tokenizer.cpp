@@ -61,8 +61,8 @@ TokenizerSpec read_gguf_tokenizer(const model::GgufFile& gguf) {
   const std::string pre_name = gguf.find_string(kPreKey).value_or("default");
   auto pre = gguf_pre_tokenizer(pre_name);
   if (!pre) {
-    throw ModelFormatError(path, key_subject(kPreKey), "unknown pre-tokenizer '" + pre_name + "' (known: " +
-                                              known_gguf_pre_tokenizers() + ")");
+    throw ModelFormatError(path, key_subject(kPreKey),
+                           "unknown pre-tokenizer '" + pre_name + "' (known: " + known_gguf_pre_tokenizers() + ")");
   }
 
   TokenizerSpec spec;
@@ -115,10 +115,12 @@ TokenizerSpec read_gguf_tokenizer(const model::GgufFile& gguf) {
   const bool add_bos = gguf.find_bool("tokenizer.ggml.add_bos_token").value_or(pre->add_bos);
   const bool add_eos = gguf.find_bool("tokenizer.ggml.add_eos_token").value_or(false);
   if (add_bos && !spec.special_ids.bos) {
-    throw ModelFormatError(path, key_subject("tokenizer.ggml.add_bos_token"), "BOS is to be added but tokenizer.ggml.bos_token_id is missing");
+    throw ModelFormatError(path, key_subject("tokenizer.ggml.add_bos_token"),
+                           "BOS is to be added but tokenizer.ggml.bos_token_id is missing");
   }
   if (add_eos && !spec.special_ids.eos) {
-    throw ModelFormatError(path, key_subject("tokenizer.ggml.add_eos_token"), "EOS is to be added but tokenizer.ggml.eos_token_id is missing");
+    throw ModelFormatError(path, key_subject("tokenizer.ggml.add_eos_token"),
+                           "EOS is to be added but tokenizer.ggml.eos_token_id is missing");
   }
   if (add_bos || add_eos) spec.post_processor.push_back(bos_eos_template(spec, add_bos, add_eos));
   return spec;

@@ -8,7 +8,13 @@ namespace pagedllm::tokenizer {
 
 // GGUF token types (llama.cpp's llama_token_type).
 enum class GgufTokenType : std::int32_t {
-  undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
 };
 
 // Reads tokenizer.ggml.{model, pre, tokens, merges, token_type, bos/eos/unknown/padding_token_id,

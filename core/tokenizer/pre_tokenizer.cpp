@@ -63,18 +63,21 @@ void split_around_matches(std::string_view piece, const std::vector<RegexMatch>&
       kept = &buffers.merged;
       break;
     case SplitBehavior::merged_with_previous:
-      fold_segments(segments, false, [](const Segment& s, bool previous_match) { return s.is_match && !previous_match; },
-                    buffers.merged);
+      fold_segments(
+          segments, false, [](const Segment& s, bool previous_match) { return s.is_match && !previous_match; },
+          buffers.merged);
       kept = &buffers.merged;
       break;
     case SplitBehavior::merged_with_next:
-      fold_segments(segments, true, [](const Segment& s, bool previous_match) { return s.is_match && !previous_match; },
-                    buffers.merged);
+      fold_segments(
+          segments, true, [](const Segment& s, bool previous_match) { return s.is_match && !previous_match; },
+          buffers.merged);
       kept = &buffers.merged;
       break;
     case SplitBehavior::contiguous:
-      fold_segments(segments, false, [](const Segment& s, bool previous_match) { return s.is_match == previous_match; },
-                    buffers.merged);
+      fold_segments(
+          segments, false, [](const Segment& s, bool previous_match) { return s.is_match == previous_match; },
+          buffers.merged);
       kept = &buffers.merged;
       break;
   }

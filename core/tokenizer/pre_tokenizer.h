@@ -26,7 +26,7 @@ inline constexpr std::string_view kGpt2Pattern =
 struct PieceBuffers {
   std::vector<std::string_view> pieces;  // the output: words, in order
   std::vector<std::string_view> next;
-  std::deque<std::string> storage;       // text built along the way (prefix spaces, mapped text)
+  std::deque<std::string> storage;  // text built along the way (prefix spaces, mapped text)
   std::vector<RegexMatch> matches;
   struct Segment {
     std::size_t start;

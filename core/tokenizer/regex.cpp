@@ -101,17 +101,15 @@ std::string translate_oniguruma_pattern(std::string_view pattern) {
   return out;
 }
 
-void Regex::CodeDeleter::operator()(void* code) const noexcept {
-  pcre2_code_free(static_cast<pcre2_code*>(code));
-}
+void Regex::CodeDeleter::operator()(void* code) const noexcept { pcre2_code_free(static_cast<pcre2_code*>(code)); }
 
 Regex::Regex(std::string_view pattern, Syntax syntax) : source_(pattern), syntax_(syntax) {
   const std::string compiled = syntax == Syntax::literal ? source_ : translate_oniguruma_pattern(pattern);
   const std::uint32_t options = syntax == Syntax::literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(), options,
-                                   &error, &error_offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled.data()), compiled.size(), options, &error,
+                                   &error_offset, nullptr);
   if (code == nullptr) {
     throw std::invalid_argument("invalid pattern '" + source_ + "': " + pcre2_message(error) + " (offset " +
                                 std::to_string(error_offset) + " of '" + compiled + "')");

@@ -94,7 +94,8 @@ void Tokenizer::Impl::build_token_table() {
     const AddedTokenSpec& token = spec.added_tokens[i];
     const auto id = static_cast<std::size_t>(token.id);
     if (is_added[id]) {
-      throw ModelFormatError(source, field_subject(spec.fields, spec.fields.added_tokens), "id " + std::to_string(id) + " is added twice");
+      throw ModelFormatError(source, field_subject(spec.fields, spec.fields.added_tokens),
+                             "id " + std::to_string(id) + " is added twice");
     }
     is_added[id] = true;
     texts[id] = token.content;
@@ -121,8 +122,9 @@ void Tokenizer::Impl::build_token_table() {
 void Tokenizer::Impl::check_special_ids() const {
   const auto check = [&](const std::optional<TokenId>& id, const char* name) {
     if (id && (*id < 0 || static_cast<std::size_t>(*id) >= texts.size())) {
-      throw ModelFormatError(spec.source, field_subject(spec.fields, name),
-                             "id " + std::to_string(*id) + " outside the vocabulary of " + std::to_string(texts.size()));
+      throw ModelFormatError(
+          spec.source, field_subject(spec.fields, name),
+          "id " + std::to_string(*id) + " outside the vocabulary of " + std::to_string(texts.size()));
     }
   };
   check(spec.special_ids.bos, "bos_token");
@@ -145,8 +147,9 @@ void Tokenizer::Impl::check_templates() const {
       }
     }
     for (const TemplateItem& item : templ->single) {
-      const bool known = item.is_sequence || std::any_of(templ->special_tokens.begin(), templ->special_tokens.end(),
-                                                         [&](const TemplateSpecialToken& t) { return t.key == item.id; });
+      const bool known =
+          item.is_sequence || std::any_of(templ->special_tokens.begin(), templ->special_tokens.end(),
+                                          [&](const TemplateSpecialToken& t) { return t.key == item.id; });
       if (!known) {
         throw ModelFormatError(spec.source, field_subject(spec.fields, spec.fields.post_processor),
                                "the template names '" + item.id + "', which has no special_tokens entry");

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/model/model_errors.h"
 #include "core/common/json_value.h"
+#include "core/model/model_errors.h"
 #include "core/tokenizer/regex.h"
 #include "core/tokenizer/tokenizer_json.h"
 
@@ -101,8 +101,8 @@ void read_pre_tokenizer(const JsonValue& pre, std::vector<PreTokenizerStep>& ste
     split.invert = pre.flag("invert", false);
     steps.push_back(std::move(split));
   } else if (name == "ByteLevel") {
-    steps.push_back(ByteLevelStep{pre.flag("add_prefix_space", true), pre.flag("trim_offsets", true),
-                                  pre.flag("use_regex", true)});
+    steps.push_back(
+        ByteLevelStep{pre.flag("add_prefix_space", true), pre.flag("trim_offsets", true), pre.flag("use_regex", true)});
   } else if (name == "Digits") {
     steps.push_back(DigitsStep{pre.flag("individual_digits", false)});
   } else {

@@ -7,11 +7,16 @@ using nlohmann::json;
 
 const char* behavior_name(SplitBehavior behavior) {
   switch (behavior) {
-    case SplitBehavior::removed: return "Removed";
-    case SplitBehavior::isolated: return "Isolated";
-    case SplitBehavior::merged_with_previous: return "MergedWithPrevious";
-    case SplitBehavior::merged_with_next: return "MergedWithNext";
-    case SplitBehavior::contiguous: return "Contiguous";
+    case SplitBehavior::removed:
+      return "Removed";
+    case SplitBehavior::isolated:
+      return "Isolated";
+    case SplitBehavior::merged_with_previous:
+      return "MergedWithPrevious";
+    case SplitBehavior::merged_with_next:
+      return "MergedWithNext";
+    case SplitBehavior::contiguous:
+      return "Contiguous";
   }
   return "Isolated";
 }

@@ -20,7 +20,7 @@ struct SplitStep {
   std::string pattern;
   bool is_regex = true;  // false: `pattern` is a literal string
   SplitBehavior behavior = SplitBehavior::isolated;
-  bool invert = false;   // the matches are the pieces and the rest are the delimiters
+  bool invert = false;  // the matches are the pieces and the rest are the delimiters
 };
 
 struct ByteLevelStep {
@@ -37,9 +37,9 @@ struct DigitsStep {
 using PreTokenizerStep = std::variant<SplitStep, ByteLevelStep, DigitsStep>;
 
 struct BpeSpec {
-  std::vector<std::string> vocab;  // by id, from 0: tokens in byte-level form ("Ġthe")
+  std::vector<std::string> vocab;                           // by id, from 0: tokens in byte-level form ("Ġthe")
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
-  std::optional<std::string> unk_token;  // replaces bytes with no token (else they are dropped)
+  std::optional<std::string> unk_token;                     // replaces bytes with no token (else they are dropped)
   bool fuse_unk = false;
   bool ignore_merges = false;  // a word that is itself a token is taken whole (Llama 3)
 };
@@ -110,7 +110,7 @@ inline std::string field_subject(const SpecFieldNames& fields, const std::string
 struct TokenizerSpec {
   std::string source;  // the file it came from (every error names it)
   SpecFieldNames fields;
-  bool nfc = false;    // the normalizer: none, or Unicode NFC
+  bool nfc = false;                             // the normalizer: none, or Unicode NFC
   std::vector<PreTokenizerStep> pre_tokenizer;  // must hold exactly one ByteLevel step
   BpeSpec model;
   std::vector<AddedTokenSpec> added_tokens;

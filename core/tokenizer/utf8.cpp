@@ -6,7 +6,7 @@ namespace {
 // Well-formed sequences (Unicode table 3-7): the lead byte fixes the length and the range of
 // the second byte; later bytes are 80..BF.
 struct LeadByte {
-  std::uint8_t length;       // 0: never starts a sequence
+  std::uint8_t length;  // 0: never starts a sequence
   std::uint8_t second_low;
   std::uint8_t second_high;
 };
@@ -108,12 +108,17 @@ std::size_t decode_utf8(std::string_view text, char32_t& code_point) noexcept {
   if (scan_sequence(text, length) != Scan::complete) return 0;
   const auto byte = [&](std::size_t i) { return static_cast<char32_t>(static_cast<std::uint8_t>(text[i])); };
   switch (length) {
-    case 1: code_point = byte(0); break;
-    case 2: code_point = ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F); break;
-    case 3: code_point = ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F); break;
+    case 1:
+      code_point = byte(0);
+      break;
+    case 2:
+      code_point = ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+      break;
+    case 3:
+      code_point = ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+      break;
     default:
-      code_point = ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) |
-                   (byte(3) & 0x3F);
+      code_point = ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
       break;
   }
   return length;
@@ -162,8 +167,7 @@ std::string Utf8LossyStream::finish() {
 
 bool is_unicode_whitespace(char32_t c) noexcept {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 }  // namespace pagedllm::tokenizer

@@ -25,7 +25,8 @@ class SyntheticTokens {
     return pick(mix64(seed_ ^ kBlockDomain ^ mix64(block_id * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(offset))));
   }
   TokenId request_token(size_t index, int32_t position) const {
-    return pick(mix64(seed_ ^ kRequestDomain ^ mix64(static_cast<uint64_t>(index) << 32 ^ static_cast<uint32_t>(position))));
+    return pick(
+        mix64(seed_ ^ kRequestDomain ^ mix64(static_cast<uint64_t>(index) << 32 ^ static_cast<uint32_t>(position))));
   }
 
  private:
@@ -42,7 +43,8 @@ std::vector<TokenId> synthesize_prompt(const TraceRequest& request, size_t index
   // Named blocks first, block by block, then the request's own tokens.
   int32_t position = 0;
   for (const uint64_t block_id : request.prefix_block_ids) {
-    const auto block_end = static_cast<int32_t>(std::min<int64_t>(request.prompt_len, int64_t{position} + block_tokens));
+    const auto block_end =
+        static_cast<int32_t>(std::min<int64_t>(request.prompt_len, int64_t{position} + block_tokens));
     for (int32_t offset = 0; position < block_end; ++position, ++offset) {
       prompt[static_cast<size_t>(position)] = tokens.block_token(block_id, offset);
     }
@@ -77,7 +79,8 @@ void validate(const MaterializeConfig& config) {
     fail("vocab_size", std::to_string(config.vocab_size) + " is below the synthetic token range's end " +
                            std::to_string(config.synthetic_token_end));
   }
-  if (!(config.rate_scale > 0.0) || !std::isfinite(config.rate_scale)) fail("rate_scale", "must be positive and finite");
+  if (!(config.rate_scale > 0.0) || !std::isfinite(config.rate_scale))
+    fail("rate_scale", "must be positive and finite");
 }
 
 MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file) {

@@ -35,9 +35,9 @@ struct MaterializeConfig {
   // that should leave out the model's special tokens.
   TokenId synthetic_token_begin = 0;
   TokenId synthetic_token_end = 0;
-  int32_t vocab_size = 0;                 // prompt_token_ids must be below it
-  uint64_t seed = 0;                      // of the synthetic token content
-  double rate_scale = 1.0;                // arrival_time / rate_scale: 2 = twice the request rate
+  int32_t vocab_size = 0;   // prompt_token_ids must be below it
+  uint64_t seed = 0;        // of the synthetic token content
+  double rate_scale = 1.0;  // arrival_time / rate_scale: 2 = twice the request rate
   // Sampling for requests whose trace entry has none (greedy by default); max_tokens is always
   // the trace's output_len.
   sched::SamplingParams default_sampling = greedy_sampling();
@@ -68,7 +68,6 @@ struct MaterializedTrace {
 void validate(const MaterializeConfig& config);
 
 // `file` names the trace in the issues.
-MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config,
-                                       const std::string& file);
+MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file);
 
 }  // namespace pagedllm::trace

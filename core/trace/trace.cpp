@@ -5,9 +5,12 @@ namespace pagedllm::trace {
 
 const char* to_string(PromptKind kind) {
   switch (kind) {
-    case PromptKind::text: return "text";
-    case PromptKind::tokens: return "tokens";
-    case PromptKind::length: return "length";
+    case PromptKind::text:
+      return "text";
+    case PromptKind::tokens:
+      return "tokens";
+    case PromptKind::length:
+      return "length";
   }
   return "unknown";
 }

@@ -16,11 +16,16 @@ constexpr std::array kFormats{TraceFormat::pagedllm, TraceFormat::sharegpt, Trac
 
 const char* to_string(TraceFormat format) {
   switch (format) {
-    case TraceFormat::pagedllm: return "pagedllm";
-    case TraceFormat::sharegpt: return "sharegpt";
-    case TraceFormat::azure: return "azure";
-    case TraceFormat::burstgpt: return "burstgpt";
-    case TraceFormat::mooncake: return "mooncake";
+    case TraceFormat::pagedllm:
+      return "pagedllm";
+    case TraceFormat::sharegpt:
+      return "sharegpt";
+    case TraceFormat::azure:
+      return "azure";
+    case TraceFormat::burstgpt:
+      return "burstgpt";
+    case TraceFormat::mooncake:
+      return "mooncake";
   }
   return "unknown";
 }
@@ -38,11 +43,16 @@ TraceFormat parse_trace_format(std::string_view name) {
 Trace read_any_trace(const std::string& path, TraceFormat format, const ReadOptions& options, ReadReport* report,
                      const ConverterOptions& converters) {
   switch (format) {
-    case TraceFormat::pagedllm: return read_trace_jsonl(path, options, report);
-    case TraceFormat::sharegpt: return read_sharegpt_trace(path, converters.sharegpt, options, report);
-    case TraceFormat::azure: return read_azure_trace(path, options, report);
-    case TraceFormat::burstgpt: return read_burstgpt_trace(path, converters.burstgpt, options, report);
-    case TraceFormat::mooncake: return read_mooncake_trace(path, converters.mooncake, options, report);
+    case TraceFormat::pagedllm:
+      return read_trace_jsonl(path, options, report);
+    case TraceFormat::sharegpt:
+      return read_sharegpt_trace(path, converters.sharegpt, options, report);
+    case TraceFormat::azure:
+      return read_azure_trace(path, options, report);
+    case TraceFormat::burstgpt:
+      return read_burstgpt_trace(path, converters.burstgpt, options, report);
+    case TraceFormat::mooncake:
+      return read_mooncake_trace(path, converters.mooncake, options, report);
   }
   throw TraceError(TraceIssue{path, 0, "format", "unknown trace format"});
 }

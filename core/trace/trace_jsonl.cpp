@@ -391,8 +391,12 @@ ordered_json request_json(const TraceRequest& r) {
       out["prompt"] = r.prompt_text;
       if (r.prompt_len > 0) out["prompt_len"] = r.prompt_len;
       break;
-    case PromptKind::tokens: out["prompt_token_ids"] = r.prompt_tokens; break;
-    case PromptKind::length: out["prompt_len"] = r.prompt_len; break;
+    case PromptKind::tokens:
+      out["prompt_token_ids"] = r.prompt_tokens;
+      break;
+    case PromptKind::length:
+      out["prompt_len"] = r.prompt_len;
+      break;
   }
   out["output_len"] = r.output_len;
   if (!r.prefix_block_ids.empty()) out["prefix_block_ids"] = r.prefix_block_ids;

@@ -15,7 +15,7 @@ constexpr double kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kInvLn2 = 1.44269504088896338700e+00;
 constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kExpOverflow = 709.782712893383973096;  // ln(DBL_MAX)
-constexpr double kExpUnderflow = -745.2;                  // below: rounds to 0 (subnormal limit)
+constexpr double kExpUnderflow = -745.2;                 // below: rounds to 0 (subnormal limit)
 
 // 1/k! for k = 0..13: the Taylor series of exp on |r| <= ln(2)/2 to below 1e-17.
 constexpr std::array<double, 14> kInverseFactorials = [] {
@@ -57,7 +57,7 @@ double portable_log(double x) {
   }
   const double f = m - 1.0;  // exact: m is within a factor 2 of 1
   const double s = f / (2.0 + f);
-  const double z = s * s;   // <= 0.0295: 11 odd terms reach below 1e-17
+  const double z = s * s;  // <= 0.0295: 11 odd terms reach below 1e-17
   double series = 1.0 / 23.0;
   for (int k = 21; k >= 1; k -= 2) series = series * z + 1.0 / k;
   const double log_m = 2.0 * s * series;

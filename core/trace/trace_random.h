@@ -25,13 +25,13 @@ class TraceRandom {
   // purpose draws leaves the others unchanged.
   static TraceRandom stream(uint64_t seed, uint64_t purpose);
 
-  uint64_t next_u64();                            // SplitMix64
-  double uniform();                               // [0, 1), 53 random bits
+  uint64_t next_u64();                             // SplitMix64
+  double uniform();                                // [0, 1), 53 random bits
   int64_t uniform_int(int64_t low, int64_t high);  // [low, high], unbiased (low <= high)
-  double exponential(double mean);                // mean >= 0
-  double normal();                                // standard normal (Marsaglia polar)
-  double gamma(double shape, double scale);       // Marsaglia-Tsang; shape > 0, scale >= 0
-  double lognormal(double mu, double sigma);      // exp(mu + sigma * normal())
+  double exponential(double mean);                 // mean >= 0
+  double normal();                                 // standard normal (Marsaglia polar)
+  double gamma(double shape, double scale);        // Marsaglia-Tsang; shape > 0, scale >= 0
+  double lognormal(double mu, double sigma);       // exp(mu + sigma * normal())
 
  private:
   uint64_t state_;

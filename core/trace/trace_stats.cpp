@@ -130,8 +130,8 @@ void print_trace_stats(const TraceStats& stats, std::ostream& out) {
   line("Duration (s):") << stats.duration << "\n";
   line("Mean rate (req/s):") << stats.mean_rate << "\n";
   line("Inter-arrival CV:") << stats.interarrival_cv << "\n";
-  line("Prompts (text / tokens / length):") << stats.num_text_prompts << " / " << stats.num_token_prompts << " / "
-                                            << stats.num_length_prompts << "\n";
+  line("Prompts (text / tokens / length):")
+      << stats.num_text_prompts << " / " << stats.num_token_prompts << " / " << stats.num_length_prompts << "\n";
   if (stats.num_unknown_prompt_len > 0) line("Prompts of unknown length:") << stats.num_unknown_prompt_len << "\n";
   line("Total prompt tokens:") << stats.total_prompt_tokens << "\n";
   line("Total output tokens:") << stats.total_output_tokens << "\n";

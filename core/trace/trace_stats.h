@@ -24,8 +24,8 @@ struct LengthSummary {
 
 struct TraceStats {
   int64_t num_requests = 0;
-  int64_t num_sessions = 0;              // distinct non-empty session ids
-  double duration = 0.0;                 // seconds: last arrival - first arrival
+  int64_t num_sessions = 0;  // distinct non-empty session ids
+  double duration = 0.0;     // seconds: last arrival - first arrival
   // 1 / mean inter-arrival time = (num_requests - 1) / duration; 0 when duration is 0.
   double mean_rate = 0.0;
   // Standard deviation / mean of the inter-arrival times (population std): 1 for Poisson
@@ -36,11 +36,11 @@ struct TraceStats {
   LengthSummary prompt_len;
   LengthSummary output_len;
   int64_t num_unknown_prompt_len = 0;
-  int64_t total_prompt_tokens = 0;       // over the known prompt lengths
+  int64_t total_prompt_tokens = 0;  // over the known prompt lengths
   int64_t total_output_tokens = 0;
-  int64_t num_parallel_sampling = 0;     // sampling.n > 1 without beam search
-  int64_t num_beam_search = 0;           // sampling.beam_width > 0
-  int64_t num_prefix_blocks = 0;         // prefix_block_ids entries over all requests
+  int64_t num_parallel_sampling = 0;  // sampling.n > 1 without beam search
+  int64_t num_beam_search = 0;        // sampling.beam_width > 0
+  int64_t num_prefix_blocks = 0;      // prefix_block_ids entries over all requests
   int64_t num_distinct_prefix_blocks = 0;
   // Fraction of prefix blocks whose id appeared earlier in the trace: an upper bound on prefix-cache
   // block hits with an unbounded cache. 0 without blocks.

@@ -39,8 +39,9 @@ void validate_length(const LengthDistribution& length, const std::string& name) 
   switch (length.kind) {
     case LengthKind::fixed:
       if (length.value < length.min || length.value > length.max) {
-        refuse(name + ".value", "in [min, max] = [" + std::to_string(length.min) + ", " +
-                                    std::to_string(length.max) + "]", length.value);
+        refuse(name + ".value",
+               "in [min, max] = [" + std::to_string(length.min) + ", " + std::to_string(length.max) + "]",
+               length.value);
       }
       break;
     case LengthKind::uniform:
@@ -85,7 +86,8 @@ std::vector<double> arrival_times(const SynthConfig& config, int64_t count) {
 class BlockIds {
  public:
   BlockIds(int32_t block_tokens, int32_t system_prompt_len)
-      : block_tokens_(block_tokens), num_system_blocks_(system_prompt_len / block_tokens),
+      : block_tokens_(block_tokens),
+        num_system_blocks_(system_prompt_len / block_tokens),
         next_id_(static_cast<uint64_t>(num_system_blocks_)) {}
 
   // Ids of a prompt of `prompt_len` tokens whose first `inherited_len` tokens are the prompt that
@@ -309,7 +311,7 @@ Trace synthesize_trace(const SynthConfig& config) {
   trace.header.prefix_block_tokens = config.prefix_block_tokens;
   trace.header.source = "synth";
   trace.requests = config.sessions.num_sessions > 0 ? generate_sessions(config, block_ids)
-                                                   : generate_lone_requests(config, block_ids);
+                                                    : generate_lone_requests(config, block_ids);
   std::stable_sort(trace.requests.begin(), trace.requests.end(),
                    [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_time < b.arrival_time; });
   renumber_block_ids(trace.requests);

@@ -28,11 +28,11 @@ inline constexpr int32_t kMaxSynthLength = 1 << 24;  // tokens; catches unit mix
 // that range, lognormal rounds exp(N(mu, sigma^2)) to the nearest integer and clips.
 struct LengthDistribution {
   LengthKind kind = LengthKind::fixed;
-  int32_t value = 128;     // fixed: the length (within [min, max])
-  int32_t min = 1;         // >= 1
+  int32_t value = 128;  // fixed: the length (within [min, max])
+  int32_t min = 1;      // >= 1
   int32_t max = kMaxSynthLength;
-  double mu = 0.0;         // lognormal: mean of ln(length)
-  double sigma = 0.0;      // lognormal: standard deviation of ln(length), >= 0
+  double mu = 0.0;     // lognormal: mean of ln(length)
+  double sigma = 0.0;  // lognormal: standard deviation of ln(length), >= 0
 };
 
 // The maximum-likelihood lognormal for observed lengths (mu, sigma = mean and population standard
@@ -54,22 +54,22 @@ struct RequestMix {
 // t's prompt is turn t-1's prompt, its output and a new user message. The trace has no completion
 // times, so a turn arrives a think time after the previous turn's arrival.
 struct SessionConfig {
-  int32_t num_sessions = 0;        // 0: lone requests (SynthConfig::num_requests) instead
-  int32_t min_turns = 1;           // turns per session, uniform in [min_turns, max_turns]
+  int32_t num_sessions = 0;  // 0: lone requests (SynthConfig::num_requests) instead
+  int32_t min_turns = 1;     // turns per session, uniform in [min_turns, max_turns]
   int32_t max_turns = 1;
-  double mean_think_time = 0.0;    // seconds between turns, exponentially distributed, >= 0
+  double mean_think_time = 0.0;  // seconds between turns, exponentially distributed, >= 0
 };
 
 struct SynthConfig {
   uint64_t seed = 0;
-  int32_t num_requests = 0;        // lone requests; must be 0 when sessions are on
+  int32_t num_requests = 0;  // lone requests; must be 0 when sessions are on
   // Arrivals of lone requests (or of sessions' first turns), as vLLM's benchmark_serving: the
   // first at time 0, then gamma gaps with shape = burstiness and mean 1 / request_rate
   // (burstiness 1 = Poisson, < 1 burstier, > 1 more regular). 0 or infinity: all at time 0.
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1.0;
-  int32_t system_prompt_len = 0;   // tokens every prompt starts with (shared prefix), >= 0
-  LengthDistribution prompt_len;   // the user message after the system prompt (per turn)
+  int32_t system_prompt_len = 0;  // tokens every prompt starts with (shared prefix), >= 0
+  LengthDistribution prompt_len;  // the user message after the system prompt (per turn)
   LengthDistribution output_len;
   RequestMix mix;
   SessionConfig sessions;

@@ -61,9 +61,12 @@ double memcpy_gbps() {
 }
 
 void bench_decode(double peak_gbps, int32_t num_sms, std::mt19937_64& rng) {
-  std::printf("\ndecode attention, bf16, head_dim 128, block 16 (bytes = K + V read + q + out);\n"
-              "partition: 512, and the one choose_decode_partition_tokens picks for %d SMs\n", num_sms);
-  std::printf("%-6s %-6s %-8s %-9s %10s %10s %8s\n", "heads", "batch", "context", "partition", "us", "GB/s", "% memcpy");
+  std::printf(
+      "\ndecode attention, bf16, head_dim 128, block 16 (bytes = K + V read + q + out);\n"
+      "partition: 512, and the one choose_decode_partition_tokens picks for %d SMs\n",
+      num_sms);
+  std::printf("%-6s %-6s %-8s %-9s %10s %10s %8s\n", "heads", "batch", "context", "partition", "us", "GB/s",
+              "% memcpy");
   const int32_t head_dim = 128;
   const int32_t block_size = 16;
   const int32_t num_heads = 32;
@@ -114,8 +117,8 @@ void bench_decode(double peak_gbps, int32_t num_sms, std::mt19937_64& rng) {
           p.workspace = ws.p;
           p.workspace_bytes = ws_bytes;
           const double s = time_it([&] { cuda::decode_attention(p, nullptr); });
-          const double bytes =
-              static_cast<double>(batch) * context * num_kv_heads * head_dim * 2 * 2 + 2.0 * static_cast<double>(q_bytes);
+          const double bytes = static_cast<double>(batch) * context * num_kv_heads * head_dim * 2 * 2 +
+                               2.0 * static_cast<double>(q_bytes);
           const double gbps = bytes / s / 1e9;
           std::printf("%2d/%-3d %-6d %-8d %-9d %10.1f %10.1f %7.1f%%\n", num_heads, num_kv_heads, batch, context,
                       partition, s * 1e6, gbps, 100.0 * gbps / peak_gbps);
@@ -156,8 +159,8 @@ void bench_prefill(std::mt19937_64& rng) {
       Device tables(ids.size() * sizeof(int32_t)), starts(query_starts.size() * sizeof(int32_t)),
           contexts(context_starts.size() * sizeof(int32_t));
       PAGEDLLM_CUDA_CHECK(cudaMemcpy(tables.p, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-      PAGEDLLM_CUDA_CHECK(cudaMemcpy(starts.p, query_starts.data(), query_starts.size() * sizeof(int32_t),
-                                     cudaMemcpyHostToDevice));
+      PAGEDLLM_CUDA_CHECK(
+          cudaMemcpy(starts.p, query_starts.data(), query_starts.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
       PAGEDLLM_CUDA_CHECK(cudaMemcpy(contexts.p, context_starts.data(), context_starts.size() * sizeof(int32_t),
                                      cudaMemcpyHostToDevice));
       cuda::PrefillAttentionParams p;
@@ -202,7 +205,8 @@ void bench_copy_and_swap(double peak_gbps, std::mt19937_64& rng) {
   }
   Device pairs_dev(pairs.size() * sizeof(int32_t));
   PAGEDLLM_CUDA_CHECK(cudaMemcpy(pairs_dev.p, pairs.data(), pairs.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-  cuda::CopyBlocksParams copy{cuda::DType::bf16, device_layout, tier.p, static_cast<const int32_t*>(pairs_dev.p), num_pairs};
+  cuda::CopyBlocksParams copy{cuda::DType::bf16, device_layout, tier.p, static_cast<const int32_t*>(pairs_dev.p),
+                              num_pairs};
   const double copy_bytes = 2.0 * num_pairs * 2 * device_layout.num_layers * static_cast<double>(chunk_bytes);
   const double copy_s = time_it([&] { cuda::copy_blocks(copy, nullptr); });
   std::printf("\ncopy_blocks: %d scattered blocks x %d layers x K,V: %.1f GB/s (%.1f%% of D2D memcpy)\n", num_pairs,
@@ -214,11 +218,12 @@ void bench_copy_and_swap(double peak_gbps, std::mt19937_64& rng) {
   void* pinned = nullptr;
   PAGEDLLM_CUDA_CHECK(cudaHostAlloc(&pinned, host_bytes, cudaHostAllocDefault));
   const std::size_t moved_bytes = 512 * 2 * static_cast<std::size_t>(device_layout.num_layers) * chunk_bytes;
-  const double plain_s = time_it(
-      [&] { PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(pinned, tier.p, moved_bytes, cudaMemcpyDeviceToHost)); });
+  const double plain_s =
+      time_it([&] { PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(pinned, tier.p, moved_bytes, cudaMemcpyDeviceToHost)); });
   std::printf("cudaMemcpy D2H pinned, %.0f MiB: %.1f GB/s\n", static_cast<double>(moved_bytes) / (1 << 20),
               static_cast<double>(moved_bytes) / plain_s / 1e9);
-  cuda::SwapParams swap{cuda::DType::bf16, device_layout, host_layout, tier.p, pinned, cuda::SwapDirection::device_to_host};
+  cuda::SwapParams swap{
+      cuda::DType::bf16, device_layout, host_layout, tier.p, pinned, cuda::SwapDirection::device_to_host};
   for (const bool contiguous : {true, false}) {
     std::vector<kv::BlockMove> moves;
     for (int32_t i = 0; i < 512; ++i) moves.push_back({contiguous ? i : ids[static_cast<std::size_t>(i)], i});

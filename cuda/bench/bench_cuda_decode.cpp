@@ -59,12 +59,14 @@ pagedllm::bench::BenchCommandLine command_line(Options& options) {
     };
   };
   const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
-    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+    return
+        [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
   };
   cli.add({"--models", "A,B", "model shape presets (default llama-2-7b,llama-3-8b)",
            [&](std::string_view v) { options.models = parse_name_list("--models", v); }});
   cli.add({"--batches", "B,..", "batch sizes (default 1,4,8,32,64)", ints(options.batches, "--batches")});
-  cli.add({"--context", "N", "tokens each sequence attends over (default 1024)", count(options.context, "--context", 1)});
+  cli.add(
+      {"--context", "N", "tokens each sequence attends over (default 1024)", count(options.context, "--context", 1)});
   cli.add({"--block-sizes", "N,..", "KV block sizes (default 16)", ints(options.block_sizes, "--block-sizes")});
   cli.add({"--steps", "N", "timed steps per row (default 40)", count(options.steps, "--steps", 1)});
   cli.add({"--warmup", "N", "untimed steps before them (default 5)", count(options.warmup, "--warmup", 0)});
@@ -157,11 +159,13 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
       timed += seconds;
       kv_bytes += static_cast<double>(batch) * static_cast<double>(tokens[0].size()) * kv_bytes_per_token;
     }
-    for (int32_t s = 0; s < batch; ++s) tokens[static_cast<size_t>(s)].push_back(result.outputs[static_cast<size_t>(s)].samples[0].token);
+    for (int32_t s = 0; s < batch; ++s)
+      tokens[static_cast<size_t>(s)].push_back(result.outputs[static_cast<size_t>(s)].samples[0].token);
   }
   // Bytes a decode step must read: all weights but the embedding table (only `batch` rows of it
   // are read; tied embeddings are read whole as the LM head), plus the KV of every sequence.
-  const double embedding = config.tie_word_embeddings ? 0.0 : static_cast<double>(config.vocab_size * config.hidden_size) * 2.0;
+  const double embedding =
+      config.tie_word_embeddings ? 0.0 : static_cast<double>(config.vocab_size * config.hidden_size) * 2.0;
   const double weight_bytes = static_cast<double>(model->weight_bytes()) - embedding;
   Result result;
   result.step_seconds = timed / options.steps;
@@ -187,7 +191,8 @@ int main(int argc, char** argv) {
                 "tok/s");
     for (const std::string& name : options.models) {
       const auto model = std::make_shared<const cuda::DeviceModel>(
-          pagedllm::model::model_config_from_shape(pagedllm::model::find_model_shape(name)), options.dtype, cuda::RandomWeights{.seed = 1});
+          pagedllm::model::model_config_from_shape(pagedllm::model::find_model_shape(name)), options.dtype,
+          cuda::RandomWeights{.seed = 1});
       for (const int32_t block_size : options.block_sizes) {
         for (const int32_t batch : options.batches) {
           const Result r = run_batch(model, options, batch, block_size, bandwidth);

@@ -11,7 +11,7 @@ constexpr int kThreads = 256;
 // Grid (num_rows), kThreads threads.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-silu_and_mul_kernel(const T* __restrict__ input, T* __restrict__ out, int64_t dim) {
+    silu_and_mul_kernel(const T* __restrict__ input, T* __restrict__ out, int64_t dim) {
   const int64_t row = blockIdx.x;
   const T* gate = input + row * 2 * dim;
   const T* up = gate + dim;
@@ -38,10 +38,12 @@ void silu_and_mul(const SiluAndMulParams& p, cudaStream_t stream) {
   // Moves: num_rows * 2 * dim * 2 bytes read, num_rows * dim * 2 bytes written.
   if (p.dtype == DType::bf16) {
     using T = __nv_bfloat16;
-    silu_and_mul_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.input), static_cast<T*>(p.out), p.dim);
+    silu_and_mul_kernel<T>
+        <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.input), static_cast<T*>(p.out), p.dim);
   } else {
     using T = __half;
-    silu_and_mul_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.input), static_cast<T*>(p.out), p.dim);
+    silu_and_mul_kernel<T>
+        <<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.input), static_cast<T*>(p.out), p.dim);
   }
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }

@@ -20,7 +20,7 @@ constexpr int32_t kMaxExtent = 0x7fffffff;
 // multiples of 8, x and bias 16-byte aligned) or a single element.
 template <typename T, bool kVectorized>
 __global__ void __launch_bounds__(kThreads)
-bias_add_kernel(T* __restrict__ x, const T* __restrict__ bias, int64_t num_rows, int64_t dim, int64_t stride) {
+    bias_add_kernel(T* __restrict__ x, const T* __restrict__ bias, int64_t num_rows, int64_t dim, int64_t stride) {
   constexpr int kWidth = kVectorized ? detail::kVecElems : 1;
   const int64_t per_row = dim / kWidth;
   const int64_t total = num_rows * per_row;

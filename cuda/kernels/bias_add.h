@@ -14,10 +14,10 @@ namespace pagedllm::cuda {
 // Views only; device pointers.
 struct BiasAddParams {
   DType dtype = DType::bf16;
-  int64_t num_rows = 0;      // >= 0; 0: nothing to do (no launch, pointers may be null)
-  int64_t dim = 0;           // > 0
-  void* x = nullptr;         // [num_rows] rows of dim elements, row r at x + r * x_stride; updated
-  int64_t x_stride = 0;      // elements between row starts; 0 means dim; otherwise >= dim
+  int64_t num_rows = 0;        // >= 0; 0: nothing to do (no launch, pointers may be null)
+  int64_t dim = 0;             // > 0
+  void* x = nullptr;           // [num_rows] rows of dim elements, row r at x + r * x_stride; updated
+  int64_t x_stride = 0;        // elements between row starts; 0 means dim; otherwise >= dim
   const void* bias = nullptr;  // [dim]
 };
 

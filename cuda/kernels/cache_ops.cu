@@ -21,9 +21,9 @@ DeviceKvLayout device_layout(const kv::KvLayout& l) {
 
 // Grid (num_tokens), kWriteThreads threads; rows move as 16-byte vectors, unconverted.
 __global__ void __launch_bounds__(kWriteThreads)
-write_kv_cache_kernel(uint16_t* __restrict__ kv_cache, const uint16_t* __restrict__ key,
-                      const uint16_t* __restrict__ value, int64_t key_stride, int64_t value_stride,
-                      const int64_t* __restrict__ slot_mapping, DeviceKvLayout layout, int32_t layer) {
+    write_kv_cache_kernel(uint16_t* __restrict__ kv_cache, const uint16_t* __restrict__ key,
+                          const uint16_t* __restrict__ value, int64_t key_stride, int64_t value_stride,
+                          const int64_t* __restrict__ slot_mapping, DeviceKvLayout layout, int32_t layer) {
   const int token = blockIdx.x;
   const int64_t slot = slot_mapping[token];
   if (slot < 0 || slot >= static_cast<int64_t>(layout.num_blocks) * layout.block_size) return;
@@ -44,8 +44,7 @@ write_kv_cache_kernel(uint16_t* __restrict__ kv_cache, const uint16_t* __restric
 
 // Grid (num_pairs, 2 * num_layers), kCopyThreads threads: one (layer, kind) chunk per block.
 __global__ void __launch_bounds__(kCopyThreads)
-copy_blocks_kernel(uint16_t* __restrict__ kv_cache, const int32_t* __restrict__ pairs,
-                   DeviceKvLayout layout) {
+    copy_blocks_kernel(uint16_t* __restrict__ kv_cache, const int32_t* __restrict__ pairs, DeviceKvLayout layout) {
   const int32_t src = pairs[2 * blockIdx.x];
   const int32_t dst = pairs[2 * blockIdx.x + 1];
   if (src < 0 || src >= layout.num_blocks || dst < 0 || dst >= layout.num_blocks) return;
@@ -63,8 +62,7 @@ void validate_layout(const kv::KvLayout& l, const char* what) {
   detail::require(l.num_layers > 0 && l.num_kv_heads > 0 && l.block_size > 0 && l.num_blocks > 0,
                   std::string(what) + ": the layout needs layers, KV heads, a block size and blocks");
   detail::require(l.head_dim > 0 && l.head_dim % kVecElems == 0,
-                  std::string(what) + ": head_dim must be a positive multiple of 8, got " +
-                      std::to_string(l.head_dim));
+                  std::string(what) + ": head_dim must be a positive multiple of 8, got " + std::to_string(l.head_dim));
 }
 
 }  // namespace
@@ -78,8 +76,7 @@ void validate(const WriteKvCacheParams& p) {
   const int64_t row = static_cast<int64_t>(p.layout.num_kv_heads) * p.layout.head_dim;
   const int64_t key_stride = p.key_stride == 0 ? row : p.key_stride;
   const int64_t value_stride = p.value_stride == 0 ? row : p.value_stride;
-  require(key_stride >= row && value_stride >= row && key_stride % kVecElems == 0 &&
-              value_stride % kVecElems == 0,
+  require(key_stride >= row && value_stride >= row && key_stride % kVecElems == 0 && value_stride % kVecElems == 0,
           "write_kv_cache: strides must be at least num_kv_heads * head_dim and multiples of 8");
   if (p.num_tokens == 0) return;
   require(p.kv_cache != nullptr && p.key != nullptr && p.value != nullptr && p.slot_mapping != nullptr,
@@ -94,9 +91,9 @@ void write_kv_cache(const WriteKvCacheParams& p, cudaStream_t stream) {
   const int64_t row = static_cast<int64_t>(p.layout.num_kv_heads) * p.layout.head_dim;
   // Moves: num_tokens * 2 * num_kv_heads * head_dim * 2 bytes read and as many written.
   write_kv_cache_kernel<<<static_cast<unsigned>(p.num_tokens), kWriteThreads, 0, stream>>>(
-      static_cast<uint16_t*>(p.kv_cache), static_cast<const uint16_t*>(p.key),
-      static_cast<const uint16_t*>(p.value), p.key_stride == 0 ? row : p.key_stride,
-      p.value_stride == 0 ? row : p.value_stride, p.slot_mapping, device_layout(p.layout), p.layer);
+      static_cast<uint16_t*>(p.kv_cache), static_cast<const uint16_t*>(p.key), static_cast<const uint16_t*>(p.value),
+      p.key_stride == 0 ? row : p.key_stride, p.value_stride == 0 ? row : p.value_stride, p.slot_mapping,
+      device_layout(p.layout), p.layer);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -126,8 +123,8 @@ void validate(const SwapParams& p) {
   validate_layout(p.host_layout, "swap_blocks");
   const kv::KvLayout& d = p.device_layout;
   const kv::KvLayout& h = p.host_layout;
-  detail::require(d.num_layers == h.num_layers && d.num_kv_heads == h.num_kv_heads &&
-                      d.head_dim == h.head_dim && d.block_size == h.block_size,
+  detail::require(d.num_layers == h.num_layers && d.num_kv_heads == h.num_kv_heads && d.head_dim == h.head_dim &&
+                      d.block_size == h.block_size,
                   "swap_blocks: device and host layouts must differ in num_blocks only");
   detail::require(p.device_kv != nullptr && p.host_kv != nullptr, "swap_blocks: null pointer");
 }
@@ -150,8 +147,7 @@ int32_t swap_blocks(const SwapParams& p, std::span<const kv::BlockMove> moves, c
         const std::size_t from = src_layout.chunk_offset(layer, kv_kind, run.src) * kDTypeBytes;
         const std::size_t to = dst_layout.chunk_offset(layer, kv_kind, run.dst) * kDTypeBytes;
         PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(dst + to, src + from,
-                                            chunk_bytes * static_cast<std::size_t>(run.num_blocks),
-                                            kind, stream));
+                                            chunk_bytes * static_cast<std::size_t>(run.num_blocks), kind, stream));
         ++calls;
       }
     }

@@ -19,12 +19,12 @@ namespace pagedllm::cuda {
 struct WriteKvCacheParams {
   DType dtype = DType::bf16;
   kv::KvLayout layout;
-  void* kv_cache = nullptr;               // the device tier
+  void* kv_cache = nullptr;  // the device tier
   int32_t layer = 0;
   int32_t num_tokens = 0;
-  const void* key = nullptr;              // token t's [num_kv_heads][head_dim] at key + t * key_stride
-  const void* value = nullptr;            // likewise with value_stride
-  int64_t key_stride = 0;                 // elements between tokens; 0 = num_kv_heads * head_dim
+  const void* key = nullptr;    // token t's [num_kv_heads][head_dim] at key + t * key_stride
+  const void* value = nullptr;  // likewise with value_stride
+  int64_t key_stride = 0;       // elements between tokens; 0 = num_kv_heads * head_dim
   int64_t value_stride = 0;
   // [num_tokens]: slot = block * block_size + offset; negative = skip (padding tokens).
   const int64_t* slot_mapping = nullptr;
@@ -55,7 +55,7 @@ struct SwapParams {
   kv::KvLayout device_layout;  // the two layouts differ in num_blocks only
   kv::KvLayout host_layout;
   void* device_kv = nullptr;
-  void* host_kv = nullptr;     // pinned (cudaHostAlloc / cudaHostRegister): copies are async
+  void* host_kv = nullptr;  // pinned (cudaHostAlloc / cudaHostRegister): copies are async
   SwapDirection direction = SwapDirection::device_to_host;
 };
 

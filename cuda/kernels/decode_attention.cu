@@ -22,8 +22,8 @@ struct DecodeKernelArgs {
   DeviceKvLayout layout;
   int32_t layer;
   int32_t num_heads;
-  int64_t q_stride;    // elements between sequences' q rows
-  int32_t group_size;  // query heads per KV head
+  int64_t q_stride;          // elements between sequences' q rows
+  int32_t group_size;        // query heads per KV head
   int32_t num_group_chunks;  // thread blocks sharing one KV head when group_size > kGroup
   const int32_t* block_tables;
   int32_t max_blocks_per_seq;
@@ -41,8 +41,8 @@ struct DecodeKernelArgs {
 // a warp covers kRowsPerWarp consecutive tokens, the block kRowsPerPass tokens per pass.
 template <typename T, int kHeadDim, int kGroup>
 __global__ void __launch_bounds__(kThreads)
-decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
-                        T* __restrict__ out, DecodeKernelArgs args) {
+    decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q, T* __restrict__ out,
+                            DecodeKernelArgs args) {
   constexpr int kLanesPerRow = kHeadDim / kVecElems;
   constexpr int kRowsPerWarp = 32 / kLanesPerRow;
   constexpr int kRowsPerPass = kWarps * kRowsPerWarp;
@@ -65,8 +65,7 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
   const int lane = tid % 32;
   const int warp = tid / 32;
 
-  const int seq_len = min(min(args.seq_lens[seq], args.max_seq_len),
-                          args.max_blocks_per_seq * args.layout.block_size);
+  const int seq_len = min(min(args.seq_lens[seq], args.max_seq_len), args.max_blocks_per_seq * args.layout.block_size);
   const int part_start = partition * args.partition_tokens;
   if (part_start >= seq_len) return;  // the whole block: this sequence is shorter
   const int n = min(args.partition_tokens, seq_len - part_start);
@@ -197,8 +196,7 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
 #pragma unroll
     for (int g = 0; g < kGroup; ++g)
 #pragma unroll
-      for (int e = 0; e < kVecElems; ++e)
-        scratch[(warp * kGroup + g) * kHeadDim + vec * kVecElems + e] = acc[g][e];
+      for (int e = 0; e < kVecElems; ++e) scratch[(warp * kGroup + g) * kHeadDim + vec * kVecElems + e] = acc[g][e];
   }
   __syncthreads();
 
@@ -226,10 +224,10 @@ decode_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
 // Grid (num_heads, num_seqs), kThreads threads: log-sum-exp merge of a head's partitions.
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
-merge_partitions_kernel(T* __restrict__ out, const float* __restrict__ partial_out,
-                        const float* __restrict__ partial_max, const float* __restrict__ partial_sum,
-                        const int32_t* __restrict__ seq_lens, int32_t max_seq_len,
-                        int32_t partition_tokens, int32_t max_partitions) {
+    merge_partitions_kernel(T* __restrict__ out, const float* __restrict__ partial_out,
+                            const float* __restrict__ partial_max, const float* __restrict__ partial_sum,
+                            const int32_t* __restrict__ seq_lens, int32_t max_seq_len, int32_t partition_tokens,
+                            int32_t max_partitions) {
   const int head = blockIdx.x;
   const int seq = blockIdx.y;
   const int seq_len = min(seq_lens[seq], max_seq_len);
@@ -261,8 +259,7 @@ std::size_t partial_rows(const DecodeAttentionParams& p, int32_t partitions) {
 }
 
 template <typename T, int kHeadDim, int kGroup>
-void launch_group(const DecodeAttentionParams& p, DecodeKernelArgs args, int32_t partitions,
-                  cudaStream_t stream) {
+void launch_group(const DecodeAttentionParams& p, DecodeKernelArgs args, int32_t partitions, cudaStream_t stream) {
   args.num_group_chunks = (args.group_size + kGroup - 1) / kGroup;
   const dim3 grid(static_cast<unsigned>(p.layout.num_kv_heads * args.num_group_chunks),
                   static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(partitions));
@@ -279,8 +276,7 @@ template <typename T, int kHeadDim>
 void launch(const DecodeAttentionParams& p, cudaStream_t stream) {
   const int32_t partitions = decode_attention_num_partitions(p);
   DecodeKernelArgs args{};
-  args.layout = DeviceKvLayout{p.layout.num_kv_heads, p.layout.head_dim, p.layout.block_size,
-                               p.layout.num_blocks};
+  args.layout = DeviceKvLayout{p.layout.num_kv_heads, p.layout.head_dim, p.layout.block_size, p.layout.num_blocks};
   args.layer = p.layer;
   args.num_heads = p.num_heads;
   args.q_stride = p.q_stride != 0 ? p.q_stride : static_cast<int64_t>(p.num_heads) * kHeadDim;
@@ -308,9 +304,9 @@ void launch(const DecodeAttentionParams& p, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
     // Moves: the partials again (num_seqs * num_heads * partitions * (head_dim + 2) * 4 bytes
     // read) and out (num_seqs * num_heads * head_dim * 2 bytes written).
-    merge_partitions_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(
-        static_cast<T*>(p.out), args.partial_out, args.partial_max, args.partial_sum, p.seq_lens,
-        p.max_seq_len, p.partition_tokens, partitions);
+    merge_partitions_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(static_cast<T*>(p.out), args.partial_out,
+                                                                        args.partial_max, args.partial_sum, p.seq_lens,
+                                                                        p.max_seq_len, p.partition_tokens, partitions);
     PAGEDLLM_CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -319,14 +315,11 @@ bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(po
 
 }  // namespace
 
-int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len,
-                                       int32_t num_sms) {
+int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len, int32_t num_sms) {
   int32_t tokens = kDecodePartitionTokens;
   const int64_t target = 2 * static_cast<int64_t>(num_sms);
   const int32_t smallest = kMinDecodePartitionTokens;
-  auto blocks = [&](int32_t t) {
-    return static_cast<int64_t>(num_kv_heads) * num_seqs * ((max_seq_len + t - 1) / t);
-  };
+  auto blocks = [&](int32_t t) { return static_cast<int64_t>(num_kv_heads) * num_seqs * ((max_seq_len + t - 1) / t); };
   while (tokens / 2 >= smallest && blocks(tokens) < target) tokens /= 2;
   return tokens;
 }
@@ -349,9 +342,10 @@ void validate(const DecodeAttentionParams& p) {
   require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "decode_attention: unknown dtype");
   require(l.head_dim == 64 || l.head_dim == 128,
           "decode_attention: head_dim must be 64 or 128, got " + std::to_string(l.head_dim));
-  require(l.block_size >= kMinBlockSize && l.block_size <= kMaxDecodeBlockSize && (l.block_size & (l.block_size - 1)) == 0,
-          "decode_attention: block_size must be a power of two in [8, " + std::to_string(kMaxDecodeBlockSize) +
-              "], got " + std::to_string(l.block_size));
+  require(
+      l.block_size >= kMinBlockSize && l.block_size <= kMaxDecodeBlockSize && (l.block_size & (l.block_size - 1)) == 0,
+      "decode_attention: block_size must be a power of two in [8, " + std::to_string(kMaxDecodeBlockSize) + "], got " +
+          std::to_string(l.block_size));
   require(l.num_kv_heads > 0 && l.num_blocks > 0 && l.num_layers > 0,
           "decode_attention: the layout needs KV heads, blocks and layers");
   require(p.layer >= 0 && p.layer < l.num_layers, "decode_attention: layer out of range");
@@ -365,9 +359,9 @@ void validate(const DecodeAttentionParams& p) {
   require(t >= kMinDecodePartitionTokens && t <= kDecodePartitionTokens && (t & (t - 1)) == 0,
           "decode_attention: partition_tokens must be a power of two in [64, 512], got " + std::to_string(t));
   if (p.num_seqs == 0) return;
-  require(p.kv_cache != nullptr && p.q != nullptr && p.out != nullptr &&
-              p.block_tables != nullptr && p.seq_lens != nullptr,
-          "decode_attention: null pointer");
+  require(
+      p.kv_cache != nullptr && p.q != nullptr && p.out != nullptr && p.block_tables != nullptr && p.seq_lens != nullptr,
+      "decode_attention: null pointer");
   require(aligned16(p.kv_cache) && aligned16(p.q) && aligned16(p.out),
           "decode_attention: kv_cache, q and out must be 16-byte aligned");
   require(p.max_seq_len > 0, "decode_attention: max_seq_len must be positive");

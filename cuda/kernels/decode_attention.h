@@ -31,9 +31,9 @@ inline constexpr int32_t kMaxDecodeBlockSize = 4096;
 
 // Views only. Pointers are device pointers unless said otherwise.
 struct DecodeAttentionParams {
-  DType dtype = DType::bf16;              // of q, out and kv_cache
-  kv::KvLayout layout;                    // of the device tier kv_cache holds
-  const void* kv_cache = nullptr;         // the whole tier: layout.total_elements() elements
+  DType dtype = DType::bf16;       // of q, out and kv_cache
+  kv::KvLayout layout;             // of the device tier kv_cache holds
+  const void* kv_cache = nullptr;  // the whole tier: layout.total_elements() elements
   int32_t layer = 0;
   int32_t num_seqs = 0;
   int32_t num_heads = 0;                  // query heads, a multiple of layout.num_kv_heads
@@ -43,22 +43,21 @@ struct DecodeAttentionParams {
   void* out = nullptr;                    // [num_seqs][num_heads][head_dim], written
   const int32_t* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq] block ids
   int32_t max_blocks_per_seq = 0;
-  const int32_t* seq_lens = nullptr;      // [num_seqs]: keys attended (position + 1), in [1, max_seq_len]
-  int32_t max_seq_len = 0;                // host-side bound on seq_lens: sizes the grid
-  float scale = 0.0f;                     // softmax scale, usually 1 / sqrt(head_dim)
+  const int32_t* seq_lens = nullptr;  // [num_seqs]: keys attended (position + 1), in [1, max_seq_len]
+  int32_t max_seq_len = 0;            // host-side bound on seq_lens: sizes the grid
+  float scale = 0.0f;                 // softmax scale, usually 1 / sqrt(head_dim)
   // Split-KV partition: a power of two in [kMinDecodePartitionTokens, kDecodePartitionTokens]
-  // (smaller than a block is fine: it then reads part of one block). Smaller partitions give small batches more thread blocks (see
-  // choose_decode_partition_tokens); the output does not depend on it beyond rounding.
+  // (smaller than a block is fine: it then reads part of one block). Smaller partitions give small batches more thread
+  // blocks (see choose_decode_partition_tokens); the output does not depend on it beyond rounding.
   int32_t partition_tokens = kDecodePartitionTokens;
-  void* workspace = nullptr;              // decode_attention_workspace_bytes() bytes, 16-byte aligned
+  void* workspace = nullptr;  // decode_attention_workspace_bytes() bytes, 16-byte aligned
   std::size_t workspace_bytes = 0;
 };
 
 // A partition size that gives the launch at least about two thread blocks per SM where the
 // batch alone does not: halves kDecodePartitionTokens while the grid is small (never below
 // kMinDecodePartitionTokens). Host-only arithmetic; num_sms from DeviceInfo.
-int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len,
-                                       int32_t num_sms);
+int32_t choose_decode_partition_tokens(int32_t num_kv_heads, int32_t num_seqs, int32_t max_seq_len, int32_t num_sms);
 
 // Partitions of the longest sequence: 1 means no split and no workspace.
 int32_t decode_attention_num_partitions(const DecodeAttentionParams& params);

@@ -11,18 +11,27 @@
 
 namespace pagedllm::cuda::detail {
 
-template <typename T> struct Convert;
-template <> struct Convert<__nv_bfloat16> {
+template <typename T>
+struct Convert;
+template <>
+struct Convert<__nv_bfloat16> {
   static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
   static __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
 };
-template <> struct Convert<__half> {
+template <>
+struct Convert<__half> {
   static __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
   static __device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
 };
 
-template <typename T> __device__ __forceinline__ float to_float(T x) { return Convert<T>::to_float(x); }
-template <typename T> __device__ __forceinline__ T from_float(float x) { return Convert<T>::from_float(x); }
+template <typename T>
+__device__ __forceinline__ float to_float(T x) {
+  return Convert<T>::to_float(x);
+}
+template <typename T>
+__device__ __forceinline__ T from_float(float x) {
+  return Convert<T>::from_float(x);
+}
 
 // Eight 16-bit elements moved as one 16-byte load or store (uint4). Callers guarantee 16-byte
 // alignment (head_dim % 8 == 0 and base pointers from cudaMalloc). The elements are read out of
@@ -76,10 +85,9 @@ struct DeviceKvLayout {
   __host__ __device__ int64_t chunk_offset(int32_t layer, int32_t kind, int32_t block) const {
     return ((static_cast<int64_t>(layer) * 2 + kind) * num_blocks + block) * chunk_elements();
   }
-  __host__ __device__ int64_t element_offset(int32_t layer, int32_t kind, int32_t block,
-                                             int32_t kv_head, int32_t slot) const {
-    return chunk_offset(layer, kind, block) +
-           (static_cast<int64_t>(kv_head) * block_size + slot) * head_dim;
+  __host__ __device__ int64_t element_offset(int32_t layer, int32_t kind, int32_t block, int32_t kv_head,
+                                             int32_t slot) const {
+    return chunk_offset(layer, kind, block) + (static_cast<int64_t>(kv_head) * block_size + slot) * head_dim;
   }
 };
 

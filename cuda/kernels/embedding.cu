@@ -9,8 +9,8 @@ constexpr int kThreads = 256;
 
 // Grid (num_tokens), kThreads threads; 16-bit elements copied unconverted.
 __global__ void __launch_bounds__(kThreads)
-embedding_kernel(const int32_t* __restrict__ token_ids, const uint16_t* __restrict__ table,
-                 uint16_t* __restrict__ out, int32_t vocab_size, int64_t hidden_size) {
+    embedding_kernel(const int32_t* __restrict__ token_ids, const uint16_t* __restrict__ table,
+                     uint16_t* __restrict__ out, int32_t vocab_size, int64_t hidden_size) {
   const int64_t token = blockIdx.x;
   const int32_t id = token_ids[token];
   uint16_t* dst = out + token * hidden_size;
@@ -33,8 +33,7 @@ void embedding(const EmbeddingParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   // Moves: num_tokens * hidden_size * 2 bytes read (table rows) and written.
   embedding_kernel<<<static_cast<unsigned>(p.num_tokens), kThreads, 0, stream>>>(
-      p.token_ids, static_cast<const uint16_t*>(p.table), static_cast<uint16_t*>(p.out), p.vocab_size,
-      p.hidden_size);
+      p.token_ids, static_cast<const uint16_t*>(p.table), static_cast<uint16_t*>(p.out), p.vocab_size, p.hidden_size);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -20,7 +20,7 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
 // Grid-stride over the elements.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-fill_random_kernel(T* __restrict__ out, int64_t n, uint64_t seed, float offset, float scale) {
+    fill_random_kernel(T* __restrict__ out, int64_t n, uint64_t seed, float offset, float scale) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
     const uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(i));
@@ -46,10 +46,10 @@ void fill_random(const FillRandomParams& p, cudaStream_t stream) {
   // Writes num_elements * 2 bytes.
   if (p.dtype == DType::bf16) {
     fill_random_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(p.out),
-                                                                        p.num_elements, p.seed, p.offset, p.scale);
+                                                                       p.num_elements, p.seed, p.offset, p.scale);
   } else {
-    fill_random_kernel<__half><<<blocks, kThreads, 0, stream>>>(static_cast<__half*>(p.out), p.num_elements, p.seed,
-                                                                 p.offset, p.scale);
+    fill_random_kernel<__half>
+        <<<blocks, kThreads, 0, stream>>>(static_cast<__half*>(p.out), p.num_elements, p.seed, p.offset, p.scale);
   }
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }

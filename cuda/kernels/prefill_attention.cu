@@ -39,8 +39,8 @@ struct PrefillKernelArgs {
 // 128: q 64 x 129 + K/V 16 x 129 + probabilities 64 x 17 + 3 x 64 floats = 46,400 bytes.
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
-prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q,
-                         T* __restrict__ out, PrefillKernelArgs args) {
+    prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q, T* __restrict__ out,
+                             PrefillKernelArgs args) {
   constexpr int kPad = kHeadDim + 1;  // rows one float apart in banks: column-wise reads are conflict free
   constexpr int kThreadsPerRow = kThreads / kRowTile;
   constexpr int kAccPerThread = kHeadDim / kThreadsPerRow;
@@ -68,7 +68,7 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
   const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
   // Keys up to the tile's last query token.
   const int num_keys = min(context_start + (row0 + rows - 1) / group + 1, args.max_blocks_per_seq * block_size);
-  const auto token_of = [&](int r) { return (row0 + r) / group; };               // within the chunk
+  const auto token_of = [&](int r) { return (row0 + r) / group; };  // within the chunk
   const auto head_of = [&](int r) { return kv_head * group + (row0 + r) % group; };
 
   for (int idx = tid; idx < kRowTile * kHeadDim; idx += kThreads) {
@@ -76,8 +76,8 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
     const int d = idx % kHeadDim;
     float value = 0.0f;
     if (r < rows) {
-      value = detail::to_float(q[static_cast<int64_t>(query_begin + token_of(r)) * args.q_stride +
-                                 head_of(r) * kHeadDim + d]);
+      value = detail::to_float(
+          q[static_cast<int64_t>(query_begin + token_of(r)) * args.q_stride + head_of(r) * kHeadDim + d]);
     }
     q_s[r][d] = value;
   }
@@ -96,9 +96,9 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
       float vals[kVecElems];
       if (key < num_keys) {
         const int32_t block = table[key / block_size];
-        detail::load_vec8(kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, key % block_size) +
-                              v * kVecElems,
-                          vals);
+        detail::load_vec8(
+            kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, key % block_size) + v * kVecElems,
+            vals);
       } else {
 #pragma unroll
         for (int e = 0; e < kVecElems; ++e) vals[e] = 0.0f;
@@ -170,19 +170,17 @@ prefill_attention_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q
 
   if (acc_row < rows) {
     const float inv_sum = 1.0f / row_sum[acc_row];
-    T* dst = out + (static_cast<int64_t>(query_begin + token_of(acc_row)) * args.num_heads + head_of(acc_row)) *
-                       kHeadDim;
+    T* dst =
+        out + (static_cast<int64_t>(query_begin + token_of(acc_row)) * args.num_heads + head_of(acc_row)) * kHeadDim;
 #pragma unroll
-    for (int j = 0; j < kAccPerThread; ++j)
-      dst[acc_col + j * kThreadsPerRow] = detail::from_float<T>(acc[j] * inv_sum);
+    for (int j = 0; j < kAccPerThread; ++j) dst[acc_col + j * kThreadsPerRow] = detail::from_float<T>(acc[j] * inv_sum);
   }
 }
 
 template <typename T, int kHeadDim>
 void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   PrefillKernelArgs args{};
-  args.layout = DeviceKvLayout{p.layout.num_kv_heads, p.layout.head_dim, p.layout.block_size,
-                               p.layout.num_blocks};
+  args.layout = DeviceKvLayout{p.layout.num_kv_heads, p.layout.head_dim, p.layout.block_size, p.layout.num_blocks};
   args.layer = p.layer;
   args.num_heads = p.num_heads;
   args.q_stride = p.q_stride != 0 ? p.q_stride : static_cast<int64_t>(p.num_heads) * kHeadDim;

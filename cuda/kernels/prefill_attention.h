@@ -26,15 +26,15 @@ struct PrefillAttentionParams {
   const void* kv_cache = nullptr;
   int32_t layer = 0;
   int32_t num_seqs = 0;
-  int32_t num_heads = 0;                  // a multiple of layout.num_kv_heads
-  const void* q = nullptr;                // token t's [num_heads][head_dim] at q + t * q_stride, the chunks in order
-  int64_t q_stride = 0;                   // elements between tokens' q rows; 0 = num_heads * head_dim
-  void* out = nullptr;                    // [num_tokens][num_heads][head_dim], written
-  const int32_t* query_starts = nullptr;  // [num_seqs + 1]: rows [query_starts[s], query_starts[s + 1]) are s's
+  int32_t num_heads = 0;                    // a multiple of layout.num_kv_heads
+  const void* q = nullptr;                  // token t's [num_heads][head_dim] at q + t * q_stride, the chunks in order
+  int64_t q_stride = 0;                     // elements between tokens' q rows; 0 = num_heads * head_dim
+  void* out = nullptr;                      // [num_tokens][num_heads][head_dim], written
+  const int32_t* query_starts = nullptr;    // [num_seqs + 1]: rows [query_starts[s], query_starts[s + 1]) are s's
   const int32_t* context_starts = nullptr;  // [num_seqs]: position of s's first query (the chunk start)
-  const int32_t* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq]
+  const int32_t* block_tables = nullptr;    // [num_seqs][max_blocks_per_seq]
   int32_t max_blocks_per_seq = 0;
-  int32_t max_query_len = 0;              // host-side bound on the chunk lengths: sizes the grid
+  int32_t max_query_len = 0;  // host-side bound on the chunk lengths: sizes the grid
   float scale = 0.0f;
 };
 

@@ -14,7 +14,7 @@ constexpr int kThreads = 256;
 // so out may alias x without a race. No __restrict__ on x/out for that reason.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-rms_norm_kernel(const T* x, T* residual, const T* __restrict__ weight, T* out, int64_t dim, float eps) {
+    rms_norm_kernel(const T* x, T* residual, const T* __restrict__ weight, T* out, int64_t dim, float eps) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const T* x_row = x + row * dim;
@@ -58,13 +58,13 @@ void rms_norm(const RmsNormParams& p, cudaStream_t stream) {
   if (p.dtype == DType::bf16) {
     using T = __nv_bfloat16;
     rms_norm_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.x), static_cast<T*>(p.residual),
-                                                      static_cast<const T*>(p.weight), static_cast<T*>(p.out),
-                                                      p.dim, p.eps);
+                                                      static_cast<const T*>(p.weight), static_cast<T*>(p.out), p.dim,
+                                                      p.eps);
   } else {
     using T = __half;
     rms_norm_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(p.x), static_cast<T*>(p.residual),
-                                                      static_cast<const T*>(p.weight), static_cast<T*>(p.out),
-                                                      p.dim, p.eps);
+                                                      static_cast<const T*>(p.weight), static_cast<T*>(p.out), p.dim,
+                                                      p.eps);
   }
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }

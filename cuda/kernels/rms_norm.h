@@ -17,10 +17,10 @@ struct RmsNormParams {
   DType dtype = DType::bf16;
   int64_t num_rows = 0;
   int64_t dim = 0;
-  const void* x = nullptr;     // [num_rows][dim]
-  void* residual = nullptr;    // [num_rows][dim] or null; when set it is updated to x + residual
+  const void* x = nullptr;       // [num_rows][dim]
+  void* residual = nullptr;      // [num_rows][dim] or null; when set it is updated to x + residual
   const void* weight = nullptr;  // [dim]
-  void* out = nullptr;         // [num_rows][dim]; may be x itself
+  void* out = nullptr;           // [num_rows][dim]; may be x itself
   float eps = 1e-6f;
 };
 

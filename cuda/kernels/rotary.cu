@@ -13,9 +13,9 @@ constexpr int kMaxHalf = 256;
 // (head, j) pair of q and k.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-rotary_kernel(T* __restrict__ q, T* __restrict__ k, int64_t q_stride, int64_t k_stride,
-              const int32_t* __restrict__ positions, const float* __restrict__ inv_freq,
-              int num_heads, int num_kv_heads, int head_dim) {
+    rotary_kernel(T* __restrict__ q, T* __restrict__ k, int64_t q_stride, int64_t k_stride,
+                  const int32_t* __restrict__ positions, const float* __restrict__ inv_freq, int num_heads,
+                  int num_kv_heads, int head_dim) {
   __shared__ float cos_s[kMaxHalf];
   __shared__ float sin_s[kMaxHalf];
   const int64_t token = blockIdx.x;
@@ -45,16 +45,15 @@ void validate(const RotaryParams& p) {
   detail::require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "rotary: unknown dtype");
   detail::require(p.head_dim > 0 && p.head_dim % 2 == 0 && p.head_dim / 2 <= kMaxHalf,
                   "rotary: head_dim must be even and at most 512");
-  detail::require(p.num_tokens >= 0 && p.num_heads > 0 && p.num_kv_heads >= 0,
-                  "rotary: bad token or head counts");
+  detail::require(p.num_tokens >= 0 && p.num_heads > 0 && p.num_kv_heads >= 0, "rotary: bad token or head counts");
   const int64_t q_row = static_cast<int64_t>(p.num_heads) * p.head_dim;
   const int64_t k_row = static_cast<int64_t>(p.num_kv_heads) * p.head_dim;
   detail::require((p.q_stride == 0 || p.q_stride >= q_row) && (p.k_stride == 0 || p.k_stride >= k_row),
                   "rotary: a stride is shorter than its row");
   if (p.num_tokens == 0) return;
-  detail::require(p.q != nullptr && (p.k != nullptr || p.num_kv_heads == 0) && p.positions != nullptr &&
-                      p.inv_freq != nullptr,
-                  "rotary: null pointer");
+  detail::require(
+      p.q != nullptr && (p.k != nullptr || p.num_kv_heads == 0) && p.positions != nullptr && p.inv_freq != nullptr,
+      "rotary: null pointer");
 }
 
 void apply_rotary(const RotaryParams& p, cudaStream_t stream) {

@@ -20,13 +20,13 @@ namespace pagedllm::cuda {
 struct RotaryParams {
   DType dtype = DType::bf16;
   int32_t num_tokens = 0;
-  int32_t num_heads = 0;     // query heads
-  int32_t num_kv_heads = 0;  // key heads
-  int32_t head_dim = 0;      // even, at most 512
-  void* q = nullptr;         // token t's [num_heads][head_dim] at q + t * q_stride
-  void* k = nullptr;         // token t's [num_kv_heads][head_dim] at k + t * k_stride
-  int64_t q_stride = 0;      // elements between tokens; 0 = num_heads * head_dim
-  int64_t k_stride = 0;      // 0 = num_kv_heads * head_dim
+  int32_t num_heads = 0;               // query heads
+  int32_t num_kv_heads = 0;            // key heads
+  int32_t head_dim = 0;                // even, at most 512
+  void* q = nullptr;                   // token t's [num_heads][head_dim] at q + t * q_stride
+  void* k = nullptr;                   // token t's [num_kv_heads][head_dim] at k + t * k_stride
+  int64_t q_stride = 0;                // elements between tokens; 0 = num_heads * head_dim
+  int64_t k_stride = 0;                // 0 = num_kv_heads * head_dim
   const int32_t* positions = nullptr;  // [num_tokens], >= 0
   const float* inv_freq = nullptr;     // [head_dim / 2]
 };

@@ -23,7 +23,7 @@ __device__ detail::ArgmaxCandidate row_argmax(const float* row, int vocab, float
 
 // Grid (num_rows), kArgmaxThreads threads.
 __global__ void __launch_bounds__(kArgmaxThreads)
-argmax_kernel(const float* __restrict__ logits, int32_t vocab, int32_t* __restrict__ out) {
+    argmax_kernel(const float* __restrict__ logits, int32_t vocab, int32_t* __restrict__ out) {
   __shared__ float values[32];
   __shared__ int indices[32];
   const detail::ArgmaxCandidate best =
@@ -52,8 +52,8 @@ struct RowWeights {
 // count_mode: value = 1 (top-k: t is the k-th largest weight); else value = mass (top-p).
 // All threads call it; all get the result.
 __device__ uint32_t radix_threshold(const RowWeights& w, int vocab, uint32_t lower, bool count_mode,
-                                    unsigned long long target, unsigned long long* hist,
-                                    uint32_t* shared_prefix, unsigned long long* shared_above) {
+                                    unsigned long long target, unsigned long long* hist, uint32_t* shared_prefix,
+                                    unsigned long long* shared_above) {
   if (threadIdx.x == 0) {
     *shared_prefix = 0;
     *shared_above = 0;
@@ -119,8 +119,7 @@ __device__ unsigned long long block_inclusive_sum(unsigned long long v, unsigned
 }
 
 // Grid (num_rows), kSampleThreads threads.
-__global__ void __launch_bounds__(kSampleThreads)
-sample_kernel(TopKTopPParams p) {
+__global__ void __launch_bounds__(kSampleThreads) sample_kernel(TopKTopPParams p) {
   __shared__ unsigned long long warp_sums[32];
   __shared__ unsigned long long hist[kBins];
   __shared__ float values[32];
@@ -146,8 +145,8 @@ sample_kernel(TopKTopPParams p) {
   const int top_k = p.top_k[row_index];
   uint32_t threshold = 0;
   if (top_k > 0 && top_k < vocab) {
-    threshold = radix_threshold(w, vocab, 0, true, static_cast<unsigned long long>(top_k), hist,
-                                &shared_prefix, &shared_above);
+    threshold =
+        radix_threshold(w, vocab, 0, true, static_cast<unsigned long long>(top_k), hist, &shared_prefix, &shared_above);
   }
   // Top-p over the tokens top-k kept: the smallest top set holding top_p of their mass.
   const float top_p = p.top_p[row_index];
@@ -224,17 +223,15 @@ void argmax(const ArgmaxParams& p, cudaStream_t stream) {
   validate(p);
   if (p.num_rows == 0) return;
   // Moves: num_rows * vocab_size * 4 bytes read, num_rows * 4 bytes written.
-  argmax_kernel<<<static_cast<unsigned>(p.num_rows), kArgmaxThreads, 0, stream>>>(p.logits, p.vocab_size,
-                                                                                  p.out_tokens);
+  argmax_kernel<<<static_cast<unsigned>(p.num_rows), kArgmaxThreads, 0, stream>>>(p.logits, p.vocab_size, p.out_tokens);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }
 
 void validate(const TopKTopPParams& p) {
   detail::require(p.num_rows >= 0 && p.vocab_size > 0, "sample_top_k_top_p: bad shape");
   if (p.num_rows == 0) return;
-  detail::require(p.logits != nullptr && p.temperatures != nullptr && p.top_k != nullptr &&
-                      p.top_p != nullptr && p.seeds != nullptr && p.streams != nullptr &&
-                      p.positions != nullptr && p.out_tokens != nullptr,
+  detail::require(p.logits != nullptr && p.temperatures != nullptr && p.top_k != nullptr && p.top_p != nullptr &&
+                      p.seeds != nullptr && p.streams != nullptr && p.positions != nullptr && p.out_tokens != nullptr,
                   "sample_top_k_top_p: null pointer");
 }
 

@@ -34,7 +34,7 @@ void validate(const ArgmaxParams& params);
 void argmax(const ArgmaxParams& params, cudaStream_t stream);
 
 struct TopKTopPParams {
-  const float* logits = nullptr;        // [num_rows][vocab_size]: finite or -inf, no NaN
+  const float* logits = nullptr;  // [num_rows][vocab_size]: finite or -inf, no NaN
   int32_t num_rows = 0;
   int32_t vocab_size = 0;
   const float* temperatures = nullptr;  // [num_rows]

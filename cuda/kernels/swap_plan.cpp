@@ -11,12 +11,12 @@ std::vector<SwapRun> plan_swap_runs(std::span<const kv::BlockMove> moves, int32_
                                     int32_t num_dst_blocks) {
   std::vector<kv::BlockMove> sorted(moves.begin(), moves.end());
   for (const kv::BlockMove& move : sorted) {
-    detail::require(move.src >= 0 && move.src < num_src_blocks,
-                    "swap: source block " + std::to_string(move.src) + " outside [0, " +
-                        std::to_string(num_src_blocks) + ")");
-    detail::require(move.dst >= 0 && move.dst < num_dst_blocks,
-                    "swap: destination block " + std::to_string(move.dst) + " outside [0, " +
-                        std::to_string(num_dst_blocks) + ")");
+    detail::require(
+        move.src >= 0 && move.src < num_src_blocks,
+        "swap: source block " + std::to_string(move.src) + " outside [0, " + std::to_string(num_src_blocks) + ")");
+    detail::require(
+        move.dst >= 0 && move.dst < num_dst_blocks,
+        "swap: destination block " + std::to_string(move.dst) + " outside [0, " + std::to_string(num_dst_blocks) + ")");
   }
   // Two moves into one destination would race (and one would be lost).
   std::vector<kv::BlockId> destinations;

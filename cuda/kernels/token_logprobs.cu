@@ -25,8 +25,8 @@ __device__ __forceinline__ float block_max(float x, float* scratch) {
 // Grid (num_rows), kThreads threads. Two passes over the row: the max, then the sum of
 // exp(x - max) (the second pass reads the row back from L2).
 __global__ void __launch_bounds__(kThreads)
-token_logprobs_kernel(const float* __restrict__ logits, int32_t vocab, const int32_t* __restrict__ tokens,
-                      float* __restrict__ out) {
+    token_logprobs_kernel(const float* __restrict__ logits, int32_t vocab, const int32_t* __restrict__ tokens,
+                          float* __restrict__ out) {
   __shared__ float scratch[32];
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   float local_max = -INFINITY;
@@ -38,8 +38,8 @@ token_logprobs_kernel(const float* __restrict__ logits, int32_t vocab, const int
   if (threadIdx.x == 0) {
     const int32_t token = tokens[blockIdx.x];
     // sum >= 1 (the max contributes exp(0)), so log(sum) >= 0 is finite; a -inf logit stays -inf.
-    out[blockIdx.x] = token >= 0 && token < vocab ? (row[token] - row_max) - logf(sum)
-                                                  : __uint_as_float(0x7fc00000u);  // quiet NaN
+    out[blockIdx.x] =
+        token >= 0 && token < vocab ? (row[token] - row_max) - logf(sum) : __uint_as_float(0x7fc00000u);  // quiet NaN
   }
 }
 
@@ -56,8 +56,8 @@ void token_logprobs(const TokenLogprobsParams& p, cudaStream_t stream) {
   if (p.num_rows == 0) return;
   // Moves: num_rows * vocab_size * 4 bytes read from memory (the second pass over a row hits L2),
   // num_rows * 4 bytes of tokens read and num_rows * 4 bytes written.
-  token_logprobs_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p.logits, p.vocab_size,
-                                                                                    p.tokens, p.out);
+  token_logprobs_kernel<<<static_cast<unsigned>(p.num_rows), kThreads, 0, stream>>>(p.logits, p.vocab_size, p.tokens,
+                                                                                    p.out);
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -16,11 +16,11 @@ namespace pagedllm::cuda {
 
 // Views only; device pointers.
 struct TokenLogprobsParams {
-  const float* logits = nullptr;   // [num_rows][vocab_size]: finite or -inf, at least one finite per row
-  int32_t num_rows = 0;            // >= 0; 0: nothing to do (no launch, pointers may be null)
-  int32_t vocab_size = 0;          // > 0
-  const int32_t* tokens = nullptr; // [num_rows]
-  float* out = nullptr;            // [num_rows]
+  const float* logits = nullptr;    // [num_rows][vocab_size]: finite or -inf, at least one finite per row
+  int32_t num_rows = 0;             // >= 0; 0: nothing to do (no launch, pointers may be null)
+  int32_t vocab_size = 0;           // > 0
+  const int32_t* tokens = nullptr;  // [num_rows]
+  float* out = nullptr;             // [num_rows]
 };
 
 // Throws KernelArgumentError: num_rows < 0, vocab_size <= 0, a null pointer when num_rows > 0.

@@ -86,8 +86,8 @@ BOOST_AUTO_TEST_CASE(flags_set_their_fields_and_defaults_stay_otherwise) {
 }
 
 BOOST_AUTO_TEST_CASE(quick_applies_first_so_explicit_sizes_win_wherever_they_stand) {
-  for (const std::vector<std::string>& words : {std::vector<std::string>{"--steps", "7", "--quick"},
-                                                std::vector<std::string>{"--quick", "--steps", "7"}}) {
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"--steps", "7", "--quick"}, std::vector<std::string>{"--quick", "--steps", "7"}}) {
     const Sizes sizes = parsed(words);
     BOOST_TEST(sizes.quick);
     BOOST_TEST(sizes.steps == 7);
@@ -160,14 +160,23 @@ BOOST_AUTO_TEST_CASE(run_benchmark_turns_outcomes_into_exit_codes) {
     return bench::run_benchmark(command_line(sizes), args.argc(), args.argv(), body);
   };
   bool ran = false;
-  BOOST_TEST(run({"--steps", "3"}, [&] { ran = true; return 0; }) == 0);
+  BOOST_TEST(run({"--steps", "3"}, [&] {
+               ran = true;
+               return 0;
+             }) == 0);
   BOOST_TEST(ran);
   BOOST_TEST(sizes.steps == 3);  // the body sees the parsed configuration
   BOOST_TEST(run({}, [] { return 5; }) == 5);
   ran = false;
-  BOOST_TEST(run({"--bogus"}, [&] { ran = true; return 0; }) == 2);
+  BOOST_TEST(run({"--bogus"}, [&] {
+               ran = true;
+               return 0;
+             }) == 2);
   BOOST_TEST(!ran);
-  BOOST_TEST(run({"--help"}, [&] { ran = true; return 0; }) == 0);
+  BOOST_TEST(run({"--help"}, [&] {
+               ran = true;
+               return 0;
+             }) == 0);
   BOOST_TEST(!ran);
   BOOST_TEST(run({}, []() -> int { throw std::runtime_error("disk full"); }) == 1);
   BOOST_TEST(run({}, []() -> int { throw bench::UsageError("--x is required"); }) == 2);

@@ -96,8 +96,7 @@ BOOST_AUTO_TEST_CASE(sampling_fields_are_sent_when_not_default) {
   BOOST_TEST(!body.contains("presence_penalty"));
   config.endpoint = std::string(bench::kChatCompletionsPath);
   sampling.seed = std::numeric_limits<uint64_t>::max();
-  BOOST_TEST(bench::request_body(std::string("x"), 4, sampling, config)["seed"] ==
-             std::numeric_limits<int64_t>::max());
+  BOOST_TEST(bench::request_body(std::string("x"), 4, sampling, config)["seed"] == std::numeric_limits<int64_t>::max());
   const json chat = bench::request_body(std::string("x"), 4, sampling, config);
   BOOST_TEST(chat["logprobs"] == true);
   BOOST_TEST(chat["top_logprobs"] == 2);
@@ -287,7 +286,7 @@ BOOST_AUTO_TEST_CASE(random_dataset_lengths_and_shared_prefix) {
   const auto requests = bench::build_bench_requests(dataset, bench, "random");
   const auto a = prompt_ids(requests.requests[0]);
   const auto b = prompt_ids(requests.requests[1]);
-  BOOST_TEST(std::equal(a.begin(), a.begin() + 16, b.begin()));     // the shared prefix
+  BOOST_TEST(std::equal(a.begin(), a.begin() + 16, b.begin()));  // the shared prefix
   BOOST_TEST(!std::equal(a.begin() + 16, a.begin() + 32, b.begin() + 16));
   config.range_ratio = 1.0;
   BOOST_CHECK_THROW(bench::random_dataset(config), std::invalid_argument);

@@ -115,12 +115,14 @@ class FakeServer {
           "Connection: close\r\n\r\n");
       if (target == "/v1/stall") return;
       if (target == "/v1/chat/completions") {
-        pieces_.push_back(chunk(event({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}})));
-        for (int i = 0; i < num_chunks; ++i) {
-          pieces_.push_back(chunk(event({{"choices", {{{"index", 0}, {"delta", {{"content", "w" + std::to_string(i)}}}}}}})));
-        }
         pieces_.push_back(
-            chunk(event({{"choices", {{{"index", 0}, {"delta", nlohmann::json::object()}, {"finish_reason", "length"}}}}})));
+            chunk(event({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}})));
+        for (int i = 0; i < num_chunks; ++i) {
+          pieces_.push_back(
+              chunk(event({{"choices", {{{"index", 0}, {"delta", {{"content", "w" + std::to_string(i)}}}}}}})));
+        }
+        pieces_.push_back(chunk(
+            event({{"choices", {{{"index", 0}, {"delta", nlohmann::json::object()}, {"finish_reason", "length"}}}}})));
       } else {
         for (int i = 0; i < num_chunks; ++i) {
           const std::string text = event({{"choices", {{{"index", 0}, {"text", " t" + std::to_string(i)}}}}});
@@ -165,8 +167,7 @@ class FakeServer {
         } else if (self->request_.target() == "/v1/stall") {
           --self->server_.active_;
           self->counted_ = false;
-          self->socket_.async_read_some(net::buffer(self->sink_),
-                                        [self](beast::error_code, size_t) { self->end(); });
+          self->socket_.async_read_some(net::buffer(self->sink_), [self](beast::error_code, size_t) { self->end(); });
         } else {
           self->end();
         }
@@ -246,11 +247,12 @@ void check_times(const RequestRecord& record, double scheduled, double duration)
 BOOST_AUTO_TEST_SUITE(sse_accumulator)
 
 BOOST_AUTO_TEST_CASE(events_split_anywhere_give_the_same_chunks) {
-  const std::string stream = "data: {\"choices\":[{\"text\":\"a\"}]}\n\n: comment\n\r\n"
-                             "data: {\"choices\":[{\"text\":\"\"}]}\r\n\r\n"  // no text: not a chunk
-                             "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
-                             "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":9}}\n\n"
-                             "data: [DONE]\n\n";
+  const std::string stream =
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\n: comment\n\r\n"
+      "data: {\"choices\":[{\"text\":\"\"}]}\r\n\r\n"  // no text: not a chunk
+      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":9}}\n\n"
+      "data: [DONE]\n\n";
   for (size_t piece : {size_t{1}, size_t{3}, size_t{17}, stream.size()}) {
     BOOST_TEST_CONTEXT("pieces of " << piece) {
       bench::SseAccumulator sse;
@@ -326,11 +328,16 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
   enum class Kind { completion, completion_no_usage, chat, bad, drop, stall };
   const auto kind_of = [](int i) {
     switch (i % 10) {
-      case 3: return Kind::bad;
-      case 5: return Kind::chat;
-      case 6: return Kind::completion_no_usage;
-      case 7: return Kind::drop;
-      default: return i == 19 ? Kind::stall : Kind::completion;
+      case 3:
+        return Kind::bad;
+      case 5:
+        return Kind::chat;
+      case 6:
+        return Kind::completion_no_usage;
+      case 7:
+        return Kind::drop;
+      default:
+        return i == 19 ? Kind::stall : Kind::completion;
     }
   };
   std::vector<bench::LoadRequest> requests;
@@ -341,12 +348,30 @@ BOOST_AUTO_TEST_CASE(streams_errors_and_drops_are_recorded_under_a_concurrency_l
     request.prompt_tokens = 5;                       // what the server reports nothing about
     const int num_chunks = 2 + i % 4;
     switch (kind_of(i)) {
-      case Kind::completion: request.path = "/v1/completions"; request.body = completion_body(num_chunks, 10 + i, true); break;
-      case Kind::completion_no_usage: request.path = "/v1/completions"; request.body = completion_body(num_chunks, 10, false); break;
-      case Kind::chat: request.path = "/v1/chat/completions"; request.body = chat_body(num_chunks); break;
-      case Kind::bad: request.path = "/v1/bad"; request.body = completion_body(1, 1, true); break;
-      case Kind::drop: request.path = "/v1/drop"; request.body = completion_body(5, 1, true); break;
-      case Kind::stall: request.path = "/v1/stall"; request.body = completion_body(5, 1, true); break;
+      case Kind::completion:
+        request.path = "/v1/completions";
+        request.body = completion_body(num_chunks, 10 + i, true);
+        break;
+      case Kind::completion_no_usage:
+        request.path = "/v1/completions";
+        request.body = completion_body(num_chunks, 10, false);
+        break;
+      case Kind::chat:
+        request.path = "/v1/chat/completions";
+        request.body = chat_body(num_chunks);
+        break;
+      case Kind::bad:
+        request.path = "/v1/bad";
+        request.body = completion_body(1, 1, true);
+        break;
+      case Kind::drop:
+        request.path = "/v1/drop";
+        request.body = completion_body(5, 1, true);
+        break;
+      case Kind::stall:
+        request.path = "/v1/stall";
+        request.body = completion_body(5, 1, true);
+        break;
     }
     requests.push_back(request);
   }
@@ -472,7 +497,8 @@ BOOST_AUTO_TEST_CASE(a_thousand_concurrent_streams) {
   config.base_url = fake.base_url();
   config.api_key = kApiKey;
   const auto result = bench::run_load(requests, config);
-  const auto num_ok = std::count_if(result.records.begin(), result.records.end(), [](const auto& r) { return r.success; });
+  const auto num_ok =
+      std::count_if(result.records.begin(), result.records.end(), [](const auto& r) { return r.success; });
   BOOST_TEST(num_ok == kNumRequests);
   for (const auto& record : result.records) {
     if (!record.success) {

@@ -176,8 +176,7 @@ BOOST_AUTO_TEST_CASE(mistral_template_without_system_support_refuses_system_mess
   BOOST_TEST(chat.format().assistant.prefix.empty());
   BOOST_TEST(chat.format().user.prefix == "[INST] ");
   BOOST_CHECK_THROW(chat.render({{"system", "S"}, {"user", "Q"}}), ChatTemplateError);
-  BOOST_TEST(chat.render({{"user", "Q"}, {"assistant", "A"}}, {true, "<s>", "</s>", {}}) ==
-             "<s>[INST] Q [/INST]A</s>");
+  BOOST_TEST(chat.render({{"user", "Q"}, {"assistant", "A"}}, {true, "<s>", "</s>", {}}) == "<s>[INST] Q [/INST]A</s>");
 }
 
 BOOST_AUTO_TEST_CASE(unknown_template_error_names_the_source_and_quotes_the_start) {
@@ -187,8 +186,7 @@ BOOST_AUTO_TEST_CASE(unknown_template_error_names_the_source_and_quotes_the_star
   BOOST_TEST(message.find("model/tokenizer_config.json") == 0u, message);
   BOOST_TEST(message.find("unrecognised chat template") != std::string::npos, message);
   // The first 60 characters, newlines shown as \n, then "...".
-  BOOST_TEST(message.find("\"{% for m in messages %}### {{ m['role'] }}:\\n{{ m['content'] ...\"") !=
-                 std::string::npos,
+  BOOST_TEST(message.find("\"{% for m in messages %}### {{ m['role'] }}:\\n{{ m['content'] ...\"") != std::string::npos,
              message);
   BOOST_TEST(message.find("chatml, llama3") != std::string::npos, message);
 }

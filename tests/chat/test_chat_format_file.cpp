@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 struct TempFile {
   std::string path;
   explicit TempFile(const std::string& text)
-      : path((fs::temp_directory_path() / ("pagedllm_chat_format_" + std::to_string(::getpid()) + "_" +
-                                           std::to_string(counter()++) + ".json"))
+      : path((fs::temp_directory_path() /
+              ("pagedllm_chat_format_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++) + ".json"))
                  .string()) {
     std::ofstream(path) << text;
   }
@@ -58,8 +58,7 @@ BOOST_AUTO_TEST_CASE(json_format_renders_as_written) {
   const ChatTemplate chat = ChatTemplate::from_file(file.path);
   BOOST_TEST(to_string(chat.family()) == "custom");
   BOOST_TEST(chat.format().name == "zephyr");
-  BOOST_TEST(chat.render({{"user", " Hi "}, {"assistant", "Hello"}, {"user", "Bye"}},
-                         {true, "<s>", "</s>", {}}) ==
+  BOOST_TEST(chat.render({{"user", " Hi "}, {"assistant", "Hello"}, {"user", "Bye"}}, {true, "<s>", "</s>", {}}) ==
              "<s><|system|>\nBe kind.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello\n</s>"
              "<|user|>\nBye</s>\n<|assistant|>\n");
 }
@@ -76,8 +75,7 @@ BOOST_AUTO_TEST_CASE(detected_format_round_trips_through_json) {
 
 BOOST_AUTO_TEST_CASE(format_errors_name_the_file_and_the_key) {
   std::string path;
-  const std::string typo = file_error(
-      R"({"system": {}, "user": {"prefx": "x"}, "assistant": {}})", &path);
+  const std::string typo = file_error(R"({"system": {}, "user": {"prefx": "x"}, "assistant": {}})", &path);
   BOOST_TEST(typo.find(path) == 0u, typo);
   BOOST_TEST(typo.find("key 'user.prefx'") != std::string::npos, typo);
   const std::string missing = file_error(R"({"system": {}, "user": {}})");
@@ -118,9 +116,9 @@ BOOST_AUTO_TEST_CASE(scanner_tokens_match_expressions_within_one_tag) {
   const auto separator = find_tokens(
       scan.tokens, {{Kind::name, "system_message"}, {Kind::op, "+"}, {Kind::string, "", true}, {Kind::op, "+"}});
   BOOST_TEST(separator.value_or(std::vector<std::string>{"(none)"}).front() == "\n\n");
-  BOOST_TEST(find_tokens(scan.tokens, {{Kind::name, "loop"}, {Kind::op, "."}, {Kind::name, "last"},
-                                       {Kind::name, "and"}})
-                 .has_value());
+  BOOST_TEST(
+      find_tokens(scan.tokens, {{Kind::name, "loop"}, {Kind::op, "."}, {Kind::name, "last"}, {Kind::name, "and"}})
+          .has_value());
   // "a +" and "'b'" sit in different tags: no match across them.
   BOOST_TEST(!find_tokens(scan.tokens, {{Kind::op, "+"}, {Kind::string, "b"}}).has_value());
   BOOST_TEST(find_all_tokens(scan.tokens, {{Kind::op, "+"}}).size() == 3u);

@@ -57,10 +57,10 @@ BOOST_AUTO_TEST_CASE(tokenizer_config_string_list_and_jinja_file) {
   BOOST_TEST(load_chat_template(dir.path.string()).format().default_system_prompt.value_or("") ==
              "You are a helpful assistant.");
 
-  dir.write("tokenizer_config.json",
-            nlohmann::json{{"chat_template", {{{"name", "tool_use"}, {"template", "{{ tools }}"}},
-                                              {{"name", "default"}, {"template", kQwen2Template}}}}}
-                .dump());
+  dir.write("tokenizer_config.json", nlohmann::json{{"chat_template",
+                                                     {{{"name", "tool_use"}, {"template", "{{ tools }}"}},
+                                                      {{"name", "default"}, {"template", kQwen2Template}}}}}
+                                         .dump());
   BOOST_TEST(to_string(load_chat_template(dir.path.string()).family()) == "chatml");
 
   dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");

@@ -125,7 +125,8 @@ BOOST_AUTO_TEST_CASE(continue_final_message_leaves_the_assistant_turn_open) {
   BOOST_TEST(continued("llama3", prefilled) ==
              "<BOS><|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
              "<|start_header_id|>assistant<|end_header_id|>\n\nThe colour is");
-  BOOST_TEST(continued("mistral", {{"system", "S"}, {"user", "Q"}, {"assistant", " A \n"}}) == "<BOS>[INST] Q[/INST] A");
+  BOOST_TEST(continued("mistral", {{"system", "S"}, {"user", "Q"}, {"assistant", " A \n"}}) ==
+             "<BOS>[INST] Q[/INST] A");
   // Hugging Face's rule, kept for token-exact prompts: trailing whitespace stays only when the
   // content has no leading whitespace.
   BOOST_TEST(continued("chatml", {{"user", "Q"}, {"assistant", " Once upon \n"}}) ==
@@ -137,14 +138,16 @@ BOOST_AUTO_TEST_CASE(continue_final_message_leaves_the_assistant_turn_open) {
     BOOST_ERROR("a final user message was continued");
   } catch (const ChatTemplateError& error) {
     BOOST_TEST(std::string(error.what()).find("message 0: continue_final_message needs a final assistant message") !=
-               std::string::npos, error.what());
+                   std::string::npos,
+               error.what());
   }
   try {
     continued("chatml", {{"user", "Q"}, {"assistant", " \n"}});
     BOOST_ERROR("a blank final message was continued");
   } catch (const ChatTemplateError& error) {
     BOOST_TEST(std::string(error.what()).find("message 1: continue_final_message needs a final message with content") !=
-               std::string::npos, error.what());
+                   std::string::npos,
+               error.what());
   }
   RenderOptions both;
   both.continue_final_message = true;

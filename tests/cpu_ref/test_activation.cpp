@@ -24,8 +24,7 @@ BOOST_AUTO_TEST_CASE(swiglu_matches_a_double_precision_reference) {
   gate[0] = 0.0f;
   gate[1] = -100.0f;  // exp(100) overflows to inf: silu -> -0, as x / inf
   gate[2] = 100.0f;
-  cpu_ref::swiglu(
-      {.gate = gate.data(), .up = up.data(), .out = out.data(), .n = static_cast<std::int64_t>(n)});
+  cpu_ref::swiglu({.gate = gate.data(), .up = up.data(), .out = out.data(), .n = static_cast<std::int64_t>(n)});
   for (std::size_t i = 0; i < n; ++i) {
     const double g = gate[i];
     const double expected = g / (1.0 + std::exp(-g)) * up[i];
@@ -45,13 +44,10 @@ BOOST_AUTO_TEST_CASE(swiglu_in_place_and_per_element_results_do_not_depend_on_th
     up[i] = dist(rng);
   }
   std::vector<float> out(n);
-  cpu_ref::swiglu(
-      {.gate = gate.data(), .up = up.data(), .out = out.data(), .n = static_cast<std::int64_t>(n)});
+  cpu_ref::swiglu({.gate = gate.data(), .up = up.data(), .out = out.data(), .n = static_cast<std::int64_t>(n)});
   std::vector<float> in_place = gate;
-  cpu_ref::swiglu({.gate = in_place.data(),
-                   .up = up.data(),
-                   .out = in_place.data(),
-                   .n = static_cast<std::int64_t>(n)});
+  cpu_ref::swiglu(
+      {.gate = in_place.data(), .up = up.data(), .out = in_place.data(), .n = static_cast<std::int64_t>(n)});
   BOOST_TEST(std::memcmp(in_place.data(), out.data(), n * sizeof(float)) == 0);
   for (std::size_t i = 0; i < n; ++i) {
     float one = 0.0f;

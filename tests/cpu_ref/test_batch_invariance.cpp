@@ -35,13 +35,14 @@ std::shared_ptr<const LlamaModel> tiny_model() {
 std::vector<TokenId> synthetic_prompt(uint64_t seed, int32_t length, int32_t vocab) {
   std::vector<TokenId> tokens;
   for (int32_t i = 0; i < length; ++i) {
-    tokens.push_back(static_cast<TokenId>(mix64(seed * 1000003 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab)));
+    tokens.push_back(
+        static_cast<TokenId>(mix64(seed * 1000003 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab)));
   }
   return tokens;
 }
 
 struct Scenario {
-  int32_t num_companions = 0;        // other requests (the target arrives last)
+  int32_t num_companions = 0;  // other requests (the target arrives last)
   int32_t max_num_batched_tokens = 2048;
   int32_t num_device_blocks = 256;
   int32_t num_host_blocks = 64;
@@ -73,7 +74,8 @@ TargetRun run(const Scenario& scenario) {
 
   TargetRun result;
   CpuExecutorConfig executor_config{.cache = config.cache, .num_threads = scenario.num_threads};
-  executor_config.logits_observer = [&result](const sched::ScheduledSequence& scheduled, std::span<const float> logits) {
+  executor_config.logits_observer = [&result](const sched::ScheduledSequence& scheduled,
+                                              std::span<const float> logits) {
     if (scheduled.request == kTarget) result.logits.emplace_back(logits.begin(), logits.end());
   };
   CpuExecutor executor(model, executor_config);
@@ -144,8 +146,8 @@ BOOST_AUTO_TEST_CASE(preempted_by_swap_and_by_recompute) {
   for (auto mode : {sched::PreemptionMode::swap, sched::PreemptionMode::recompute}) {
     const std::string what = mode == sched::PreemptionMode::swap ? "swap" : "recompute";
     // 24 device blocks for 8 requests of up to 11 blocks each: the latest arrival is preempted.
-    const TargetRun preempted = run(Scenario{.num_companions = 7, .num_device_blocks = 24,
-                                             .num_host_blocks = 64, .preemption_mode = mode});
+    const TargetRun preempted =
+        run(Scenario{.num_companions = 7, .num_device_blocks = 24, .num_host_blocks = 64, .preemption_mode = mode});
     const int64_t preemptions = mode == sched::PreemptionMode::swap ? preempted.counters.preemptions_swap
                                                                     : preempted.counters.preemptions_recompute;
     BOOST_TEST(preemptions > 0, what << ": the scenario must preempt");

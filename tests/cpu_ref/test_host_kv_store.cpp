@@ -19,11 +19,10 @@ kv::KvLayout small_layout() {
 }
 
 // A value unique to (layer, kind, block, head, slot, dim).
-float value_of(std::int32_t layer, kv::KvKind kind, kv::BlockId block, std::int32_t head,
-               std::int32_t slot, std::int32_t dim) {
-  return static_cast<float>(
-      ((((layer * 2 + static_cast<int>(kind)) * 10 + block) * 10 + head) * 10 + slot) * 10 + dim +
-      1);
+float value_of(std::int32_t layer, kv::KvKind kind, kv::BlockId block, std::int32_t head, std::int32_t slot,
+               std::int32_t dim) {
+  return static_cast<float>(((((layer * 2 + static_cast<int>(kind)) * 10 + block) * 10 + head) * 10 + slot) * 10 + dim +
+                            1);
 }
 
 // Fills every slot of every device block with value_of.
@@ -45,8 +44,7 @@ void fill_device(cpu_ref::HostKvStore& store) {
 
 using Chunk = std::vector<float>;
 
-Chunk chunk(const cpu_ref::HostKvStore& store, kv::Tier tier, std::int32_t layer, kv::KvKind kind,
-            kv::BlockId block) {
+Chunk chunk(const cpu_ref::HostKvStore& store, kv::Tier tier, std::int32_t layer, kv::KvKind kind, kv::BlockId block) {
   const auto span = store.chunk(tier, layer, kind, block);
   return Chunk(span.begin(), span.end());
 }
@@ -62,10 +60,8 @@ std::vector<Chunk> snapshot(const cpu_ref::HostKvStore& store, kv::Tier tier) {
   return chunks;
 }
 
-std::size_t index_of(const kv::KvLayout& l, std::int32_t layer, kv::KvKind kind,
-                     kv::BlockId block) {
-  return (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kind)) * l.num_blocks +
-         block;
+std::size_t index_of(const kv::KvLayout& l, std::int32_t layer, kv::KvKind kind, kv::BlockId block) {
+  return (static_cast<std::size_t>(layer) * 2 + static_cast<std::size_t>(kind)) * l.num_blocks + block;
 }
 
 }  // namespace
@@ -98,8 +94,7 @@ BOOST_AUTO_TEST_CASE(write_stores_one_token_per_head_where_the_layout_says) {
   }
   // Nothing else changed: exactly 2 * 12 non-zero elements in the whole tier.
   std::size_t num_nonzero = 0;
-  for (std::size_t i = 0; i < l.total_elements(); ++i)
-    num_nonzero += store.device_data()[i] != 0.0f;
+  for (std::size_t i = 0; i < l.total_elements(); ++i) num_nonzero += store.device_data()[i] != 0.0f;
   BOOST_TEST(num_nonzero == 24u);
   // In the chunk of (layer 1, K, block 3): head h, slot 2 at (h * block_size + 2) * head_dim.
   const Chunk c = chunk(store, kv::Tier::device, 1, kv::KvKind::key, 3);
@@ -135,8 +130,7 @@ BOOST_AUTO_TEST_CASE(swap_out_swap_in_and_copy_move_exactly_the_named_blocks) {
     for (const kv::KvKind kind : {kv::KvKind::key, kv::KvKind::value})
       for (kv::BlockId b = 0; b < dl.num_blocks; ++b) {
         const kv::BlockId expected_source = b == 0 ? 2 : b;
-        BOOST_TEST((device1[index_of(dl, layer, kind, b)] ==
-                    device0[index_of(dl, layer, kind, expected_source)]));
+        BOOST_TEST((device1[index_of(dl, layer, kind, b)] == device0[index_of(dl, layer, kind, expected_source)]));
       }
 
   // Copy device 3 -> device 1.
@@ -147,8 +141,7 @@ BOOST_AUTO_TEST_CASE(swap_out_swap_in_and_copy_move_exactly_the_named_blocks) {
     for (const kv::KvKind kind : {kv::KvKind::key, kv::KvKind::value})
       for (kv::BlockId b = 0; b < dl.num_blocks; ++b) {
         const kv::BlockId expected_source = b == 1 ? 3 : b;
-        BOOST_TEST((device2[index_of(dl, layer, kind, b)] ==
-                    device1[index_of(dl, layer, kind, expected_source)]));
+        BOOST_TEST((device2[index_of(dl, layer, kind, b)] == device1[index_of(dl, layer, kind, expected_source)]));
       }
 }
 

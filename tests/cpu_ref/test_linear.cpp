@@ -1,5 +1,5 @@
-#include <boost/test/unit_test.hpp>
 #include <omp.h>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -25,9 +25,7 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float scale 
   return v;
 }
 
-bool bit_equal(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+bool bit_equal(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 struct Problem {
   std::int64_t in = 0;
@@ -99,9 +97,8 @@ BOOST_AUTO_TEST_CASE(matches_a_double_precision_reference_within_the_dot_error_b
             const double num_roundings = double((in + 15) / 16) + 4.0 + 2.0;
             const double bound = num_roundings * std::ldexp(1.0, -24) * magnitude * 1.01 + 1e-30;
             const double error = std::abs(double(y[r * out + o]) - exact);
-            BOOST_TEST(error <= bound, "rows " << rows << " in " << in << " out " << out << " ("
-                                               << r << ", " << o << ") error " << error << " bound "
-                                               << bound);
+            BOOST_TEST(error <= bound, "rows " << rows << " in " << in << " out " << out << " (" << r << ", " << o
+                                               << ") error " << error << " bound " << bound);
           }
         }
       }
@@ -117,8 +114,7 @@ BOOST_AUTO_TEST_CASE(every_element_equals_the_fixed_order_dot_product_plus_bias)
     const std::vector<float> y = problem.run(x, rows, true, kernel);
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t o = 0; o < out; ++o) {
-        const float expected =
-            cpu_ref::dot(x.data() + r * in, problem.weight.data() + o * in, in) + problem.bias[o];
+        const float expected = cpu_ref::dot(x.data() + r * in, problem.weight.data() + o * in, in) + problem.bias[o];
         BOOST_TEST(bit_equal(&y[r * out + o], &expected, 1));
       }
     }
@@ -150,8 +146,8 @@ BOOST_AUTO_TEST_CASE(a_row_is_bit_identical_alone_and_at_every_position_of_batch
         for (std::int64_t i = 0; i < size; ++i) {
           const std::int64_t r = (first + i) % kMaxRows;
           BOOST_TEST_REQUIRE(bit_equal(y.data() + i * out, alone[r].data(), out),
-                             cpu_ref::linear_kernel_name(kernel) << ": row " << r << " at position "
-                                                                 << i << " of a batch of " << size);
+                             cpu_ref::linear_kernel_name(kernel)
+                                 << ": row " << r << " at position " << i << " of a batch of " << size);
         }
       }
     }
@@ -169,12 +165,11 @@ BOOST_AUTO_TEST_CASE(results_are_bit_identical_with_one_or_two_threads_and_acros
     omp_set_num_threads(threads);
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
       const std::vector<float> y = problem.run(x, rows, true, kernel);
-      BOOST_TEST(bit_equal(y.data(), reference.data(), y.size()),
-                 cpu_ref::linear_kernel_name(kernel) << " with " << threads << " threads");
+      BOOST_TEST(bit_equal(y.data(), reference.data(), y.size()), cpu_ref::linear_kernel_name(kernel)
+                                                                      << " with " << threads << " threads");
     }
   }
-  if (!cpu_ref::cpu_has_avx2())
-    BOOST_TEST_MESSAGE("no AVX2 on this CPU: only the generic kernel ran");
+  if (!cpu_ref::cpu_has_avx2()) BOOST_TEST_MESSAGE("no AVX2 on this CPU: only the generic kernel ran");
 }
 
 BOOST_AUTO_TEST_CASE(zero_rows_or_outputs_write_nothing_and_zero_inputs_give_the_bias) {
@@ -190,16 +185,14 @@ BOOST_AUTO_TEST_CASE(zero_rows_or_outputs_write_nothing_and_zero_inputs_give_the
 // Throughput, not a check: run with
 //   test_cpu_ref --run_test=linear/throughput --log_level=message
 BOOST_AUTO_TEST_CASE(throughput, *boost::unit_test::disabled()) {
-  const std::int64_t shapes[][3] = {
-      {32, 576, 1536}, {1, 576, 49152}, {1, 576, 1536}, {8, 576, 1536}};
+  const std::int64_t shapes[][3] = {{32, 576, 1536}, {1, 576, 49152}, {1, 576, 1536}, {8, 576, 1536}};
   for (const auto& shape : shapes) {
     const auto [rows, in, out] = std::tuple(shape[0], shape[1], shape[2]);
     const Problem problem(in, out, 1);
     const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 2);
     std::vector<float> y(static_cast<std::size_t>(rows * out));
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
-      cpu_ref::LinearArgs args{x.data(), problem.weight.data(), nullptr, y.data(), rows, in, out,
-                               kernel};
+      cpu_ref::LinearArgs args{x.data(), problem.weight.data(), nullptr, y.data(), rows, in, out, kernel};
       cpu_ref::linear(args);  // warm up
       const double flops = 2.0 * double(rows) * double(in) * double(out);
       const int repeats = static_cast<int>(std::max(3.0, 2e9 / flops));
@@ -207,14 +200,12 @@ BOOST_AUTO_TEST_CASE(throughput, *boost::unit_test::disabled()) {
       for (int rep = 0; rep < repeats; ++rep) {
         const auto start = std::chrono::steady_clock::now();
         cpu_ref::linear(args);
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         best = std::min(best, s);
       }
       BOOST_TEST_MESSAGE("[" << rows << " x " << in << "] x [" << out << " x " << in << "] "
-                             << cpu_ref::linear_kernel_name(kernel) << " threads "
-                             << omp_get_max_threads() << ": " << best * 1e3 << " ms, "
-                             << flops / best * 1e-9 << " GFLOP/s");
+                             << cpu_ref::linear_kernel_name(kernel) << " threads " << omp_get_max_threads() << ": "
+                             << best * 1e3 << " ms, " << flops / best * 1e-9 << " GFLOP/s");
     }
   }
 }

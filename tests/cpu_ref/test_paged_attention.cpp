@@ -52,16 +52,14 @@ std::vector<double> naive_double(const Sequence& s, std::int32_t num_heads, std:
     double max_score = -std::numeric_limits<double>::infinity();
     for (std::int32_t t = 0; t <= position; ++t) {
       double score = 0.0;
-      for (std::int32_t d = 0; d < s.head_dim; ++d)
-        score += double(q[h * s.head_dim + d]) * s.key(t, kvh)[d];
+      for (std::int32_t d = 0; d < s.head_dim; ++d) score += double(q[h * s.head_dim + d]) * s.key(t, kvh)[d];
       p[t] = score / std::sqrt(double(s.head_dim));
       max_score = std::max(max_score, p[t]);
     }
     double sum = 0.0;
     for (double& x : p) sum += (x = std::exp(x - max_score));
     for (std::int32_t t = 0; t <= position; ++t)
-      for (std::int32_t d = 0; d < s.head_dim; ++d)
-        out[h * s.head_dim + d] += p[t] / sum * s.value(t, kvh)[d];
+      for (std::int32_t d = 0; d < s.head_dim; ++d) out[h * s.head_dim + d] += p[t] / sum * s.value(t, kvh)[d];
   }
   return out;
 }
@@ -85,8 +83,7 @@ std::vector<float> naive_float(const Sequence& s, std::int32_t num_heads, std::i
     for (float& x : p) sum += (x = std::exp(x - max_score));
     for (float& x : p) x = x / sum;
     for (std::int32_t t = 0; t <= position; ++t)
-      for (std::int32_t d = 0; d < s.head_dim; ++d)
-        out[h * s.head_dim + d] += p[t] * s.value(t, kvh)[d];
+      for (std::int32_t d = 0; d < s.head_dim; ++d) out[h * s.head_dim + d] += p[t] * s.value(t, kvh)[d];
   }
   return out;
 }
@@ -100,11 +97,8 @@ struct Fixture {
   static constexpr std::int32_t kBlockSize = 4;
   static constexpr std::int32_t kLayer = 1;
 
-  kv::KvLayout layout{.num_layers = 2,
-                      .num_kv_heads = kNumKvHeads,
-                      .head_dim = kHeadDim,
-                      .block_size = kBlockSize,
-                      .num_blocks = 16};
+  kv::KvLayout layout{
+      .num_layers = 2, .num_kv_heads = kNumKvHeads, .head_dim = kHeadDim, .block_size = kBlockSize, .num_blocks = 16};
   std::vector<kv::BlockId> block_table = {7, 2, 11, 0, 15, 5, 9};  // 28 slots
   Sequence seq;
   cpu_ref::HostKvStore store{layout, 0};
@@ -118,11 +112,9 @@ struct Fixture {
                                  std::numeric_limits<float>::quiet_NaN());
     for (std::int32_t layer = 0; layer < layout.num_layers; ++layer)
       for (kv::BlockId b = 0; b < layout.num_blocks; ++b)
-        for (std::int32_t slot = 0; slot < kBlockSize; ++slot)
-          store.write(layer, b, slot, nan.data(), nan.data());
+        for (std::int32_t slot = 0; slot < kBlockSize; ++slot) store.write(layer, b, slot, nan.data(), nan.data());
     for (std::int32_t t = 0; t < num_tokens; ++t) {
-      store.write(kLayer, block_table[t / kBlockSize], t % kBlockSize, seq.key(t, 0),
-                  seq.value(t, 0));
+      store.write(kLayer, block_table[t / kBlockSize], t % kBlockSize, seq.key(t, 0), seq.value(t, 0));
     }
   }
 
@@ -147,13 +139,11 @@ BOOST_AUTO_TEST_SUITE(paged_attention)
 BOOST_AUTO_TEST_CASE(matches_naive_attention_on_contiguous_kv_at_every_position) {
   Fixture f(27);  // the last block is partly filled
   for (std::int32_t position = 0; position < 27; ++position) {
-    const std::vector<float> q =
-        random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+    const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
     const std::vector<float> out = f.attend(position, q);
     const std::vector<double> exact = naive_double(f.seq, Fixture::kNumHeads, position, q);
     const std::vector<float> same_order = naive_float(f.seq, Fixture::kNumHeads, position, q);
-    BOOST_TEST(std::memcmp(out.data(), same_order.data(), out.size() * sizeof(float)) == 0,
-               "position " << position);
+    BOOST_TEST(std::memcmp(out.data(), same_order.data(), out.size() * sizeof(float)) == 0, "position " << position);
     for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
       // Relative to the head's output scale (an output element may cancel to near zero).
       double norm = 0.0;
@@ -162,8 +152,7 @@ BOOST_AUTO_TEST_CASE(matches_naive_attention_on_contiguous_kv_at_every_position)
       for (std::int32_t d = 0; d < Fixture::kHeadDim; ++d) {
         const std::size_t i = static_cast<std::size_t>(h) * Fixture::kHeadDim + d;
         BOOST_TEST(std::abs(out[i] - exact[i]) <= 1e-6 * norm,
-                   "position " << position << " head " << h << " dim " << d << ": " << out[i]
-                               << " vs " << exact[i]);
+                   "position " << position << " head " << h << " dim " << d << ": " << out[i] << " vs " << exact[i]);
       }
     }
   }
@@ -171,14 +160,12 @@ BOOST_AUTO_TEST_CASE(matches_naive_attention_on_contiguous_kv_at_every_position)
 
 BOOST_AUTO_TEST_CASE(position_zero_attends_to_itself_only) {
   Fixture f(5);
-  const std::vector<float> q =
-      random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
   const std::vector<float> out = f.attend(0, q);
   for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
     const float* v0 = f.seq.value(0, h / 3);
-    BOOST_TEST(
-        std::memcmp(out.data() + h * Fixture::kHeadDim, v0, Fixture::kHeadDim * sizeof(float)) == 0,
-        "head " << h);
+    BOOST_TEST(std::memcmp(out.data() + h * Fixture::kHeadDim, v0, Fixture::kHeadDim * sizeof(float)) == 0,
+               "head " << h);
   }
 }
 
@@ -188,12 +175,10 @@ BOOST_AUTO_TEST_CASE(query_heads_share_their_group_kv_head) {
   // heads of different groups must not.
   const std::vector<float> q_head = random_floats(Fixture::kHeadDim, f.rng);
   std::vector<float> q;
-  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h)
-    q.insert(q.end(), q_head.begin(), q_head.end());
+  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) q.insert(q.end(), q_head.begin(), q_head.end());
   const std::vector<float> out = f.attend(9, q);
   auto head = [&](std::int32_t h) {
-    return std::vector<float>(out.begin() + h * Fixture::kHeadDim,
-                              out.begin() + (h + 1) * Fixture::kHeadDim);
+    return std::vector<float>(out.begin() + h * Fixture::kHeadDim, out.begin() + (h + 1) * Fixture::kHeadDim);
   };
   for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
     BOOST_TEST((head(h) == head(h / 3 * 3)), "head " << h);
@@ -208,11 +193,10 @@ BOOST_AUTO_TEST_CASE(a_token_is_bit_identical_whatever_else_is_in_the_cache) {
   Fixture b(13);
   b.block_table = {3, 14, 1, 8};
   for (std::int32_t t = 0; t < 13; ++t) {
-    b.store.write(Fixture::kLayer, b.block_table[t / Fixture::kBlockSize], t % Fixture::kBlockSize,
-                  a.seq.key(t, 0), a.seq.value(t, 0));
+    b.store.write(Fixture::kLayer, b.block_table[t / Fixture::kBlockSize], t % Fixture::kBlockSize, a.seq.key(t, 0),
+                  a.seq.value(t, 0));
   }
-  const std::vector<float> q =
-      random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, a.rng);
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, a.rng);
   const std::vector<float> out_a = a.attend(12, q);
   const std::vector<float> out_b = b.attend(12, q);
   BOOST_TEST(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)) == 0);

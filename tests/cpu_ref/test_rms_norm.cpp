@@ -20,8 +20,8 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, fl
   return v;
 }
 
-std::vector<float> run(const std::vector<float>& x, const std::vector<float>& weight,
-                       std::int64_t num_rows, float eps) {
+std::vector<float> run(const std::vector<float>& x, const std::vector<float>& weight, std::int64_t num_rows,
+                       float eps) {
   std::vector<float> y(x.size(), -1.0f);
   cpu_ref::rms_norm({.x = x.data(),
                      .weight = weight.data(),
@@ -39,8 +39,7 @@ BOOST_AUTO_TEST_SUITE(rms_norm)
 BOOST_AUTO_TEST_CASE(matches_a_double_precision_reference) {
   for (const std::int64_t dim : {1, 7, 64, 576, 1000}) {
     const std::int64_t rows = 5;
-    const std::vector<float> x =
-        random_floats(static_cast<std::size_t>(rows * dim), 1, -3.0f, 3.0f);
+    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * dim), 1, -3.0f, 3.0f);
     const std::vector<float> weight = random_floats(static_cast<std::size_t>(dim), 2, 0.5f, 1.5f);
     const float eps = 1e-5f;
     const std::vector<float> y = run(x, weight, rows, eps);

@@ -25,14 +25,10 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
 
 cpu_ref::RotaryConfig config(std::int32_t head_dim, double theta, std::int32_t cached = 64,
                              model::RopeScaling scaling = {}) {
-  return {.head_dim = head_dim,
-          .rope_theta = theta,
-          .scaling = scaling,
-          .num_cached_positions = cached};
+  return {.head_dim = head_dim, .rope_theta = theta, .scaling = scaling, .num_cached_positions = cached};
 }
 
-std::vector<float> rotated(const cpu_ref::RotaryEmbedding& rope, std::vector<float> x,
-                           std::int32_t position) {
+std::vector<float> rotated(const cpu_ref::RotaryEmbedding& rope, std::vector<float> x, std::int32_t position) {
   rope.apply(x.data(), static_cast<std::int32_t>(x.size()) / rope.head_dim(), position);
   return x;
 }
@@ -96,8 +92,7 @@ BOOST_AUTO_TEST_CASE(rotation_preserves_the_norm_of_every_pair) {
     for (std::size_t j = 0; j < 32; ++j) {
       const double before = double(x[j]) * x[j] + double(x[j + 32]) * x[j + 32];
       const double after = double(y[j]) * y[j] + double(y[j + 32]) * y[j + 32];
-      BOOST_TEST(std::abs(after - before) <= 2e-6 * before + 1e-12,
-                 "position " << position << " pair " << j);
+      BOOST_TEST(std::abs(after - before) <= 2e-6 * before + 1e-12, "position " << position << " pair " << j);
     }
   }
 }
@@ -166,8 +161,7 @@ BOOST_AUTO_TEST_CASE(linear_scaling_divides_every_frequency_by_factor) {
   linear.factor = 4.0;
   const cpu_ref::RotaryEmbedding plain(config(64, 10000.0));
   const cpu_ref::RotaryEmbedding scaled(config(64, 10000.0, 64, linear));
-  for (std::size_t j = 0; j < 32; ++j)
-    BOOST_TEST(scaled.inv_freq()[j] == plain.inv_freq()[j] / 4.0f);
+  for (std::size_t j = 0; j < 32; ++j) BOOST_TEST(scaled.inv_freq()[j] == plain.inv_freq()[j] / 4.0f);
 }
 
 BOOST_AUTO_TEST_CASE(config_from_a_model_caps_the_cache) {

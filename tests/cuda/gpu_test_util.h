@@ -2,8 +2,8 @@
 // random inputs and the tolerance comparison against cpu_ref.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
 #include <cuda_runtime_api.h>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -54,7 +54,9 @@ class DeviceBuffer {
 
   void* get() const { return pointer_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
   std::size_t bytes() const { return bytes_; }
 
   // All bytes 0xff: NaN as bf16, fp16 and fp32, -1 as integers, so unwritten outputs show.
@@ -210,11 +212,11 @@ inline Comparison compare(std::span<const float> out, std::span<const float> ref
 inline void check_close(const std::string& name, std::span<const float> out, std::span<const float> ref,
                         Tolerance tol) {
   const Comparison c = compare(out, ref, tol);
-  BOOST_TEST_MESSAGE(name << ": ||out-ref||/||ref|| = " << c.normalized_error << ", max |out-ref| = "
-                          << c.max_abs_error);
+  BOOST_TEST_MESSAGE(name << ": ||out-ref||/||ref|| = " << c.normalized_error
+                          << ", max |out-ref| = " << c.max_abs_error);
   BOOST_TEST(c.violations == 0u, name << ": " << c.violations << " of " << out.size()
-                                      << " elements outside tolerance; first at " << c.first_violation
-                                      << ": out " << (out.empty() ? 0.0f : out[c.first_violation]) << " ref "
+                                      << " elements outside tolerance; first at " << c.first_violation << ": out "
+                                      << (out.empty() ? 0.0f : out[c.first_violation]) << " ref "
                                       << (ref.empty() ? 0.0f : ref[c.first_violation]));
 }
 

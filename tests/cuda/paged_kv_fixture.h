@@ -44,7 +44,8 @@ inline PagedKv make_paged_kv(DType dtype, int32_t num_layers, int32_t num_kv_hea
                                    pool.begin() + static_cast<std::ptrdiff_t>(next + static_cast<std::size_t>(blocks)));
     next += static_cast<std::size_t>(blocks);
     std::copy(table.begin(), table.end(),
-              kv_tier.flat_tables.begin() + static_cast<std::ptrdiff_t>(s * static_cast<std::size_t>(kv_tier.max_blocks_per_seq)));
+              kv_tier.flat_tables.begin() +
+                  static_cast<std::ptrdiff_t>(s * static_cast<std::size_t>(kv_tier.max_blocks_per_seq)));
     kv_tier.tables.push_back(std::move(table));
   }
   return kv_tier;

@@ -85,7 +85,8 @@ BOOST_AUTO_TEST_CASE(write_kv_cache_fills_exactly_the_mapped_slots) {
         const auto offset = static_cast<int32_t>(slot % block_size);
         for (int32_t kind = 0; kind < 2; ++kind) {
           for (int32_t h = 0; h < layout.num_kv_heads; ++h) {
-            const std::size_t src = static_cast<std::size_t>(t * row + (num_heads + kind * layout.num_kv_heads + h) * head_dim);
+            const std::size_t src =
+                static_cast<std::size_t>(t * row + (num_heads + kind * layout.num_kv_heads + h) * head_dim);
             std::copy_n(qkv.begin() + static_cast<std::ptrdiff_t>(src), head_dim,
                         cache.begin() + static_cast<std::ptrdiff_t>(layout.element_offset(
                                             layer, static_cast<kv::KvKind>(kind), block, h, offset)));

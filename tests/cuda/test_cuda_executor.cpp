@@ -105,8 +105,8 @@ const TinyModel& qwen2_model() {
 std::vector<TokenId> synthetic_prompt(uint64_t seed, int32_t length, int32_t vocab) {
   std::vector<TokenId> tokens;
   for (int32_t i = 0; i < length; ++i) {
-    tokens.push_back(static_cast<TokenId>(3 + mix64(seed * 1000003 + static_cast<uint64_t>(i)) %
-                                                  static_cast<uint64_t>(vocab - 3)));
+    tokens.push_back(
+        static_cast<TokenId>(3 + mix64(seed * 1000003 + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab - 3)));
   }
   return tokens;
 }
@@ -148,7 +148,7 @@ using RowKey = std::pair<sched::RequestId, std::vector<TokenId>>;
 struct RunResult {
   std::map<sched::RequestId, std::vector<std::vector<TokenId>>> tokens;  // per request, per sample
   std::map<RowKey, std::vector<float>> logits;
-  std::vector<std::pair<RowKey, std::vector<float>>> rows_in_order;      // every observed row
+  std::vector<std::pair<RowKey, std::vector<float>>> rows_in_order;  // every observed row
   std::map<sched::RequestId, int32_t> num_prompt_tokens;
   engine::EngineCounters counters;
 };
@@ -257,8 +257,8 @@ void check_logits(const RunResult& ref, const RunResult& out, double tolerance, 
   }
   BOOST_TEST_MESSAGE(what << ": " << compared << " logits rows, ||out-ref||/||ref|| max " << worst << ", mean "
                           << (compared > 0 ? sum / static_cast<double>(compared) : 0.0));
-  BOOST_TEST(compared >= ref.logits.size() / 2, what << ": too few shared rows (" << compared << " of "
-                                                     << ref.logits.size() << ")");
+  BOOST_TEST(compared >= ref.logits.size() / 2,
+             what << ": too few shared rows (" << compared << " of " << ref.logits.size() << ")");
 }
 
 // Tokens equal sample by sample; on a difference, where, and the reference's top-2 margin there.
@@ -352,7 +352,8 @@ BOOST_AUTO_TEST_CASE(batching_and_chunked_prefill_change_no_token) {
   lengths.push_back(2);
   auto requests = prompts_of(lengths, 512, kGeneratedTokens);
   // Staggered lengths: later steps mix decodes with prefill chunks.
-  for (std::size_t i = 0; i < requests.size(); ++i) requests[i].max_tokens = kGeneratedTokens - static_cast<int32_t>(i % 3);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    requests[i].max_tokens = kGeneratedTokens - static_cast<int32_t>(i % 3);
   RunResult alone;
   for (const TestRequest& request : requests) {
     RunResult one = run(model, Backend::bf16, {request});
@@ -393,8 +394,8 @@ BOOST_AUTO_TEST_CASE(cuda_graphs_match_eager) {
     const double error = normalized_error(it->second, row);
     worst = std::max(worst, error);
     bitwise += it->second == row ? 1 : 0;
-    BOOST_TEST(error <= tolerance, "graphs vs eager: request " << key.first << " position " << key.second.size()
-                                                          << ": " << error);
+    BOOST_TEST(error <= tolerance,
+               "graphs vs eager: request " << key.first << " position " << key.second.size() << ": " << error);
   }
   BOOST_TEST_MESSAGE("graphs vs eager: " << eager.rows_in_order.size() << " rows, " << bitwise
                                          << " bitwise equal, max ||graph-eager||/||eager|| " << worst);
@@ -404,7 +405,8 @@ BOOST_AUTO_TEST_CASE(preemption_by_swap_and_recompute_changes_no_token) {
   if (skip_without_gpu()) return;
   const TinyModel& model = llama_model();
   std::vector<TestRequest> requests;
-  const std::vector<int32_t> lengths = kEmulated ? std::vector<int32_t>{20, 30, 12, 25} : std::vector<int32_t>{40, 60, 20, 50, 33};
+  const std::vector<int32_t> lengths =
+      kEmulated ? std::vector<int32_t>{20, 30, 12, 25} : std::vector<int32_t>{40, 60, 20, 50, 33};
   for (std::size_t i = 0; i < lengths.size(); ++i) {
     requests.push_back(TestRequest{.id = static_cast<sched::RequestId>(i),
                                    .prompt = synthetic_prompt(70 + i, lengths[i], 512),
@@ -415,9 +417,9 @@ BOOST_AUTO_TEST_CASE(preemption_by_swap_and_recompute_changes_no_token) {
   BOOST_TEST(free_run.counters.preemptions_swap + free_run.counters.preemptions_recompute == 0);
   for (const auto mode : {sched::PreemptionMode::swap, sched::PreemptionMode::recompute}) {
     const std::string what = mode == sched::PreemptionMode::swap ? "swap" : "recompute";
-    const RunResult preempted = run(model, Backend::bf16, requests,
-                                    RunOptions{.num_device_blocks = kEmulated ? 8 : 14, .num_host_blocks = 32,
-                                               .preemption_mode = mode});
+    const RunResult preempted =
+        run(model, Backend::bf16, requests,
+            RunOptions{.num_device_blocks = kEmulated ? 8 : 14, .num_host_blocks = 32, .preemption_mode = mode});
     const int64_t count = mode == sched::PreemptionMode::swap ? preempted.counters.preemptions_swap
                                                               : preempted.counters.preemptions_recompute;
     BOOST_TEST_MESSAGE(what << ": " << count << " preemptions");

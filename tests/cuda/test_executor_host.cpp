@@ -43,7 +43,8 @@ struct PlanFixture {
   void add(int32_t num_tokens, int32_t start, int32_t end, std::vector<kv::BlockId> table, int32_t num_prompt,
            bool sample) {
     Entry entry;
-    for (int32_t i = 0; i < num_tokens; ++i) entry.tokens.push_back(100 + static_cast<TokenId>(entries.size()) * 10 + i);
+    for (int32_t i = 0; i < num_tokens; ++i)
+      entry.tokens.push_back(100 + static_cast<TokenId>(entries.size()) * 10 + i);
     entry.table = std::move(table);
     entry.start = start;
     entry.end = end;
@@ -91,10 +92,10 @@ BOOST_AUTO_TEST_SUITE(executor_host)
 
 BOOST_AUTO_TEST_CASE(step_batch_flattens_decodes_then_prefill_chunks) {
   PlanFixture f;
-  f.add(10, 9, 10, {7, 3}, 4, true);       // decode at position 9 (block 3, slot 1 of block size 8)
-  f.add(20, 19, 20, {1, 2, 5}, 5, true);   // decode at 19 (block 5, slot 3)
-  f.add(30, 8, 13, {4, 6}, 30, false);     // prompt chunk [8, 13): not sampled
-  f.add(3, 0, 3, {9}, 3, true);            // whole prompt of 3
+  f.add(10, 9, 10, {7, 3}, 4, true);      // decode at position 9 (block 3, slot 1 of block size 8)
+  f.add(20, 19, 20, {1, 2, 5}, 5, true);  // decode at 19 (block 5, slot 3)
+  f.add(30, 8, 13, {4, 6}, 30, false);    // prompt chunk [8, 13): not sampled
+  f.add(3, 0, 3, {9}, 3, true);           // whole prompt of 3
   cuda::StepBatch batch;
   cuda::build_step_batch(f.build(), 8, batch);
 
@@ -102,12 +103,13 @@ BOOST_AUTO_TEST_CASE(step_batch_flattens_decodes_then_prefill_chunks) {
   BOOST_TEST(batch.num_prefill_seqs() == 2);
   BOOST_TEST(batch.num_tokens() == 2 + 5 + 3);
   BOOST_TEST(batch.table_width == 3);
-  BOOST_TEST(batch.positions == (std::vector<int32_t>{9, 19, 8, 9, 10, 11, 12, 0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(batch.positions == (std::vector<int32_t>{9, 19, 8, 9, 10, 11, 12, 0, 1, 2}),
+             boost::test_tools::per_element());
   BOOST_TEST(batch.token_ids[0] == 109);
   BOOST_TEST(batch.token_ids[1] == 129);
   BOOST_TEST(batch.token_ids[2] == 128);
-  BOOST_TEST(batch.slot_mapping ==
-                 (std::vector<int64_t>{3 * 8 + 1, 5 * 8 + 3, 6 * 8 + 0, 6 * 8 + 1, 6 * 8 + 2, 6 * 8 + 3, 6 * 8 + 4, 72, 73, 74}),
+  BOOST_TEST(batch.slot_mapping == (std::vector<int64_t>{3 * 8 + 1, 5 * 8 + 3, 6 * 8 + 0, 6 * 8 + 1, 6 * 8 + 2,
+                                                         6 * 8 + 3, 6 * 8 + 4, 72, 73, 74}),
              boost::test_tools::per_element());
   BOOST_TEST(batch.seq_lens == (std::vector<int32_t>{10, 20, 13, 3}), boost::test_tools::per_element());
   BOOST_TEST(batch.max_decode_seq_len == 20);
@@ -178,8 +180,9 @@ BOOST_AUTO_TEST_CASE(padding_a_decode_batch_for_a_graph) {
 BOOST_AUTO_TEST_CASE(the_upload_arena_keeps_fixed_aligned_regions_with_the_tables_last) {
   const cuda::StepInputLimits limits{.max_tokens = 100, .max_seqs = 7, .max_table_width = 9};
   const cuda::StepInputLayout layout = cuda::plan_step_inputs(limits);
-  const std::vector<size_t> offsets{layout.slot_mapping, layout.token_ids, layout.positions, layout.seq_lens,
-                                    layout.query_starts, layout.context_starts, layout.logits_rows, layout.block_tables};
+  const std::vector<size_t> offsets{layout.slot_mapping, layout.token_ids,    layout.positions,
+                                    layout.seq_lens,     layout.query_starts, layout.context_starts,
+                                    layout.logits_rows,  layout.block_tables};
   for (size_t i = 0; i < offsets.size(); ++i) {
     BOOST_TEST(offsets[i] % 16 == 0u);
     if (i > 0) BOOST_TEST(offsets[i] > offsets[i - 1]);
@@ -355,9 +358,9 @@ BOOST_AUTO_TEST_CASE(rows_the_device_sampler_cannot_serve_go_to_the_host) {
       s.num_prompt_tokens = 3;
     });
   };
-  BOOST_TEST(min_tokens(3, {2}));    // the third output is being sampled: still held back
-  BOOST_TEST(!min_tokens(2, {2}));   // two are out: a stop token may come
-  BOOST_TEST(!min_tokens(3, {}));    // nothing to suppress (ignore_eos, no stop ids)
+  BOOST_TEST(min_tokens(3, {2}));   // the third output is being sampled: still held back
+  BOOST_TEST(!min_tokens(2, {2}));  // two are out: a stop token may come
+  BOOST_TEST(!min_tokens(3, {}));   // nothing to suppress (ignore_eos, no stop ids)
 }
 
 BOOST_AUTO_TEST_SUITE_END()

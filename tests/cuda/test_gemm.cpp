@@ -57,8 +57,7 @@ std::vector<float> reference(const GemmCase& c, const std::vector<float>& x, int
 }
 
 // Runs one case (directly, or captured into a CUDA graph and replayed) and checks it.
-void run_case(cuda::GemmRunner& runner, cuda::DType dtype, const GemmCase& c, std::mt19937_64& rng,
-              bool graph) {
+void run_case(cuda::GemmRunner& runner, cuda::DType dtype, const GemmCase& c, std::mt19937_64& rng, bool graph) {
   const int64_t x_stride = c.k + c.x_pad;
   const int64_t y_stride = c.n + c.y_pad;
   // The x padding holds large finite values: read into any product, they would show.
@@ -135,9 +134,8 @@ void run_case(cuda::GemmRunner& runner, cuda::DType dtype, const GemmCase& c, st
   const std::vector<float> ref = reference(c, x.values, x_stride, w.values);
 
   std::ostringstream name;
-  name << "linear " << cuda::dtype_name(dtype) << " m " << c.m << " k " << c.k << " n " << c.n
-       << " x_stride " << x_stride << " y_stride " << y_stride << (c.fp32_output ? " fp32 out" : "")
-       << (graph ? " graph" : "");
+  name << "linear " << cuda::dtype_name(dtype) << " m " << c.m << " k " << c.k << " n " << c.n << " x_stride "
+       << x_stride << " y_stride " << y_stride << (c.fp32_output ? " fp32 out" : "") << (graph ? " graph" : "");
   // fp32 output skips the final rounding but keeps the inputs' dtype tolerance (tensor-core
   // products of 16-bit inputs are exact; the difference is the fp32 accumulation order).
   check_close(name.str(), y, ref, tolerance_for(dtype));
@@ -170,10 +168,19 @@ BOOST_AUTO_TEST_CASE(validate_rejects_bad_params) {
   rejects([](cuda::LinearParams& p) { p.y_stride = p.out_features - 1; });
   rejects([](cuda::LinearParams& p) { p.y_stride = int64_t{1} << 31; });
   // fp32 output: the stride is still counted in elements (of 4 bytes) and checked the same way.
-  rejects([](cuda::LinearParams& p) { p.fp32_output = true; p.y_stride = p.out_features - 1; });
-  rejects([](cuda::LinearParams& p) { p.fp32_output = true; p.y = nullptr; });
+  rejects([](cuda::LinearParams& p) {
+    p.fp32_output = true;
+    p.y_stride = p.out_features - 1;
+  });
+  rejects([](cuda::LinearParams& p) {
+    p.fp32_output = true;
+    p.y = nullptr;
+  });
   // Shapes are checked even for an empty batch; pointers are not.
-  rejects([](cuda::LinearParams& p) { p.num_rows = 0; p.in_features = 0; });
+  rejects([](cuda::LinearParams& p) {
+    p.num_rows = 0;
+    p.in_features = 0;
+  });
 
   cuda::LinearParams ok = valid_linear();
   ok.x_stride = ok.in_features;

@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(decode_attention_refuses_malformed_calls) {
     BOOST_CHECK_THROW(cuda::decode_attention(p, nullptr), cuda::KernelArgumentError);
   };
   refused([](cuda::DecodeAttentionParams& p) { p.layout.head_dim = 96; });
-  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 48; });    // not a power of two
+  refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 48; });  // not a power of two
   refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 4; });
   refused([](cuda::DecodeAttentionParams& p) { p.layout.block_size = 8192; });
   refused([](cuda::DecodeAttentionParams& p) { p.num_heads = 30; });
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(partition_choice_fills_small_grids_only) {
   BOOST_TEST(cuda::choose_decode_partition_tokens(32, 16, 1024, 132) == 512);  // 1024 blocks
   BOOST_TEST(cuda::choose_decode_partition_tokens(8, 8, 1024, 132) == 128);    // 8 x 8 x 8 = 512 blocks
   BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 100, 132) == 64);      // short: 2 partitions
-  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 4096, 132) == 64);         // 64 is the floor
+  BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 4096, 132) == 64);     // 64 is the floor
   BOOST_TEST(cuda::choose_decode_partition_tokens(8, 1, 40, 132) == 64);
   cuda::DecodeAttentionParams p = valid_decode();
   p.partition_tokens = 64;

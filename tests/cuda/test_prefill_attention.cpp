@@ -16,8 +16,8 @@ using namespace pagedllm::cuda::testing;
 namespace {
 
 struct Chunk {
-  int32_t start;  // tokens already in the cache (prefix-cached or earlier chunks)
-  int32_t length; // queries computed now
+  int32_t start;   // tokens already in the cache (prefix-cached or earlier chunks)
+  int32_t length;  // queries computed now
 };
 
 struct PrefillCase {

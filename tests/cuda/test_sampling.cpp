@@ -71,11 +71,11 @@ KeptSet kept_set(const std::vector<float>& logits, const Filter& f, double slack
     }
     before += w[static_cast<std::size_t>(id)];
   }
-  for (const int32_t id : exact) kept.probability[static_cast<std::size_t>(id)] = w[static_cast<std::size_t>(id)] / exact_mass;
+  for (const int32_t id : exact)
+    kept.probability[static_cast<std::size_t>(id)] = w[static_cast<std::size_t>(id)] / exact_mass;
   kept.ranked = exact;
   return kept;
 }
-
 
 // num_rows copies of one row of logits, each with its own position (and seed when asked).
 std::vector<int32_t> sample_rows(const std::vector<float>& logits, const Filter& f, int32_t num_rows, uint64_t seed,
@@ -144,7 +144,8 @@ BOOST_AUTO_TEST_CASE(greedy_matches_cpu_ref_sampler_exactly) {
   std::vector<int32_t> expected;
   for (int32_t r = 0; r < rows; ++r) {
     pagedllm::sampling::SamplerInput input;
-    input.logits = std::span<const float>(logits.data() + static_cast<std::size_t>(r) * vocab, static_cast<std::size_t>(vocab));
+    input.logits =
+        std::span<const float>(logits.data() + static_cast<std::size_t>(r) * vocab, static_cast<std::size_t>(vocab));
     input.params = &greedy;
     expected.push_back(sampler.sample(input).samples.at(0).token);
   }

@@ -92,11 +92,11 @@ BOOST_AUTO_TEST_CASE(bias_add_matches_one_rounded_fp32_add_and_leaves_padding_al
             if (out[i] != expected[i] && mismatches++ == 0) first = i;
           }
           std::ostringstream name;
-          name << "bias_add " << cuda::dtype_name(dtype) << " rows " << rows << " dim " << dim << " stride "
-               << x_stride << " offset " << offset;
-          BOOST_TEST(mismatches == 0u, name.str() << ": " << mismatches << " of " << total
-                                                  << " elements differ; first at " << first << ": out "
-                                                  << out[first] << " expected " << expected[first]);
+          name << "bias_add " << cuda::dtype_name(dtype) << " rows " << rows << " dim " << dim << " stride " << x_stride
+               << " offset " << offset;
+          BOOST_TEST(mismatches == 0u, name.str()
+                                           << ": " << mismatches << " of " << total << " elements differ; first at "
+                                           << first << ": out " << out[first] << " expected " << expected[first]);
         }
       }
     }
@@ -157,8 +157,8 @@ BOOST_AUTO_TEST_CASE(token_logprobs_match_double_log_softmax) {
         const double ref = reference_logprob(row, vocab, token);
         const double got = out[static_cast<std::size_t>(r)];
         std::ostringstream name;
-        name << "token_logprobs vocab " << vocab << " rows " << rows << " row " << r << " token " << token
-             << ": out " << got << " ref " << ref;
+        name << "token_logprobs vocab " << vocab << " rows " << rows << " row " << r << " token " << token << ": out "
+             << got << " ref " << ref;
         if (std::isinf(ref)) {
           BOOST_TEST((got == ref), name.str());
         } else if (vocab == 1) {
@@ -176,8 +176,8 @@ BOOST_AUTO_TEST_CASE(token_logprobs_match_double_log_softmax) {
 BOOST_AUTO_TEST_CASE(token_logprobs_of_an_out_of_range_token_is_nan) {
   if (skip_without_gpu()) return;
   const int32_t vocab = 5;
-  const std::vector<float> logits{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f,
-                                  1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  const std::vector<float> logits{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 1.0f, 2.0f, 3.0f,
+                                  4.0f, 5.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
   const std::vector<int32_t> tokens{-1, 4, vocab};
   DeviceBuffer logits_dev(logits);
   DeviceBuffer tokens_dev(tokens);
@@ -201,7 +201,8 @@ BOOST_AUTO_TEST_CASE(bias_add_refuses_malformed_calls) {
   good.bias = fake(0x20000);
   BOOST_CHECK_NO_THROW(cuda::validate(good));
   const auto refused = [&good](auto change) {
-    check_refused(good, [](const cuda::BiasAddParams& p) { cuda::bias_add(p, nullptr); }, change);
+    check_refused(
+        good, [](const cuda::BiasAddParams& p) { cuda::bias_add(p, nullptr); }, change);
   };
   refused([](cuda::BiasAddParams& p) { p.x = nullptr; });
   refused([](cuda::BiasAddParams& p) { p.bias = nullptr; });
@@ -230,7 +231,8 @@ BOOST_AUTO_TEST_CASE(token_logprobs_refuses_malformed_calls) {
   good.out = static_cast<float*>(fake_mut(0x30000));
   BOOST_CHECK_NO_THROW(cuda::validate(good));
   const auto refused = [&good](auto change) {
-    check_refused(good, [](const cuda::TokenLogprobsParams& p) { cuda::token_logprobs(p, nullptr); }, change);
+    check_refused(
+        good, [](const cuda::TokenLogprobsParams& p) { cuda::token_logprobs(p, nullptr); }, change);
   };
   refused([](cuda::TokenLogprobsParams& p) { p.logits = nullptr; });
   refused([](cuda::TokenLogprobsParams& p) { p.tokens = nullptr; });

@@ -117,7 +117,8 @@ std::vector<sched::Request> make_workload(const WorkloadSpec& spec) {
     const auto length = static_cast<size_t>(uniform(spec.min_prompt, spec.max_prompt));
     if (!prefixes.empty() && uniform(0, 1) == 1) {
       const std::vector<TokenId>& prefix = prefixes[static_cast<size_t>(uniform(0, spec.num_shared_prefixes - 1))];
-      request.prompt_tokens.assign(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(std::min(length, prefix.size())));
+      request.prompt_tokens.assign(prefix.begin(),
+                                   prefix.begin() + static_cast<std::ptrdiff_t>(std::min(length, prefix.size())));
     }
     while (request.prompt_tokens.size() < length) request.prompt_tokens.push_back(token());
     sched::SamplingParams& params = request.params;
@@ -164,16 +165,17 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   RunResult result;
   size_t next_request = 0;
   while (next_request < requests.size() || llm.has_unfinished()) {
-    const size_t batch = options.requests_per_step > 0 ? static_cast<size_t>(options.requests_per_step) : requests.size();
+    const size_t batch =
+        options.requests_per_step > 0 ? static_cast<size_t>(options.requests_per_step) : requests.size();
     for (size_t added = 0; added < batch && next_request < requests.size(); ++added) {
       sched::Request request = requests[next_request++];
       request.arrival_time = clock.now();
       llm.add_request(std::move(request));
     }
     if (llm.num_steps() >= options.max_steps) {
-      BOOST_FAIL("no progress after " << llm.num_steps() << " steps: " << llm.scheduler().num_running()
-                                      << " running, " << llm.scheduler().num_waiting() << " waiting, "
-                                      << llm.scheduler().num_swapped() << " swapped");
+      BOOST_FAIL("no progress after " << llm.num_steps() << " steps: " << llm.scheduler().num_running() << " running, "
+                                      << llm.scheduler().num_waiting() << " waiting, " << llm.scheduler().num_swapped()
+                                      << " swapped");
     }
     std::vector<engine::RequestOutput> outputs;
     try {
@@ -182,7 +184,8 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
       BOOST_FAIL("step " << llm.num_steps() << " threw: " << error.what());
     }
     for (engine::RequestOutput& output : outputs) {
-      BOOST_REQUIRE_MESSAGE(!result.outputs.contains(output.id), "request " << output.id << " reported after it finished");
+      BOOST_REQUIRE_MESSAGE(!result.outputs.contains(output.id),
+                            "request " << output.id << " reported after it finished");
       if (streaming_checked && latest.contains(output.id)) check_extends(latest[output.id], output);
       if (output.finished) {
         result.outputs.emplace(output.id, std::move(output));
@@ -242,7 +245,8 @@ void check_same_tokens(const RunResult& expected, const RunResult& actual) {
 int64_t num_output_tokens(const RunResult& run) {
   int64_t tokens = 0;
   for (const auto& [id, output] : run.outputs) {
-    for (const engine::Completion& completion : output.completions) tokens += static_cast<int64_t>(completion.tokens.size());
+    for (const engine::Completion& completion : output.completions)
+      tokens += static_cast<int64_t>(completion.tokens.size());
   }
   return tokens;
 }

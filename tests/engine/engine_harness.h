@@ -18,7 +18,9 @@
 namespace boost::test_tools::tt_detail {
 template <>
 struct print_log_value<pagedllm::sched::FinishReason> {
-  void operator()(std::ostream& out, pagedllm::sched::FinishReason reason) { out << pagedllm::sched::to_string(reason); }
+  void operator()(std::ostream& out, pagedllm::sched::FinishReason reason) {
+    out << pagedllm::sched::to_string(reason);
+  }
 };
 }  // namespace boost::test_tools::tt_detail
 

@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(stopping_one_sample_frees_it_and_the_request_finishes_with_
   BOOST_TEST(!fixture.llm.stop_sample(5, 2));   // no such sample
   BOOST_TEST(!fixture.llm.stop_sample(77, 0));  // no such request
   BOOST_TEST(fixture.llm.stop_sample(5, 0));
-  BOOST_TEST(!fixture.llm.stop_sample(5, 0));   // already stopped
+  BOOST_TEST(!fixture.llm.stop_sample(5, 0));  // already stopped
   BOOST_TEST(fixture.llm.kv().stats().num_sequences == 1);
   fixture.llm.scheduler().check_invariants();
   std::map<sched::RequestId, engine::RequestOutput> outputs = fixture.step();

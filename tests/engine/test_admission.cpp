@@ -42,8 +42,8 @@ BOOST_AUTO_TEST_CASE(a_request_that_can_never_fit_comes_back_rejected_from_the_n
   BOOST_TEST(rejected.finish_reason == FinishReason::rejected);
   BOOST_TEST(rejected.message.find("never fit") != std::string::npos, rejected.message);
   BOOST_TEST(rejected.times.first_scheduled < 0.0);
-  BOOST_TEST(rejected.times.finished >= rejected.times.arrival, "a rejected request finished at "
-                                                                     << rejected.times.finished);
+  BOOST_TEST(rejected.times.finished >= rejected.times.arrival,
+             "a rejected request finished at " << rejected.times.finished);
   while (llm.has_unfinished()) {
     BOOST_REQUIRE_LT(llm.num_steps(), 100);
     for (engine::RequestOutput& output : llm.step()) {

@@ -21,7 +21,9 @@ using pagedllm::TokenId;
 namespace boost::test_tools::tt_detail {
 template <>
 struct print_log_value<pagedllm::sched::FinishReason> {
-  void operator()(std::ostream& out, pagedllm::sched::FinishReason reason) { out << pagedllm::sched::to_string(reason); }
+  void operator()(std::ostream& out, pagedllm::sched::FinishReason reason) {
+    out << pagedllm::sched::to_string(reason);
+  }
 };
 }  // namespace boost::test_tools::tt_detail
 
@@ -169,7 +171,8 @@ BOOST_AUTO_TEST_CASE(ties_keep_parent_order_then_candidate_order) {
 BOOST_AUTO_TEST_CASE(extends_at_most_beam_width_beams) {
   std::vector<engine::BeamCandidate> candidates;
   for (int32_t parent = 0; parent < 3; ++parent) {
-    for (int32_t rank = 0; rank < 6; ++rank) candidates.push_back(candidate(parent, 100 + 10 * parent + rank, -rank - 0.1 * parent));
+    for (int32_t rank = 0; rank < 6; ++rank)
+      candidates.push_back(candidate(parent, 100 + 10 * parent + rank, -rank - 0.1 * parent));
   }
   const engine::BeamStep step = engine::select_beams(candidates, 3, kStops, 3);
   BOOST_TEST(step.extend.size() == 3u);
@@ -183,7 +186,7 @@ BOOST_AUTO_TEST_CASE(extends_at_most_beam_width_beams) {
 BOOST_AUTO_TEST_CASE(eos_candidates_ranked_above_the_last_kept_beam_complete) {
   const std::vector<engine::BeamCandidate> candidates{candidate(0, kEos, -0.1), candidate(0, 5, -0.2),
                                                       candidate(1, kEos, -0.3), candidate(1, 6, -0.4),
-                                                      candidate(1, 7, -0.5), candidate(0, kEos, -0.6)};
+                                                      candidate(1, 7, -0.5),    candidate(0, kEos, -0.6)};
   const engine::BeamStep step = engine::select_beams(candidates, 2, kStops, 2);
   BOOST_TEST(tokens_of(step.extend) == (std::vector<TokenId>{5, 6}), boost::test_tools::per_element());
   BOOST_REQUIRE_EQUAL(step.complete.size(), 2u);
@@ -237,9 +240,7 @@ BOOST_AUTO_TEST_CASE(longer_hypotheses_of_equal_logprob_score_higher) {
   BOOST_TEST(engine::beam_score(-4.0, 8) > engine::beam_score(-4.0, 4));
 }
 
-BOOST_AUTO_TEST_CASE(an_empty_sequence_counts_as_length_one) {
-  BOOST_TEST(engine::beam_score(-2.0, 0) == -2.0);
-}
+BOOST_AUTO_TEST_CASE(an_empty_sequence_counts_as_length_one) { BOOST_TEST(engine::beam_score(-2.0, 0) == -2.0); }
 
 BOOST_AUTO_TEST_SUITE_END()
 
@@ -407,8 +408,8 @@ BOOST_AUTO_TEST_CASE(beam_search_honours_stop_token_ids_or_refuses_them) {
   const BeamRun stopped = run_beam_request(run);
   for (const engine::Completion& completion : stopped.output.completions) {
     for (size_t i = 0; i + 1 < completion.tokens.size(); ++i) {
-      BOOST_TEST(completion.tokens[i] != stop_token, "a beam went on past stop token " << stop_token << " at output "
-                                                                                        << i);
+      BOOST_TEST(completion.tokens[i] != stop_token,
+                 "a beam went on past stop token " << stop_token << " at output " << i);
     }
     if (!completion.tokens.empty() && completion.tokens.back() == stop_token) {
       BOOST_TEST(completion.finish_reason == sched::FinishReason::stop);

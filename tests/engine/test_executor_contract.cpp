@@ -19,15 +19,22 @@ enum class Misbehaviour { swap_first_two, drop_last, add_one, drop_a_sample };
 // Returns the scripted executor's outputs, spoiled in one way.
 class MisbehavingExecutor final : public engine::Executor {
  public:
-  MisbehavingExecutor(engine::Executor& inner, Misbehaviour misbehaviour) : inner_(inner), misbehaviour_(misbehaviour) {}
+  MisbehavingExecutor(engine::Executor& inner, Misbehaviour misbehaviour)
+      : inner_(inner), misbehaviour_(misbehaviour) {}
 
   sched::StepResult execute(const sched::StepPlan& plan) override {
     sched::StepResult result = inner_.execute(plan);
     BOOST_REQUIRE_GE(result.outputs.size(), 2u);
     switch (misbehaviour_) {
-      case Misbehaviour::swap_first_two: std::swap(result.outputs[0], result.outputs[1]); break;
-      case Misbehaviour::drop_last: result.outputs.pop_back(); break;
-      case Misbehaviour::add_one: result.outputs.push_back(result.outputs.back()); break;
+      case Misbehaviour::swap_first_two:
+        std::swap(result.outputs[0], result.outputs[1]);
+        break;
+      case Misbehaviour::drop_last:
+        result.outputs.pop_back();
+        break;
+      case Misbehaviour::add_one:
+        result.outputs.push_back(result.outputs.back());
+        break;
       case Misbehaviour::drop_a_sample:
         for (sched::SequenceOutput& output : result.outputs) {
           if (output.samples.size() > 1) output.samples.pop_back();

@@ -18,9 +18,7 @@ struct PreemptionCase {
 };
 
 std::string describe(const PreemptionCase& preemption) {
-  const std::string mode = !preemption.mode                             ? "auto"
-                           : *preemption.mode == PreemptionMode::swap ? "swap"
-                                                                        : "recompute";
+  const std::string mode = !preemption.mode ? "auto" : *preemption.mode == PreemptionMode::swap ? "swap" : "recompute";
   return mode + (preemption.chunked_prefill ? ", chunked prefill" : ", no chunked prefill");
 }
 
@@ -42,9 +40,9 @@ void check_nothing_is_lost(const PreemptionCase& preemption) {
       BOOST_TEST(ample.counters.preemptions_recompute + ample.counters.preemptions_swap == 0);
       const RunResult small = run_workload(small_pool(preemption.mode, preemption.chunked_prefill), requests);
       const engine::EngineCounters& counters = small.counters;
-      BOOST_TEST_MESSAGE(describe(preemption) << ", seed " << seed << ": " << small.num_steps << " steps, "
-                                              << counters.preemptions_recompute << " recompute, "
-                                              << counters.preemptions_swap << " swap preemptions");
+      BOOST_TEST_MESSAGE(describe(preemption)
+                         << ", seed " << seed << ": " << small.num_steps << " steps, " << counters.preemptions_recompute
+                         << " recompute, " << counters.preemptions_swap << " swap preemptions");
       BOOST_TEST(counters.requests_finished == static_cast<int64_t>(requests.size()));
       if (preemption.mode == PreemptionMode::recompute) {
         BOOST_TEST(counters.preemptions_recompute >= 10);
@@ -80,7 +78,9 @@ BOOST_AUTO_TEST_CASE(nothing_is_lost_to_recompute_without_chunked_prefill) {
   check_nothing_is_lost({PreemptionMode::recompute, false});
 }
 
-BOOST_AUTO_TEST_CASE(nothing_is_lost_to_swap_with_chunked_prefill) { check_nothing_is_lost({PreemptionMode::swap, true}); }
+BOOST_AUTO_TEST_CASE(nothing_is_lost_to_swap_with_chunked_prefill) {
+  check_nothing_is_lost({PreemptionMode::swap, true});
+}
 
 BOOST_AUTO_TEST_CASE(nothing_is_lost_to_swap_without_chunked_prefill) {
   check_nothing_is_lost({PreemptionMode::swap, false});

@@ -14,7 +14,8 @@ BOOST_AUTO_TEST_SUITE(offline_generate)
 
 std::vector<engine::GenerateRequest> to_generate_requests(const std::vector<sched::Request>& requests) {
   std::vector<engine::GenerateRequest> generate_requests;
-  for (const sched::Request& request : requests) generate_requests.push_back({request.prompt_tokens, request.params, 0});
+  for (const sched::Request& request : requests)
+    generate_requests.push_back({request.prompt_tokens, request.params, 0});
   return generate_requests;
 }
 
@@ -23,8 +24,7 @@ BOOST_AUTO_TEST_CASE(returns_finished_outputs_in_input_order) {
   const EngineSetup setup = small_pool(std::nullopt, true);
   const engine::EngineConfig config = engine_config(setup);
   engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
-  const std::vector<engine::RequestOutput> outputs =
-      engine::generate(to_generate_requests(requests), scripted, config);
+  const std::vector<engine::RequestOutput> outputs = engine::generate(to_generate_requests(requests), scripted, config);
   BOOST_REQUIRE_EQUAL(outputs.size(), requests.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     BOOST_TEST(outputs[i].id == static_cast<sched::RequestId>(i));

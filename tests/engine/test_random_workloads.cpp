@@ -26,7 +26,9 @@ constexpr int64_t kMaxSteps = 3000;
 class Draw {
  public:
   explicit Draw(uint64_t seed) : rng_(seed) {}
-  int32_t operator()(int32_t lo, int32_t hi) { return lo + static_cast<int32_t>(rng_() % static_cast<uint64_t>(hi - lo + 1)); }
+  int32_t operator()(int32_t lo, int32_t hi) {
+    return lo + static_cast<int32_t>(rng_() % static_cast<uint64_t>(hi - lo + 1));
+  }
 
  private:
   std::mt19937_64 rng_;
@@ -97,7 +99,8 @@ RunOutcome run(const Workload& workload, int32_t num_device_blocks) {
   RunOutcome outcome;
   size_t added = 0;
   for (int64_t step = 0; step < kMaxSteps; ++step) {
-    while (added < workload.requests.size() && workload.arrival_step[added] <= step) llm.add_request(workload.requests[added++]);
+    while (added < workload.requests.size() && workload.arrival_step[added] <= step)
+      llm.add_request(workload.requests[added++]);
     if (added == workload.requests.size() && !llm.has_unfinished()) break;
     try {
       for (engine::RequestOutput& output : llm.step()) outcome.finished.emplace(output.id, std::move(output));
@@ -138,7 +141,8 @@ BOOST_AUTO_TEST_CASE(tight_pools_lose_nothing_stall_never_and_leak_nothing) {
         continue;
       }
       const engine::RequestOutput& expected = ample.finished.at(id);
-      BOOST_TEST_REQUIRE(output.completions.size() == expected.completions.size(), "seed " << seed << " request " << id);
+      BOOST_TEST_REQUIRE(output.completions.size() == expected.completions.size(),
+                         "seed " << seed << " request " << id);
       for (size_t c = 0; c < output.completions.size(); ++c) {
         BOOST_TEST(output.completions[c].tokens == expected.completions[c].tokens,
                    "seed " << seed << " request " << id << " completion " << c << " differs from the ample pool's");

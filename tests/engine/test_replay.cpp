@@ -11,8 +11,8 @@ namespace pagedllm::test {
 namespace {
 
 struct ReplayFixture {
-  explicit ReplayFixture(EngineSetup engine_setup = no_eos()) : setup(engine_setup),
-      executor(executor_config(setup), engine_config(setup).cache) {}
+  explicit ReplayFixture(EngineSetup engine_setup = no_eos())
+      : setup(engine_setup), executor(executor_config(setup), engine_config(setup).cache) {}
 
   static EngineSetup no_eos() {
     EngineSetup setup;
@@ -61,7 +61,8 @@ BOOST_AUTO_TEST_CASE(fast_time_starts_every_request_at_once) {
   engine::VirtualClock clock;
   engine::Engine engine(engine_config(fixture.setup), fixture.executor, clock);
   const engine::ReplayResult result = engine::replay_requests(
-      engine, clock, {fixture.timed_request(0, 0.0, 8, 3), fixture.timed_request(1, 30.0, 8, 3)}, engine::TimeMode::fast);
+      engine, clock, {fixture.timed_request(0, 0.0, 8, 3), fixture.timed_request(1, 30.0, 8, 3)},
+      engine::TimeMode::fast);
   BOOST_REQUIRE_EQUAL(result.outputs.size(), 2u);
   BOOST_TEST(result.outputs[1].times.arrival == 0.0);
   BOOST_TEST(result.outputs[1].times.first_scheduled == 0.0);
@@ -73,7 +74,8 @@ BOOST_AUTO_TEST_CASE(real_time_waits_for_arrivals_on_the_wall_clock) {
   engine::WallClock clock;
   engine::Engine engine(engine_config(fixture.setup), fixture.executor, clock);
   const engine::ReplayResult result = engine::replay_requests(
-      engine, clock, {fixture.timed_request(0, 0.0, 8, 2), fixture.timed_request(1, 0.05, 8, 2)}, engine::TimeMode::real);
+      engine, clock, {fixture.timed_request(0, 0.0, 8, 2), fixture.timed_request(1, 0.05, 8, 2)},
+      engine::TimeMode::real);
   BOOST_REQUIRE_EQUAL(result.outputs.size(), 2u);
   BOOST_TEST(result.outputs[1].times.arrival >= result.start_time + 0.05);
   BOOST_TEST(result.outputs[1].times.first_scheduled >= result.outputs[1].times.arrival);
@@ -85,10 +87,11 @@ BOOST_AUTO_TEST_CASE(a_refused_request_is_reported_and_the_others_complete) {
   engine::VirtualClock clock;
   engine::Engine engine(engine_config(fixture.setup), fixture.executor, clock);
   const int32_t too_long = fixture.setup.max_model_len;  // with max_tokens 4 it cannot fit
-  const engine::ReplayResult result = engine::replay_requests(
-      engine, clock,
-      {fixture.timed_request(0, 0.0, 10, 4), fixture.timed_request(1, 0.5, too_long, 4), fixture.timed_request(2, 1.0, 10, 4)},
-      engine::TimeMode::virtual_clock);
+  const engine::ReplayResult result =
+      engine::replay_requests(engine, clock,
+                              {fixture.timed_request(0, 0.0, 10, 4), fixture.timed_request(1, 0.5, too_long, 4),
+                               fixture.timed_request(2, 1.0, 10, 4)},
+                              engine::TimeMode::virtual_clock);
   BOOST_REQUIRE_EQUAL(result.refused.size(), 1u);
   BOOST_TEST(result.refused[0].id == 1);
   BOOST_TEST(result.refused[0].arrival_time == 0.5);
@@ -125,8 +128,10 @@ BOOST_AUTO_TEST_CASE(unsuitable_clocks_and_unsorted_requests_are_refused) {
   engine::WallClock wall_clock;
   engine::Engine virtual_engine(engine_config(fixture.setup), fixture.executor, virtual_clock);
   engine::Engine wall_engine(engine_config(fixture.setup), fixture.executor, wall_clock);
-  BOOST_CHECK_THROW(engine::replay_requests(virtual_engine, virtual_clock, {}, engine::TimeMode::real), std::invalid_argument);
-  BOOST_CHECK_THROW(engine::replay_requests(wall_engine, wall_clock, {}, engine::TimeMode::virtual_clock), std::invalid_argument);
+  BOOST_CHECK_THROW(engine::replay_requests(virtual_engine, virtual_clock, {}, engine::TimeMode::real),
+                    std::invalid_argument);
+  BOOST_CHECK_THROW(engine::replay_requests(wall_engine, wall_clock, {}, engine::TimeMode::virtual_clock),
+                    std::invalid_argument);
   BOOST_CHECK_THROW(engine::replay_requests(virtual_engine, wall_clock, {}, engine::TimeMode::virtual_clock),
                     std::invalid_argument);
   BOOST_CHECK_THROW(engine::replay_requests(virtual_engine, virtual_clock,

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/engine/scripted_executor.h"
-#include "tests/tokenizer/tiny_tokenizers.h"
 #include "core/frontend/serving_engine.h"
+#include "tests/tokenizer/tiny_tokenizers.h"
 
 namespace pagedllm::frontend {
 namespace {
@@ -170,7 +170,9 @@ BOOST_AUTO_TEST_CASE(a_stop_string_ends_the_request_before_it_and_frees_its_bloc
   }
   // A stop string from the middle of that output (the same request id 1 in a fresh engine).
   size_t at = 20;
-  while (at + 2 < full.size() && (static_cast<unsigned char>(full[at]) >= 0x80 || full.substr(0, at).find(full.substr(at, 2)) != std::string::npos)) ++at;
+  while (at + 2 < full.size() && (static_cast<unsigned char>(full[at]) >= 0x80 ||
+                                  full.substr(0, at).find(full.substr(at, 2)) != std::string::npos))
+    ++at;
   BOOST_REQUIRE(at + 2 < full.size());
   const std::string stop = full.substr(at, 2);
   Harness harness;
@@ -210,7 +212,8 @@ BOOST_AUTO_TEST_CASE(with_parallel_samples_a_stop_string_ends_only_the_sample_th
   std::string stop;
   for (size_t at = 10; at + 2 < free_run[0].text.size() && stop.empty(); ++at) {
     const std::string candidate = free_run[0].text.substr(at, 2);
-    const bool ascii = static_cast<unsigned char>(candidate[0]) < 0x80 && static_cast<unsigned char>(candidate[1]) < 0x80;
+    const bool ascii =
+        static_cast<unsigned char>(candidate[0]) < 0x80 && static_cast<unsigned char>(candidate[1]) < 0x80;
     if (ascii && free_run[0].text.find(candidate) == at && free_run[1].text.find(candidate) == std::string::npos) {
       stop = candidate;
     }

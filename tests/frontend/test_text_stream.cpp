@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/tokenizer/tiny_tokenizers.h"
 #include "core/frontend/text_stream.h"
+#include "tests/tokenizer/tiny_tokenizers.h"
 
 namespace pagedllm::frontend {
 namespace {

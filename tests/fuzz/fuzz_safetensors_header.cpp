@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (tensor.num_bytes() != 0) occupied.push_back(&tensor);
       // Converting touches every byte of the tensor: ASan sees any out-of-range span.
       if (tensor.num_elements <= (1u << 16)) {
-        const auto values = model::tensor_to_f32(tensor, bytes.subspan(header.data_offset + tensor.begin,
-                                                                       tensor.num_bytes()));
+        const auto values =
+            model::tensor_to_f32(tensor, bytes.subspan(header.data_offset + tensor.begin, tensor.num_bytes()));
         if (values.size() != tensor.num_elements) __builtin_trap();
       }
     }

@@ -25,8 +25,7 @@ BOOST_AUTO_TEST_CASE(parent_tokens_salt_and_order_all_matter) {
   // A trailing odd token is not confused with a zero-padded pair.
   const std::vector<TokenId> three{1, 2, 3};
   const std::vector<TokenId> three_padded{1, 2, 3, 0};
-  BOOST_TEST(!(kv::hash_block(kv::kRootBlockHash, three, 0) ==
-               kv::hash_block(kv::kRootBlockHash, three_padded, 0)));
+  BOOST_TEST(!(kv::hash_block(kv::kRootBlockHash, three, 0) == kv::hash_block(kv::kRootBlockHash, three_padded, 0)));
 }
 
 BOOST_AUTO_TEST_CASE(no_collisions_among_many_near_identical_blocks) {

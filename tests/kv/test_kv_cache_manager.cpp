@@ -52,8 +52,7 @@ std::string snapshot(const kv::KvCacheManager& manager) {
 }
 
 template <typename Error>
-void expect_refused(kv::KvCacheManager& manager, const std::function<void()>& call,
-                    const std::string& message_part) {
+void expect_refused(kv::KvCacheManager& manager, const std::function<void()>& call, const std::string& message_part) {
   const std::string before = snapshot(manager);
   try {
     call();
@@ -159,8 +158,12 @@ BOOST_AUTO_TEST_CASE(precomputed_prompt_hashes_give_the_same_hits) {
   BOOST_TEST(manager.match_prefix({prompt, 0, hashes}).num_cached_tokens == 12);
   BOOST_TEST(manager.allocate(2, {prompt, 0, hashes}, 13) == 12);
   const std::vector<kv::BlockHash> too_few(hashes.begin(), hashes.begin() + 1);
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(3, {prompt, 0, too_few}, 13); },
-                                   "carries 1 block hashes for 3 full blocks");
+  expect_refused<kv::KvCacheError>(
+      manager,
+      [&] {
+        manager.allocate(3, {prompt, 0, too_few}, 13);
+      },
+      "carries 1 block hashes for 3 full blocks");
 }
 
 BOOST_AUTO_TEST_CASE(salted_prompts_never_share) {
@@ -190,8 +193,10 @@ BOOST_AUTO_TEST_CASE(freed_prompts_stay_cached_and_evict_tail_first) {
   BOOST_TEST(manager.match_prefix({prompt}).num_cached_tokens == 8);
   manager.free(2);
   BOOST_TEST(manager.allocate(3, {prompt}, 16) == 8);
-  BOOST_TEST(log_text.str().find("{\"step\":0,\"op\":\"evict\",\"block\":3}\n{\"step\":0,\"op\":\"evict\",\"block\":2}") !=
-             std::string::npos, log_text.str());
+  BOOST_TEST(
+      log_text.str().find("{\"step\":0,\"op\":\"evict\",\"block\":3}\n{\"step\":0,\"op\":\"evict\",\"block\":2}") !=
+          std::string::npos,
+      log_text.str());
   manager.check_invariants();
 }
 
@@ -273,12 +278,12 @@ BOOST_AUTO_TEST_CASE(admission_answers_ok_later_never_with_the_watermark) {
   BOOST_TEST(manager.watermark_blocks() == 2);
   const kv::Headroom watermark{.reserve_blocks = 2, .min_free_after = 2};
   const Tokens too_long = iota_tokens(33);
-  BOOST_TEST(manager.allocation_status({too_long}, 33, watermark) == kv::AllocStatus::never);  // 9 blocks > 10 - 2
+  BOOST_TEST(manager.allocation_status({too_long}, 33, watermark) == kv::AllocStatus::never);      // 9 blocks > 10 - 2
   BOOST_TEST(manager.allocation_status({iota_tokens(32)}, 32, watermark) == kv::AllocStatus::ok);  // 8 blocks
   manager.allocate(1, {iota_tokens(16, 500)}, 16);                                                 // 6 free
   BOOST_TEST(manager.allocation_status({iota_tokens(16)}, 16, watermark) == kv::AllocStatus::ok);  // leaves 2
   BOOST_TEST(manager.allocation_status({iota_tokens(17)}, 17, watermark) == kv::AllocStatus::later);  // leaves 1
-  BOOST_TEST(manager.allocation_status({iota_tokens(32)}, 8, watermark) == kv::AllocStatus::ok);   // a first chunk
+  BOOST_TEST(manager.allocation_status({iota_tokens(32)}, 8, watermark) == kv::AllocStatus::ok);      // a first chunk
   // A prefix hit on blocks in use costs no free block.
   Tokens shared = iota_tokens(16, 500);
   for (int i = 0; i < 8; ++i) shared.push_back(i);
@@ -304,10 +309,10 @@ BOOST_AUTO_TEST_CASE(admission_answers_ok_later_never_with_the_watermark) {
 BOOST_AUTO_TEST_CASE(running_out_of_blocks_is_refused_without_change) {
   kv::KvCacheManager manager(small_config(3));
   manager.allocate(1, {iota_tokens(9)}, 9);  // all three blocks
-  expect_refused<kv::KvCacheFullError>(manager, [&] { manager.allocate(2, {iota_tokens(4, 50)}, 4); },
-                                       "needs 1 free device blocks, 0 are free");
-  expect_refused<kv::KvCacheFullError>(manager, [&] { manager.append_slots(1, iota_tokens(4)); },
-                                       "needs 1 free device blocks");
+  expect_refused<kv::KvCacheFullError>(
+      manager, [&] { manager.allocate(2, {iota_tokens(4, 50)}, 4); }, "needs 1 free device blocks, 0 are free");
+  expect_refused<kv::KvCacheFullError>(
+      manager, [&] { manager.append_slots(1, iota_tokens(4)); }, "needs 1 free device blocks");
   std::vector<kv::BlockCopy> copies;
   const Tokens four = iota_tokens(4);
   BOOST_TEST(!manager.try_append_slots({.seq = 1, .tokens = four}, copies));
@@ -317,8 +322,9 @@ BOOST_AUTO_TEST_CASE(running_out_of_blocks_is_refused_without_change) {
   BOOST_TEST(copies.empty());
   manager.check_invariants();
   manager.fork(1, 2);
-  expect_refused<kv::KvCacheFullError>(manager, [&] { manager.append_slots(2, Tokens{1}); },
-                                       "needs 1 free device blocks");  // the copy-on-write
+  expect_refused<kv::KvCacheFullError>(
+      manager, [&] { manager.append_slots(2, Tokens{1}); },
+      "needs 1 free device blocks");  // the copy-on-write
 }
 
 BOOST_AUTO_TEST_CASE(a_group_append_fits_whole_or_changes_nothing) {
@@ -339,7 +345,8 @@ BOOST_AUTO_TEST_CASE(a_group_append_fits_whole_or_changes_nothing) {
   BOOST_TEST(manager.num_tokens(1) == 5);
   BOOST_TEST(manager.num_tokens(2) == 5);
   const kv::AppendRequest twice[] = {{.seq = 1, .tokens = one}, {.seq = 1, .tokens = one}};
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.try_append_slots(twice, copies); }, "appears twice");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.try_append_slots(twice, copies); }, "appears twice");
   manager.check_invariants();
 }
 
@@ -347,16 +354,25 @@ BOOST_AUTO_TEST_CASE(bad_calls_name_the_problem_and_change_nothing) {
   kv::KvCacheManager manager(small_config());
   manager.allocate(1, {iota_tokens(5)}, 5);
   const Tokens prompt = iota_tokens(5);
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(1, {prompt}, 5); }, "already holds blocks");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(2, {prompt}, 6); }, "outside [1, prompt length 5]");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(2, {prompt}, 0); }, "num_tokens 0");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.allocate(2, {Tokens{}}, 1); }, "empty prompt");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.append_slots(7, Tokens{1}); }, "unknown sequence 7");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.fork(7, 8); }, "unknown sequence 7");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.fork(1, 1); }, "onto itself");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.slot(1, 5); }, "position 5 outside");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.allocate(1, {prompt}, 5); }, "already holds blocks");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.allocate(2, {prompt}, 6); }, "outside [1, prompt length 5]");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.allocate(2, {prompt}, 0); }, "num_tokens 0");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.allocate(2, {Tokens{}}, 1); }, "empty prompt");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.append_slots(7, Tokens{1}); }, "unknown sequence 7");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.fork(7, 8); }, "unknown sequence 7");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.fork(1, 1); }, "onto itself");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.slot(1, 5); }, "position 5 outside");
   manager.free(1);
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.free(1); }, "double free");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.free(1); }, "double free");
 }
 
 BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
@@ -377,8 +393,10 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   BOOST_TEST(manager.stats().num_free_device_blocks == 8);
   BOOST_TEST(manager.stats().num_free_host_blocks == 1);
   manager.check_invariants();
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.append_slots(1, Tokens{1}); }, "swapped out");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_out(group); }, "already swapped out");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.append_slots(1, Tokens{1}); }, "swapped out");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.swap_out(group); }, "already swapped out");
 
   const kv::SwapInResult swapped_in = manager.try_swap_in(group, kv::Headroom{});
   BOOST_TEST(swapped_in.status == kv::AllocStatus::ok);
@@ -390,8 +408,9 @@ BOOST_AUTO_TEST_CASE(swap_moves_a_group_once_per_shared_block) {
   BOOST_TEST(manager.num_tokens(2) == 7);
   BOOST_TEST(manager.stats().num_free_host_blocks == 4);
   manager.check_invariants();
-  BOOST_TEST(log_text.str().find("\"op\":\"swap_out\",\"seqs\":[1,2],\"moves\":[[0,0],[1,1],[2,2]]") !=
-             std::string::npos, log_text.str());
+  BOOST_TEST(
+      log_text.str().find("\"op\":\"swap_out\",\"seqs\":[1,2],\"moves\":[[0,0],[1,1],[2,2]]") != std::string::npos,
+      log_text.str());
 }
 
 BOOST_AUTO_TEST_CASE(swap_refusals) {
@@ -400,14 +419,18 @@ BOOST_AUTO_TEST_CASE(swap_refusals) {
   const std::vector<SeqId> group{1};
   BOOST_TEST(!manager.try_swap_out(group).has_value());
   BOOST_TEST(!manager.is_swapped(1));
-  expect_refused<kv::KvCacheFullError>(manager, [&] { manager.swap_out(group); }, "needs 3 free host blocks, 2 are free");
+  expect_refused<kv::KvCacheFullError>(
+      manager, [&] { manager.swap_out(group); }, "needs 3 free host blocks, 2 are free");
   const std::vector<SeqId> twice{1, 1};
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_out(twice); }, "appears twice");
-  expect_refused<kv::KvCacheError>(manager, [&] { manager.swap_in(group); }, "already on the device");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.swap_out(twice); }, "appears twice");
+  expect_refused<kv::KvCacheError>(
+      manager, [&] { manager.swap_in(group); }, "already on the device");
 
   kv::KvCacheManager no_swap(small_config(8, 0));
   no_swap.allocate(1, {iota_tokens(4)}, 4);
-  expect_refused<kv::KvCacheError>(no_swap, [&] { no_swap.swap_out(group); }, "no host swap space");
+  expect_refused<kv::KvCacheError>(
+      no_swap, [&] { no_swap.swap_out(group); }, "no host swap space");
 }
 
 BOOST_AUTO_TEST_CASE(swap_in_waits_for_space_and_reports_never) {
@@ -418,7 +441,8 @@ BOOST_AUTO_TEST_CASE(swap_in_waits_for_space_and_reports_never) {
   manager.allocate(2, {iota_tokens(8, 300)}, 8);  // 2 of 4 device blocks left
   BOOST_TEST(manager.try_swap_in(group, kv::Headroom{}).status == kv::AllocStatus::later);
   BOOST_TEST(manager.is_swapped(1));
-  expect_refused<kv::KvCacheFullError>(manager, [&] { manager.swap_in(group); }, "needs 3 free device blocks");
+  expect_refused<kv::KvCacheFullError>(
+      manager, [&] { manager.swap_in(group); }, "needs 3 free device blocks");
   manager.free(2);
   // 3 blocks of 4, leaving 1: not with 2 kept free; never with a reserve of 2 (3 > 4 - 2).
   BOOST_TEST(manager.try_swap_in(group, {.reserve_blocks = 0, .min_free_after = 2}).status == kv::AllocStatus::later);

@@ -110,8 +110,8 @@ BOOST_AUTO_TEST_CASE(ttft_distribution) {
   check_close(ttft.mean, 0.45);
   check_close(ttft.stddev, 0.35);  // deviations 0.05 -0.25 0.55 -0.35: squares sum 0.49, / 4
   check_close(ttft.median, 0.35);
-  check_close(ttft.p90, 0.85);     // index 2.7: 0.5 + 0.7 * 0.5
-  check_close(ttft.p99, 0.985);    // index 2.97
+  check_close(ttft.p90, 0.85);   // index 2.7: 0.5 + 0.7 * 0.5
+  check_close(ttft.p99, 0.985);  // index 2.97
   check_close(ttft.min, 0.1);
   check_close(ttft.max, 1.0);
   BOOST_TEST(ttft.percentiles.size() == 3U);
@@ -126,8 +126,8 @@ BOOST_AUTO_TEST_CASE(tpot_leaves_out_single_token_outputs) {
   BOOST_TEST(tpot.count == 3);
   check_close(tpot.mean, (1.0 / 3.0 + 0.4 + 0.475) / 3.0);
   check_close(tpot.median, 0.4);
-  check_close(tpot.p90, 0.46);     // index 1.8: 0.4 + 0.8 * 0.075
-  check_close(tpot.p99, 0.4735);   // index 1.98
+  check_close(tpot.p90, 0.46);    // index 1.8: 0.4 + 0.8 * 0.075
+  check_close(tpot.p99, 0.4735);  // index 1.98
   check_close(tpot.min, 1.0 / 3.0);
   check_close(tpot.max, 0.475);
 }
@@ -138,8 +138,8 @@ BOOST_AUTO_TEST_CASE(itl_pools_every_gap_of_every_request) {
   BOOST_TEST(itl.count == 7);
   check_close(itl.mean, 3.3 / 7.0);
   check_close(itl.median, 0.3);
-  check_close(itl.p90, 0.94);      // index 5.4: 0.5 + 0.4 * 1.1
-  check_close(itl.p99, 1.534);     // index 5.94
+  check_close(itl.p90, 0.94);   // index 5.4: 0.5 + 0.4 * 1.1
+  check_close(itl.p99, 1.534);  // index 5.94
   check_close(itl.min, 0.1);
   check_close(itl.max, 1.6);
 }

@@ -23,8 +23,7 @@ namespace {
 // One block of `type`, zero-filled, with little-endian field setters.
 struct Block {
   explicit Block(GgmlType block_type)
-      : type(block_type),
-        bytes(model::ggml_type_traits(static_cast<std::uint32_t>(block_type))->type_size) {}
+      : type(block_type), bytes(model::ggml_type_traits(static_cast<std::uint32_t>(block_type))->type_size) {}
 
   Block& byte(std::size_t at, int value) {
     bytes.at(at) = static_cast<std::byte>(value);
@@ -121,8 +120,8 @@ BOOST_AUTO_TEST_CASE(q5_1_is_scale_times_five_bit_value_plus_min) {
   Block block(GgmlType::q5_1);
   block.fp16(0, 0.5f).fp16(2, 2.0f).u32(4, 0x80000001u).byte(8 + 0, 0x21).byte(8 + 15, 0xa0);
   std::vector<float> expected(32, 2.0f);
-  expected[0] = 10.5f;  // (1 | 16) * 0.5 + 2
-  expected[16] = 3.0f;  // 2 * 0.5 + 2
+  expected[0] = 10.5f;   // (1 | 16) * 0.5 + 2
+  expected[16] = 3.0f;   // 2 * 0.5 + 2
   expected[31] = 15.0f;  // (10 | 16) * 0.5 + 2
   BOOST_TEST(block.dequantize() == expected, boost::test_tools::per_element());
 }
@@ -131,10 +130,10 @@ BOOST_AUTO_TEST_CASE(q8_0_is_scale_times_signed_byte) {
   Block block(GgmlType::q8_0);
   block.fp16(0, 0.125f).byte(2 + 0, 0x80).byte(2 + 1, 0x7f).byte(2 + 2, 0xff).byte(2 + 31, 0x08);
   std::vector<float> expected(32, 0.0f);
-  expected[0] = -16.0f;     // -128 * 0.125
-  expected[1] = 15.875f;    // 127 * 0.125
-  expected[2] = -0.125f;    // -1 * 0.125
-  expected[31] = 1.0f;      // 8 * 0.125
+  expected[0] = -16.0f;   // -128 * 0.125
+  expected[1] = 15.875f;  // 127 * 0.125
+  expected[2] = -0.125f;  // -1 * 0.125
+  expected[31] = 1.0f;    // 8 * 0.125
   BOOST_TEST(block.dequantize() == expected, boost::test_tools::per_element());
 }
 
@@ -146,13 +145,13 @@ BOOST_AUTO_TEST_CASE(q2_k_applies_each_groups_scale_and_min_to_2_bit_values) {
   block.byte(16 + 32 + 17, 0x03);  // value 128 + 17 = 145: q = 3
   block.fp16(80, 0.5f).fp16(82, 0.25f);
   const std::vector<float> out = block.dequantize();
-  BOOST_TEST(out[0] == -0.5f);    // group 0 (scale 1, min 2): 0 - 0.5
+  BOOST_TEST(out[0] == -0.5f);  // group 0 (scale 1, min 2): 0 - 0.5
   BOOST_TEST(out[15] == -0.5f);
-  BOOST_TEST(out[32] == 0.75f);   // group 2 (scale 2, min 1): 0.5 * 2 * 1 - 0.25
+  BOOST_TEST(out[32] == 0.75f);  // group 2 (scale 2, min 1): 0.5 * 2 * 1 - 0.25
   BOOST_TEST(out[33] == -0.25f);
-  BOOST_TEST(out[64] == 3.0f);    // group 4 (scale 3, min 0): 0.5 * 3 * 2
+  BOOST_TEST(out[64] == 3.0f);  // group 4 (scale 3, min 0): 0.5 * 3 * 2
   BOOST_TEST(out[65] == 0.0f);
-  BOOST_TEST(out[96] == 5.0f);    // group 6 (scale 4, min 4): 0.5 * 4 * 3 - 1
+  BOOST_TEST(out[96] == 5.0f);  // group 6 (scale 4, min 4): 0.5 * 4 * 3 - 1
   BOOST_TEST(out[97] == -1.0f);
   BOOST_TEST(out[145] == 7.25f);  // group 9 (scale 5, min 1): 0.5 * 5 * 3 - 0.25
   BOOST_TEST(out[146] == -0.25f);
@@ -169,9 +168,9 @@ BOOST_AUTO_TEST_CASE(q3_k_unpacks_6_bit_scales_and_subtracts_4_where_the_hmask_b
   block.byte(0, 0x01);                          // value 0: high bit set (no -4)
   block.byte(32 + 48, 0x01).byte(16, 0x10);     // value 144: low bits 1, hmask[16] bit 4 set
   const std::vector<float> out = block.dequantize();
-  BOOST_TEST(out[0] == 1.5f);    // 0.5 * 1 * 3
-  BOOST_TEST(out[1] == -1.0f);   // 0.5 * 1 * (2 - 4)
-  BOOST_TEST(out[2] == -2.0f);   // 0.5 * 1 * (0 - 4)
+  BOOST_TEST(out[0] == 1.5f);     // 0.5 * 1 * 3
+  BOOST_TEST(out[1] == -1.0f);    // 0.5 * 1 * (2 - 4)
+  BOOST_TEST(out[2] == -2.0f);    // 0.5 * 1 * (0 - 4)
   BOOST_TEST(out[144] == -1.0f);  // 0.5 * -2 * 1
   BOOST_TEST(out[145] == 4.0f);   // 0.5 * -2 * (0 - 4)
   BOOST_TEST(out[16] == 0.0f);    // group 1: scale 0
@@ -195,11 +194,11 @@ BOOST_AUTO_TEST_CASE(q4_k_uses_packed_6_bit_scales_and_mins_per_32_values) {
   block.byte(16 + 0, 0x0a);       // value 0: low nibble 10
   block.byte(16 + 64 + 7, 0xf0);  // value 5 * 32 + 7: high nibble 15
   const std::vector<float> out = block.dequantize();
-  BOOST_TEST(out[0] == 13.0f);     // 0.5 * 3 * 10 - 1 * 2
+  BOOST_TEST(out[0] == 13.0f);  // 0.5 * 3 * 10 - 1 * 2
   BOOST_TEST(out[1] == -2.0f);
   BOOST_TEST(out[167] == 139.5f);  // 0.5 * 23 * 15 - 33
   BOOST_TEST(out[168] == -33.0f);
-  BOOST_TEST(out[135] == 0.0f);    // sub-block 4: scale 0, min 0
+  BOOST_TEST(out[135] == 0.0f);  // sub-block 4: scale 0, min 0
   BOOST_TEST(out[40] == 0.0f);
 }
 
@@ -209,10 +208,10 @@ BOOST_AUTO_TEST_CASE(q5_k_adds_the_fifth_bit_from_bit_j_of_qh) {
   block.byte(48 + 0, 0x0a).byte(48 + 64 + 7, 0xf0);
   block.byte(16 + 0, 0x01).byte(16 + 7, 0x20);  // qh[0] bit 0, qh[7] bit 5
   const std::vector<float> out = block.dequantize();
-  BOOST_TEST(out[0] == 37.0f);      // 0.5 * 3 * (10 + 16) - 2
+  BOOST_TEST(out[0] == 37.0f);  // 0.5 * 3 * (10 + 16) - 2
   BOOST_TEST(out[1] == -2.0f);
-  BOOST_TEST(out[167] == 323.5f);   // 0.5 * 23 * (15 + 16) - 33
-  BOOST_TEST(out[7] == -2.0f);      // qh[7] bit 0 is clear
+  BOOST_TEST(out[167] == 323.5f);  // 0.5 * 23 * (15 + 16) - 33
+  BOOST_TEST(out[7] == -2.0f);     // qh[7] bit 0 is clear
   BOOST_TEST(out[168] == -33.0f);
 }
 
@@ -224,8 +223,8 @@ BOOST_AUTO_TEST_CASE(q6_k_combines_4_low_and_2_high_bits_with_signed_scales) {
   block.byte(64 + 52, 0x0f).byte(128 + 52, 0x0c);  // value 180: 15 | 3 << 4 = 63
   block.byte(64 + 48, 0x90).byte(128 + 48, 0x40);  // value 240: 9 | 1 << 4 = 25
   const std::vector<float> out = block.dequantize();
-  BOOST_TEST(out[0] == 2.5f);      // 0.25 * 2 * (37 - 32)
-  BOOST_TEST(out[1] == -16.0f);    // 0.25 * 2 * (0 - 32)
+  BOOST_TEST(out[0] == 2.5f);       // 0.25 * 2 * (37 - 32)
+  BOOST_TEST(out[1] == -16.0f);     // 0.25 * 2 * (0 - 32)
   BOOST_TEST(out[180] == -23.25f);  // 0.25 * -3 * (63 - 32)
   BOOST_TEST(out[240] == -1.75f);   // 0.25 * 1 * (25 - 32)
   BOOST_TEST(out[16] == -0.0f);     // group 1: scale 0
@@ -269,10 +268,9 @@ BOOST_AUTO_TEST_CASE(mismatched_sizes_and_unsupported_types_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(every_type_pagedllm_dequantizes_says_so_in_its_traits) {
-  for (const GgmlType type : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q4_0,
-                              GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0,
-                              GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k,
-                              GgmlType::q6_k, GgmlType::q8_k}) {
+  for (const GgmlType type : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q4_0, GgmlType::q4_1,
+                              GgmlType::q5_0, GgmlType::q5_1, GgmlType::q8_0, GgmlType::q2_k, GgmlType::q3_k,
+                              GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::q8_k}) {
     const auto traits = model::ggml_type_traits(static_cast<std::uint32_t>(type));
     BOOST_TEST_REQUIRE(traits.has_value());
     BOOST_TEST(traits->dequantizable, traits->name);
@@ -297,20 +295,20 @@ const std::vector<float> kRamp = {  // (j - 15.5) / 8
     0x1.0p-4f,  0x1.8p-3f,  0x1.4p-2f,  0x1.cp-2f,  0x1.2p-1f,  0x1.6p-1f,  0x1.ap-1f,  0x1.ep-1f,
     0x1.1p+0f,  0x1.3p+0f,  0x1.5p+0f,  0x1.7p+0f,  0x1.9p+0f,  0x1.bp+0f,  0x1.dp+0f,  0x1.fp+0f};
 const std::vector<float> kNormal = {  // numpy default_rng(7).standard_normal(32) as float32
-    0x1.427a32p-10f, 0x1.31ea5ap-2f, -0x1.18b798p-2f, -0x1.c7fba8p-1f, -0x1.d19538p-2f,
-    -0x1.fbb918p-1f, 0x1.ecb246p-5f, 0x1.571858p+0f, -0x1.f804fcp-2f, -0x1.3daee2p-1f,
-    0x1.f59928p-2f,  0x1.6d73cap-2f, 0x1.afc6dap-4f, -0x1.dc664ep-1f, -0x1.df430ap-6f,
-    0x1.63fec8p-1f,  -0x1.581e72p+0f, -0x1.d4993ap-2f, -0x1.e6b688p+0f, -0x1.4a1f26p+0f,
-    -0x1.d77bf2p+0f, -0x1.e17776p-3f, -0x1.44776p+0f, 0x1.15c652p-2f, 0x1.4106b6p-3f,
-    -0x1.7ed5a6p-3f, -0x1.42252ep+1f, -0x1.13cf8ep-1f, -0x1.8d51dap-5f, 0x1.d01d16p-4f,
+    0x1.427a32p-10f, 0x1.31ea5ap-2f,  -0x1.18b798p-2f, -0x1.c7fba8p-1f, -0x1.d19538p-2f, -0x1.fbb918p-1f,
+    0x1.ecb246p-5f,  0x1.571858p+0f,  -0x1.f804fcp-2f, -0x1.3daee2p-1f, 0x1.f59928p-2f,  0x1.6d73cap-2f,
+    0x1.afc6dap-4f,  -0x1.dc664ep-1f, -0x1.df430ap-6f, 0x1.63fec8p-1f,  -0x1.581e72p+0f, -0x1.d4993ap-2f,
+    -0x1.e6b688p+0f, -0x1.4a1f26p+0f, -0x1.d77bf2p+0f, -0x1.e17776p-3f, -0x1.44776p+0f,  0x1.15c652p-2f,
+    0x1.4106b6p-3f,  -0x1.7ed5a6p-3f, -0x1.42252ep+1f, -0x1.13cf8ep-1f, -0x1.8d51dap-5f, 0x1.d01d16p-4f,
     -0x1.87b6fap+0f, -0x1.e93828p-2f};
 // Ties of |max| (2 at index 3 before -2 at index 10) and values on rounding boundaries.
-const std::vector<float> kTies = {
-    0.0f, -0.25f, 0.5f, 2.0f, 1.0f, -1.25f, 1.5f, -1.75f, 2.0f, 0.0f, -2.0f, -0.5f, 0.75f, -1.0f, 1.25f, -1.5f,
-    1.75f, -2.0f, 0.0f, -0.25f, 0.5f, -0.75f, 1.0f, -1.25f, 1.5f, -1.75f, 2.0f, 0.0f, 0.25f, -0.5f, 0.75f, -1.0f};
+const std::vector<float> kTies = {0.0f,  -0.25f, 0.5f,  2.0f,   1.0f,  -1.25f, 1.5f,  -1.75f, 2.0f,   0.0f, -2.0f,
+                                  -0.5f, 0.75f,  -1.0f, 1.25f,  -1.5f, 1.75f,  -2.0f, 0.0f,   -0.25f, 0.5f, -0.75f,
+                                  1.0f,  -1.25f, 1.5f,  -1.75f, 2.0f,  0.0f,   0.25f, -0.5f,  0.75f,  -1.0f};
 // Halves for Q8_0's round-half-away-from-zero.
-const std::vector<float> kHalves = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 3.5f, 126.5f, -126.5f,
-                                    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+const std::vector<float> kHalves = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 3.5f, 126.5f, -126.5f, 0,
+                                    0,      0,    0,    0,    0,     0,     0,     0,    0,      0,       0,
+                                    0,      0,    0,    0,    0,     0,     0,     0,    0,      0};
 
 struct Golden {
   GgmlType type;

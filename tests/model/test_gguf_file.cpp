@@ -43,12 +43,23 @@ GgufBytes valid_file(std::uint64_t second_offset = 32, std::uint64_t first_type 
   file.put(kMagic).put<std::uint32_t>(3).put<std::uint64_t>(2).put<std::uint64_t>(3);
   file.put_string("llama.block_count").put<std::uint32_t>(4).put<std::uint32_t>(30);
   file.put_string("general.architecture").put<std::uint32_t>(8).put_string("llama");
-  file.put_string("tokenizer.ggml.tokens").put<std::uint32_t>(9).put<std::uint32_t>(8)
-      .put<std::uint64_t>(2).put_string("a").put_string("b");
-  file.put_string("small").put<std::uint32_t>(1).put<std::uint64_t>(4)
-      .put<std::uint32_t>(static_cast<std::uint32_t>(first_type)).put<std::uint64_t>(0);
-  file.put_string("quant").put<std::uint32_t>(2).put<std::uint64_t>(32).put<std::uint64_t>(2)
-      .put<std::uint32_t>(8).put<std::uint64_t>(second_offset);
+  file.put_string("tokenizer.ggml.tokens")
+      .put<std::uint32_t>(9)
+      .put<std::uint32_t>(8)
+      .put<std::uint64_t>(2)
+      .put_string("a")
+      .put_string("b");
+  file.put_string("small")
+      .put<std::uint32_t>(1)
+      .put<std::uint64_t>(4)
+      .put<std::uint32_t>(static_cast<std::uint32_t>(first_type))
+      .put<std::uint64_t>(0);
+  file.put_string("quant")
+      .put<std::uint32_t>(2)
+      .put<std::uint64_t>(32)
+      .put<std::uint64_t>(2)
+      .put<std::uint32_t>(8)
+      .put<std::uint64_t>(second_offset);
   file.pad_to(32);
   for (int i = 0; i < 4; ++i) file.put<float>(static_cast<float>(i) + 0.5f);
   file.pad_to(32);
@@ -67,9 +78,7 @@ std::string parse_error(const std::vector<std::byte>& bytes) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -178,8 +187,7 @@ BOOST_AUTO_TEST_CASE(an_array_count_beyond_the_file_is_caught_before_allocation)
 BOOST_AUTO_TEST_CASE(a_row_length_not_divisible_by_the_block_size_is_rejected) {
   GgufBytes file;
   file.put(kMagic).put<std::uint32_t>(3).put<std::uint64_t>(1).put<std::uint64_t>(0);
-  file.put_string("w").put<std::uint32_t>(1).put<std::uint64_t>(30).put<std::uint32_t>(8)
-      .put<std::uint64_t>(0);
+  file.put_string("w").put<std::uint32_t>(1).put<std::uint64_t>(30).put<std::uint32_t>(8).put<std::uint64_t>(0);
   file.pad_to(32);
   for (int i = 0; i < 64; ++i) file.put<std::uint8_t>(0);
   const std::string message = parse_error(file.bytes);

@@ -1,12 +1,12 @@
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "core/model/dequantize.h"
@@ -117,7 +117,8 @@ BOOST_AUTO_TEST_CASE(every_value_type_and_tensor_reads_back_unchanged) {
   writer.add_i32_array("a.i32", token_types);
   const std::vector<std::uint32_t> ids = {0, 4294967295u};
   writer.add_u32_array("a.u32", ids);
-  writer.add_array("a.u8", GgufValueType::u8, {{GgufValueType::u8, std::uint64_t{7}}, {GgufValueType::u8, std::int64_t{255}}});
+  writer.add_array("a.u8", GgufValueType::u8,
+                   {{GgufValueType::u8, std::uint64_t{7}}, {GgufValueType::u8, std::int64_t{255}}});
   writer.add_array("a.bool", GgufValueType::boolean, {{GgufValueType::boolean, true}, {GgufValueType::boolean, false}});
   writer.add_array("a.f64", GgufValueType::f64, {{GgufValueType::f64, 0.1}});
   writer.add_array("a.empty", GgufValueType::i64, {});
@@ -157,8 +158,10 @@ BOOST_AUTO_TEST_CASE(every_value_type_and_tensor_reads_back_unchanged) {
   BOOST_TEST((f32_array.element_type == GgufValueType::f32));
   BOOST_TEST(std::get<double>(f32_array.items[1].value) == -1.25);
   BOOST_TEST(std::isinf(std::get<double>(f32_array.items[2].value)));
-  BOOST_TEST(file.get_int_array("a.i32") == (std::vector<std::int64_t>{1, -3, 2147483647}), boost::test_tools::per_element());
-  BOOST_TEST(file.get_int_array("a.u32") == (std::vector<std::int64_t>{0, 4294967295}), boost::test_tools::per_element());
+  BOOST_TEST(file.get_int_array("a.i32") == (std::vector<std::int64_t>{1, -3, 2147483647}),
+             boost::test_tools::per_element());
+  BOOST_TEST(file.get_int_array("a.u32") == (std::vector<std::int64_t>{0, 4294967295}),
+             boost::test_tools::per_element());
   BOOST_TEST(file.get_int_array("a.u8") == (std::vector<std::int64_t>{7, 255}), boost::test_tools::per_element());
   const auto& bools = alternative<model::GgufArray>(file, "a.bool", GgufValueType::array);
   BOOST_TEST_REQUIRE(bools.items.size() == 2u);
@@ -196,7 +199,8 @@ BOOST_AUTO_TEST_CASE(general_alignment_sets_the_padding_of_every_tensor) {
   model::GgufWriter writer;
   writer.add_u32("general.alignment", 64);
   BOOST_TEST(writer.alignment() == 64u);
-  for (const TensorSpec& tensor : several_tensors()) writer.add_tensor(tensor.name, tensor.dims, tensor.type, tensor.data);
+  for (const TensorSpec& tensor : several_tensors())
+    writer.add_tensor(tensor.name, tensor.dims, tensor.type, tensor.data);
   const TempPath path("gguf_writer_alignment");
   writer.write(path.str());
   const model::GgufFile file(path.str());
@@ -262,7 +266,8 @@ BOOST_AUTO_TEST_CASE(bad_keys_and_values_are_refused_and_leave_the_writer_unchan
   BOOST_CHECK_THROW(writer.add("i64.too.big", {GgufValueType::i64, std::uint64_t{1} << 63}), std::invalid_argument);
   BOOST_CHECK_THROW(writer.add("string.holding.int", {GgufValueType::string, std::uint64_t{1}}), std::invalid_argument);
   BOOST_CHECK_THROW(writer.add("f32.huge", {GgufValueType::f32, 1e300}), std::invalid_argument);
-  BOOST_CHECK_THROW(writer.add("unknown.type", {static_cast<GgufValueType>(13), std::uint64_t{1}}), std::invalid_argument);
+  BOOST_CHECK_THROW(writer.add("unknown.type", {static_cast<GgufValueType>(13), std::uint64_t{1}}),
+                    std::invalid_argument);
   BOOST_CHECK_THROW(writer.add_array("array.mixed", GgufValueType::u8,
                                      {{GgufValueType::u8, std::uint64_t{1}}, {GgufValueType::u16, std::uint64_t{1}}}),
                     std::invalid_argument);
@@ -283,7 +288,8 @@ BOOST_AUTO_TEST_CASE(bad_tensors_are_refused) {
   model::GgufWriter writer;
   writer.add_tensor("t", {32}, GgmlType::q8_0, std::vector<std::byte>(34));
   BOOST_CHECK_THROW(writer.add_tensor("t", {32}, GgmlType::q8_0, std::vector<std::byte>(34)), std::invalid_argument);
-  BOOST_CHECK_THROW(writer.add_tensor("short", {32}, GgmlType::q8_0, std::vector<std::byte>(33)), std::invalid_argument);
+  BOOST_CHECK_THROW(writer.add_tensor("short", {32}, GgmlType::q8_0, std::vector<std::byte>(33)),
+                    std::invalid_argument);
   BOOST_CHECK_THROW(writer.add_tensor("partial.block", {16, 2}, GgmlType::q8_0, std::vector<std::byte>(34)),
                     std::invalid_argument);
   BOOST_CHECK_THROW(writer.add_tensor("five.dims", {1, 1, 1, 1, 1}, GgmlType::f32, std::vector<std::byte>(4)),

@@ -117,9 +117,9 @@ BOOST_AUTO_TEST_CASE(fp16_subnormals_round_and_tiny_values_flush_to_signed_zero)
   BOOST_TEST(model::fp16_to_float(0x03ff) == 1023 * 0x1p-24f);
   BOOST_TEST(model::fp16_to_float(0x8001) == -0x1p-24f);
   BOOST_TEST(model::float_to_fp16(0x1p-24f) == 0x0001);
-  BOOST_TEST(model::float_to_fp16(0x1p-25f) == 0x0000);         // tie between 0 and 2^-24: even 0
-  BOOST_TEST(model::float_to_fp16(0x1.000002p-25f) == 0x0001);  // just above the tie
-  BOOST_TEST(model::float_to_fp16(3 * 0x1p-25f) == 0x0002);     // tie between 1 and 2 ulps: even 2
+  BOOST_TEST(model::float_to_fp16(0x1p-25f) == 0x0000);            // tie between 0 and 2^-24: even 0
+  BOOST_TEST(model::float_to_fp16(0x1.000002p-25f) == 0x0001);     // just above the tie
+  BOOST_TEST(model::float_to_fp16(3 * 0x1p-25f) == 0x0002);        // tie between 1 and 2 ulps: even 2
   BOOST_TEST(model::float_to_fp16(1023.5f * 0x1p-24f) == 0x0400);  // rounds up into the normals
   BOOST_TEST(model::float_to_fp16(0x1p-30f) == 0x0000);
   BOOST_TEST(model::float_to_fp16(-0x1p-30f) == 0x8000);

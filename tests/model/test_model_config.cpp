@@ -104,8 +104,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   BOOST_TEST(a.rope_scaling.factor == b.rope_scaling.factor);
   BOOST_TEST(a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor);
   BOOST_TEST(a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor);
-  BOOST_TEST(a.rope_scaling.original_max_position_embeddings ==
-             b.rope_scaling.original_max_position_embeddings);
+  BOOST_TEST(a.rope_scaling.original_max_position_embeddings == b.rope_scaling.original_max_position_embeddings);
   BOOST_TEST(a.rms_norm_eps == b.rms_norm_eps);
   BOOST_TEST(a.tie_word_embeddings == b.tie_word_embeddings);
   BOOST_TEST(a.attention_bias == b.attention_bias);
@@ -287,7 +286,8 @@ BOOST_AUTO_TEST_CASE(config_json_round_trips_through_to_hf_config_json) {
 }
 
 BOOST_AUTO_TEST_CASE(read_hf_config_reads_a_file_and_names_it_in_errors) {
-  const std::string path = (fs::temp_directory_path() / ("pagedllm_config_" + std::to_string(::getpid()) + ".json")).string();
+  const std::string path =
+      (fs::temp_directory_path() / ("pagedllm_config_" + std::to_string(::getpid()) + ".json")).string();
   std::ofstream(path) << smollm2_json().dump(2);
   const ModelConfig config = read_hf_config(path);
   BOOST_TEST(config.num_layers == 30);
@@ -311,8 +311,8 @@ BOOST_AUTO_TEST_CASE(unknown_architecture_is_named_with_the_supported_ones) {
 }
 
 BOOST_AUTO_TEST_CASE(missing_and_mistyped_fields_are_named) {
-  for (const char* field : {"hidden_size", "num_hidden_layers", "num_attention_heads",
-                            "intermediate_size", "vocab_size", "max_position_embeddings"}) {
+  for (const char* field : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                            "vocab_size", "max_position_embeddings"}) {
     json config = smollm2_json();
     config.erase(field);
     expect_parts(config_error(config), {"config.json", std::string("field '") + field + "'", "missing"});
@@ -324,8 +324,8 @@ BOOST_AUTO_TEST_CASE(missing_and_mistyped_fields_are_named) {
   config["eos_token_id"] = {2, "x"};
   expect_parts(config_error(config), {"field 'eos_token_id[1]'", "token id"});
   config = smollm2_json();
-  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0},
-                            {"original_max_position_embeddings", 8192}};
+  config["rope_scaling"] = {
+      {"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
   expect_parts(config_error(config), {"field 'rope_scaling.low_freq_factor'", "missing"});
   config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
   expect_parts(config_error(config), {"field 'rope_scaling.rope_type'", "'yarn'", "linear, llama3"});

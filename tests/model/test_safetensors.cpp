@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() /
-           ("pagedllm_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    path =
+        fs::temp_directory_path() / ("pagedllm_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -71,9 +71,7 @@ std::string header_error(const std::string& header, std::size_t num_data_bytes =
   return error_of([&] { parse_safetensors_header(bytes, "bad.safetensors"); });
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Checks that `message` names every part, printing the message when it does not.
 void expect_parts(const std::string& message, const std::vector<std::string>& parts) {
@@ -94,7 +92,7 @@ BOOST_AUTO_TEST_SUITE(safetensors)
 
 BOOST_AUTO_TEST_CASE(written_file_reads_back_with_sorted_aligned_header_and_exact_values) {
   TempDir dir;
-  const std::vector<float> big = ramp(6, 0.25f);   // exact in F16 and BF16
+  const std::vector<float> big = ramp(6, 0.25f);  // exact in F16 and BF16
   const std::vector<float> odd = ramp(3, 1.5f);
   SafetensorsWriter writer;
   writer.add_f32("z.weight", {2, 3}, big, SafetensorsDtype::f16);
@@ -124,8 +122,7 @@ BOOST_AUTO_TEST_CASE(written_file_reads_back_with_sorted_aligned_header_and_exac
   BOOST_TEST(text.find("\"a.bias\"") < text.find("\"z.weight\""));
 
   BOOST_TEST(to_string(file.tensor("z.weight").dtype) == "F16");
-  BOOST_TEST(file.tensor("z.weight").shape == std::vector<std::uint64_t>({2, 3}),
-             boost::test_tools::per_element());
+  BOOST_TEST(file.tensor("z.weight").shape == std::vector<std::uint64_t>({2, 3}), boost::test_tools::per_element());
   BOOST_TEST(file.read_f32("z.weight") == big, boost::test_tools::per_element());
   BOOST_TEST(file.read_f32("m.norm") == big, boost::test_tools::per_element());
   BOOST_TEST(file.read_f32("a.bias") == odd, boost::test_tools::per_element());
@@ -134,8 +131,7 @@ BOOST_AUTO_TEST_CASE(written_file_reads_back_with_sorted_aligned_header_and_exac
   BOOST_TEST(file.tensor("scalar").num_elements == 1u);
   const std::vector<std::uint16_t> bf16 = file.read_bf16("z.weight");
   for (std::size_t i = 0; i < big.size(); ++i) BOOST_TEST(bf16[i] == float_to_bf16(big[i]));
-  expect_parts(error_of([&] { file.tensor("missing"); }),
-               {dir.file("model.safetensors"), "tensor 'missing'"});
+  expect_parts(error_of([&] { file.tensor("missing"); }), {dir.file("model.safetensors"), "tensor 'missing'"});
 }
 
 BOOST_AUTO_TEST_CASE(narrowing_rounds_to_nearest_even) {
@@ -166,8 +162,8 @@ BOOST_AUTO_TEST_CASE(sharded_checkpoint_round_trips_through_the_index) {
   TempDir dir;
   SafetensorsWriter writer;
   for (int layer = 0; layer < 5; ++layer) {
-    writer.add_f32("model.layers." + std::to_string(layer) + ".w", {4, 4},
-                   ramp(16, static_cast<float>(layer + 1)), SafetensorsDtype::bf16);  // 32 bytes
+    writer.add_f32("model.layers." + std::to_string(layer) + ".w", {4, 4}, ramp(16, static_cast<float>(layer + 1)),
+                   SafetensorsDtype::bf16);  // 32 bytes
   }
   writer.add_f32("lm_head.weight", {8, 4}, ramp(32, 0.5f));  // 128 bytes: over budget alone
   const std::vector<std::string> shards = writer.write_sharded(dir.path.string(), 70);
@@ -213,8 +209,7 @@ BOOST_AUTO_TEST_CASE(missing_shard_names_the_index_the_shard_and_a_tensor) {
   const std::vector<std::string> shards = writer.write_sharded(dir.path.string(), 4);
   fs::remove(shards[1]);
   expect_parts(error_of([&] { SafetensorsCheckpoint{dir.path.string()}; }),
-               {kSafetensorsIndexFile.data(), "tensor 'b'", "model-00002-of-00002.safetensors",
-                "does not exist"});
+               {kSafetensorsIndexFile.data(), "tensor 'b'", "model-00002-of-00002.safetensors", "does not exist"});
 }
 
 BOOST_AUTO_TEST_CASE(tensor_missing_from_its_shard_names_the_shard_and_the_tensor) {
@@ -227,8 +222,7 @@ BOOST_AUTO_TEST_CASE(tensor_missing_from_its_shard_names_the_shard_and_the_tenso
   expect_parts(error_of([&] { SafetensorsCheckpoint{dir.path.string()}; }),
                {dir.file("part.safetensors"), "tensor 'ghost'", "not in this shard"});
   std::ofstream(dir.file("model.safetensors.index.json")) << R"({"weight_map": {"a": "../x"}})";
-  expect_parts(error_of([&] { SafetensorsCheckpoint{dir.path.string()}; }),
-               {"tensor 'a'", "'../x'"});
+  expect_parts(error_of([&] { SafetensorsCheckpoint{dir.path.string()}; }), {"tensor 'a'", "'../x'"});
   std::ofstream(dir.file("model.safetensors.index.json")) << R"({"metadata": {}})";
   expect_parts(error_of([&] { SafetensorsCheckpoint{dir.path.string()}; }), {"field 'weight_map'"});
 }
@@ -252,7 +246,8 @@ BOOST_AUTO_TEST_CASE(bad_json_and_wrong_top_level) {
                {"field '__metadata__'", "value of 'k'", "expected a string", "integer 1"});
   expect_parts(header_error(R"({"__metadata__": []})"), {"field '__metadata__'", "expected an object"});
   expect_parts(header_error(R"({"t": {"dtype":"F32","shape":[],"data_offsets":[0,4]},
-                                "t": {"dtype":"F32","shape":[],"data_offsets":[4,8]}})", 8),
+                                "t": {"dtype":"F32","shape":[],"data_offsets":[4,8]}})",
+                            8),
                {"tensor 't'", "appears twice"});
 }
 
@@ -292,19 +287,22 @@ BOOST_AUTO_TEST_CASE(byte_count_must_match_the_shape) {
   expect_parts(header_error(R"({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 8]}})", 8),
                {"bad.safetensors", "tensor 'w'", "shape [2, 3] of BF16 needs 12 bytes", "[0, 8] hold 8"});
   expect_parts(header_error(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 2],
-                                       "data_offsets": [0, 8]}})", 8),
+                                       "data_offsets": [0, 8]}})",
+                            8),
                {"tensor 'w'", "more elements than fit"});
 }
 
 BOOST_AUTO_TEST_CASE(overlapping_tensors_name_both) {
   expect_parts(header_error(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                                "b": {"dtype": "F16", "shape": [2], "data_offsets": [6, 10]}})", 10),
+                                "b": {"dtype": "F16", "shape": [2], "data_offsets": [6, 10]}})",
+                            10),
                {"bad.safetensors", "tensor 'b'", "[6, 10]", "overlap tensor 'a' [0, 8]"});
   // Empty tensors occupy no bytes, wherever they point; adjacent tensors do not overlap.
   const std::vector<std::byte> ok = raw_file(
       R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
           "e": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]},
-          "b": {"dtype": "F16", "shape": [1], "data_offsets": [8, 10]}})", 10);
+          "b": {"dtype": "F16", "shape": [1], "data_offsets": [8, 10]}})",
+      10);
   const SafetensorsHeader header = parse_safetensors_header(ok, "ok.safetensors");
   BOOST_TEST(header.tensors.size() == 3u);
   BOOST_TEST(header.find("e") != nullptr);
@@ -313,11 +311,9 @@ BOOST_AUTO_TEST_CASE(overlapping_tensors_name_both) {
 
 BOOST_AUTO_TEST_CASE(writer_refuses_inconsistent_tensors) {
   SafetensorsWriter writer;
-  BOOST_CHECK_THROW(writer.add("w", SafetensorsDtype::f32, {3}, std::vector<std::byte>(8)),
-                    std::invalid_argument);
+  BOOST_CHECK_THROW(writer.add("w", SafetensorsDtype::f32, {3}, std::vector<std::byte>(8)), std::invalid_argument);
   writer.add("w", SafetensorsDtype::f32, {2}, std::vector<std::byte>(8));
-  BOOST_CHECK_THROW(writer.add("w", SafetensorsDtype::f32, {2}, std::vector<std::byte>(8)),
-                    std::invalid_argument);
+  BOOST_CHECK_THROW(writer.add("w", SafetensorsDtype::f32, {2}, std::vector<std::byte>(8)), std::invalid_argument);
   BOOST_CHECK_THROW(writer.add("__metadata__", SafetensorsDtype::f32, {2}, std::vector<std::byte>(8)),
                     std::invalid_argument);
 }

@@ -71,8 +71,8 @@ BOOST_AUTO_TEST_CASE(the_same_seed_writes_the_same_bytes_and_another_seed_does_n
   make_model::TinyModelSpec other_seed;
   other_seed.seed = 7;
   const auto other = make_model::write_tiny_model(other_seed, scratch_dir("tiny_seed7"));
-  BOOST_TEST((read_bytes(files.directory + "/model.safetensors") !=
-              read_bytes(other.directory + "/model.safetensors")));
+  BOOST_TEST(
+      (read_bytes(files.directory + "/model.safetensors") != read_bytes(other.directory + "/model.safetensors")));
   BOOST_TEST((read_bytes(files.directory + "/tokenizer.json") ==
               read_bytes(other.directory + "/tokenizer.json")));  // the vocabulary needs no seed
 }
@@ -82,9 +82,9 @@ BOOST_AUTO_TEST_CASE(the_gguf_vocabulary_encodes_like_the_tokenizer_json) {
   const auto from_json = tokenizer::Tokenizer::from_tokenizer_json(files.directory + "/tokenizer.json");
   const auto from_gguf = tokenizer::Tokenizer::from_gguf(GgufFile(files.gguf));
   BOOST_TEST(from_json.num_tokens() == from_gguf.num_tokens());
-  for (const char* text : {"The scheduler decides, at every step, which requests run.",
-                           "int x = 42;\n\tif (x) { return 3.14; }", "<|im_start|>user\nhi<|im_end|>",
-                           "naïve café 東京 🙂", "   spaces   and\n\n\nnewlines"}) {
+  for (const char* text :
+       {"The scheduler decides, at every step, which requests run.", "int x = 42;\n\tif (x) { return 3.14; }",
+        "<|im_start|>user\nhi<|im_end|>", "naïve café 東京 🙂", "   spaces   and\n\n\nnewlines"}) {
     BOOST_TEST(from_json.encode(text) == from_gguf.encode(text), boost::test_tools::per_element());
     BOOST_TEST(from_json.decode(from_json.encode(text)) == text);
   }
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(a_quantized_gguf_loads_close_to_the_fp32_weights) {
     max_error = std::max(max_error, static_cast<double>(std::fabs(q.f32[i] - e.f32[i])));
     max_value = std::max(max_value, static_cast<double>(std::fabs(e.f32[i])));
   }
-  BOOST_TEST(max_error > 0.0);                  // it really was quantized
-  BOOST_TEST(max_error <= max_value / 127.0);   // Q8_0: half a step of amax/127, with slack
+  BOOST_TEST(max_error > 0.0);                 // it really was quantized
+  BOOST_TEST(max_error <= max_value / 127.0);  // Q8_0: half a step of amax/127, with slack
 }
 
 BOOST_AUTO_TEST_CASE(a_bf16_load_rounds_every_weight) {

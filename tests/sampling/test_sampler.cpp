@@ -23,7 +23,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 sampling::SamplerInput input_for(const std::vector<float>& logits, const sched::SamplingParams& params,
-                                uint64_t seed = 7, int32_t position = 0) {
+                                 uint64_t seed = 7, int32_t position = 0) {
   sampling::SamplerInput input;
   input.logits = logits;
   input.params = &params;
@@ -256,8 +256,8 @@ BOOST_AUTO_TEST_CASE(draws_follow_the_inverse_cdf_in_rank_order) {
     float top_p;
     float min_p;
   };
-  const std::vector<Setting> settings{{1.0f, 0, 1.0f, 0.0f},   {3.0f, 0, 1.0f, 0.0f},   {1.5f, 300, 1.0f, 0.0f},
-                                      {1.0f, 40, 1.0f, 0.0f},  {2.0f, 0, 0.9f, 0.0f},   {1.0f, 500, 0.7f, 0.0f},
+  const std::vector<Setting> settings{{1.0f, 0, 1.0f, 0.0f},   {3.0f, 0, 1.0f, 0.0f},  {1.5f, 300, 1.0f, 0.0f},
+                                      {1.0f, 40, 1.0f, 0.0f},  {2.0f, 0, 0.9f, 0.0f},  {1.0f, 500, 0.7f, 0.0f},
                                       {0.7f, 20, 0.8f, 0.05f}, {2.0f, 0, 1.0f, 0.001f}};
   int num_draws = 0;
   for (const Setting& setting : settings) {
@@ -521,11 +521,11 @@ BOOST_AUTO_TEST_CASE(bad_words_ban_their_last_token_after_their_prefix) {
   };
   // A one-token word is banned everywhere; a longer one only right after its other tokens.
   BOOST_TEST(sample_after({}) == 2);
-  BOOST_TEST(sample_after({3}) == 4);        // "3 2" would complete
-  BOOST_TEST(sample_after({3, 1}) == 2);     // its prefix is not at the end
-  BOOST_TEST(sample_after({1, 0}) == 4);     // "0 2" would complete; "0 0 4" needs two 0s
-  BOOST_TEST(sample_after({0, 0}) == 0);     // both would: 1, 2 and 4 banned
-  BOOST_TEST(sample_after({0}) == 4);        // a prefix longer than the output cannot match
+  BOOST_TEST(sample_after({3}) == 4);     // "3 2" would complete
+  BOOST_TEST(sample_after({3, 1}) == 2);  // its prefix is not at the end
+  BOOST_TEST(sample_after({1, 0}) == 4);  // "0 2" would complete; "0 0 4" needs two 0s
+  BOOST_TEST(sample_after({0, 0}) == 0);  // both would: 1, 2 and 4 banned
+  BOOST_TEST(sample_after({0}) == 4);     // a prefix longer than the output cannot match
   params.bad_words_token_ids = {{5}};
   BOOST_CHECK_THROW(sample_after({}), std::invalid_argument);  // outside the vocabulary
 }
@@ -536,7 +536,8 @@ BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
   sched::SamplingParams params;
   params.allowed_token_ids = {17, 4, 250};
   std::vector<float> kept(logits.size(), -kInf);
-  for (const TokenId token : params.allowed_token_ids) kept[static_cast<size_t>(token)] = logits[static_cast<size_t>(token)];
+  for (const TokenId token : params.allowed_token_ids)
+    kept[static_cast<size_t>(token)] = logits[static_cast<size_t>(token)];
   std::vector<int> counts(logits.size(), 0);
   constexpr int kDraws = 3000;
   for (int draw = 0; draw < kDraws; ++draw) {
@@ -550,8 +551,9 @@ BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
   BOOST_TEST(outside == 0);
   // Greedy takes the best allowed token, not the argmax.
   params.temperature = 0.0f;
-  const TokenId best = *std::max_element(params.allowed_token_ids.begin(), params.allowed_token_ids.end(),
-                                         [&](TokenId a, TokenId b) { return kept[static_cast<size_t>(a)] < kept[static_cast<size_t>(b)]; });
+  const TokenId best = *std::max_element(
+      params.allowed_token_ids.begin(), params.allowed_token_ids.end(),
+      [&](TokenId a, TokenId b) { return kept[static_cast<size_t>(a)] < kept[static_cast<size_t>(b)]; });
   BOOST_TEST(sample_one(sampler, input_for(logits, params)) == best);
   // The sampler's scratch stays clean: without the list every token may come again.
   sched::SamplingParams open = params;

@@ -17,8 +17,13 @@ StepRecord record_of(const sched::StepPlan& plan) {
   record.step = plan.step;
   record.executed = true;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) {
-    record.ran.push_back({scheduled.request, scheduled.seq, scheduled.start, scheduled.end, scheduled.sample,
-                          scheduled.is_prefill(), {scheduled.block_table.begin(), scheduled.block_table.end()}});
+    record.ran.push_back({scheduled.request,
+                          scheduled.seq,
+                          scheduled.start,
+                          scheduled.end,
+                          scheduled.sample,
+                          scheduled.is_prefill(),
+                          {scheduled.block_table.begin(), scheduled.block_table.end()}});
   }
   record.preempted = plan.preempted;
   for (const sched::RejectedGroup& rejected : plan.rejected) record.rejected.push_back(rejected.request);

@@ -42,7 +42,7 @@ struct RanSequence {
 
 struct StepRecord {
   int64_t step = 0;
-  bool executed = false;  // false: the plan was empty and the engine did not call the executor
+  bool executed = false;         // false: the plan was empty and the engine did not call the executor
   std::vector<RanSequence> ran;  // plan order
   std::vector<sched::PreemptedGroup> preempted;
   std::vector<RequestId> rejected;

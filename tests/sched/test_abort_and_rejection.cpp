@@ -27,11 +27,11 @@ BOOST_AUTO_TEST_CASE(abort_of_a_waiting_request_frees_nothing_and_reports_it_nex
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
-      {0, 0, {{0, 4}}},
-      {1, 2, {{0, 1}}},
-      {3, 3, {{2, 4}}},  // r2, not the aborted r1
-      {4, 4, {{2, 1}}},
-  });
+                                     {0, 0, {{0, 4}}},
+                                     {1, 2, {{0, 1}}},
+                                     {3, 3, {{2, 4}}},  // r2, not the aborted r1
+                                     {4, 4, {{2, 1}}},
+                                 });
   expect_same_tokens(harness, specs, {0, 2});
   harness.expect_drained();
 }
@@ -48,11 +48,12 @@ BOOST_AUTO_TEST_CASE(abort_of_a_request_in_the_middle_of_its_prompt_frees_its_bl
   abort_and_check(harness, 1, {.device = 2, .host = 0});
   harness.run_to_completion();
 
-  expect_phases(harness.steps(), {
-      {0, 0, {{0, 4}, {1, 4}}},
-      {1, 1, {{0, 1}, {1, 4}}},  // 7 tokens of budget: r1's chunk ends on a block boundary
-      {2, 3, {{0, 1}}},
-  });
+  expect_phases(harness.steps(),
+                {
+                    {0, 0, {{0, 4}, {1, 4}}},
+                    {1, 1, {{0, 1}, {1, 4}}},  // 7 tokens of budget: r1's chunk ends on a block boundary
+                    {2, 3, {{0, 1}}},
+                });
   expect_same_tokens(harness, specs, {0});
   harness.expect_drained();
 }
@@ -69,10 +70,10 @@ BOOST_AUTO_TEST_CASE(abort_of_a_decoding_request_frees_its_blocks_at_once) {
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
-      {0, 0, {{0, 4}, {1, 6}}},
-      {1, 2, {{0, 1}, {1, 1}}},
-      {3, 3, {{0, 1}}},
-  });
+                                     {0, 0, {{0, 4}, {1, 6}}},
+                                     {1, 2, {{0, 1}, {1, 1}}},
+                                     {3, 3, {{0, 1}}},
+                                 });
   BOOST_TEST(harness.output(1).completions.front().tokens.size() == 3u);  // sampled before the abort
   expect_same_tokens(harness, specs, {0});
   harness.expect_drained();
@@ -85,8 +86,8 @@ BOOST_AUTO_TEST_CASE(abort_of_a_swapped_request_frees_its_host_blocks_and_unbloc
       {.id = 2, .num_prompt_tokens = 8, .max_tokens = 8},
       {.id = 3, .num_prompt_tokens = 4, .max_tokens = 1},
   };
-  Harness harness({.num_device_blocks = 10, .num_host_blocks = 16, .enable_prefix_caching = false,
-                   .preemption_mode = kSwap});
+  Harness harness(
+      {.num_device_blocks = 10, .num_host_blocks = 16, .enable_prefix_caching = false, .preemption_mode = kSwap});
   for (size_t i = 0; i < 3; ++i) harness.add(specs[i]);
   harness.step_to(6);  // r2 was swapped out at step 5
   BOOST_TEST_REQUIRE(harness.engine().scheduler().num_swapped() == 1);
@@ -94,13 +95,14 @@ BOOST_AUTO_TEST_CASE(abort_of_a_swapped_request_frees_its_host_blocks_and_unbloc
   abort_and_check(harness, 2, {.device = 0, .host = 3});
   harness.run_to_completion();
 
-  expect_phases(harness.steps(), {
-      {0, 0, {{0, 8}, {1, 8}, {2, 8}}},
-      {1, 4, {{0, 1}, {1, 1}, {2, 1}}},
-      {5, 5, {{0, 1}, {1, 1}}, {{2, kSwap}}, 3},
-      {6, 6, {{0, 1}, {1, 1}, {3, 4}}},  // nothing is swapped any more: r3 is admitted at once
-      {7, 7, {{0, 1}, {1, 1}}},
-  });
+  expect_phases(harness.steps(),
+                {
+                    {0, 0, {{0, 8}, {1, 8}, {2, 8}}},
+                    {1, 4, {{0, 1}, {1, 1}, {2, 1}}},
+                    {5, 5, {{0, 1}, {1, 1}}, {{2, kSwap}}, 3},
+                    {6, 6, {{0, 1}, {1, 1}, {3, 4}}},  // nothing is swapped any more: r3 is admitted at once
+                    {7, 7, {{0, 1}, {1, 1}}},
+                });
   expect_same_tokens(harness, specs, {0, 1, 3});
   harness.expect_drained();
 }
@@ -136,10 +138,10 @@ BOOST_AUTO_TEST_CASE(a_request_that_can_never_fit_is_rejected_with_a_reason_and_
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
-      {0, 0, {{2, 4}, {3, 8}}},  // the requests behind the rejected ones run at once
-      {1, 1, {{2, 1}, {3, 3}}},  // r2 ends
-      {2, 7, {{3, 3}}},
-  });
+                                     {0, 0, {{2, 4}, {3, 8}}},  // the requests behind the rejected ones run at once
+                                     {1, 1, {{2, 1}, {3, 3}}},  // r2 ends
+                                     {2, 7, {{3, 3}}},
+                                 });
   harness.expect_drained();
 }
 

@@ -18,14 +18,15 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_splits_a_long_prompt_on_block_boundaries_af
   harness.add({.id = 1, .num_prompt_tokens = 2, .max_tokens = 6});
   harness.run_to_completion();
 
-  expect_phases(harness.steps(), {
-      // r0's first chunk ends on a block boundary (8 of 10); r1's 2-token prompt fills the rest.
-      {0, 0, {{0, 8}, {1, 2}}},
-      // r1 decodes first though r0 arrived first; r0's chunk: 9 tokens of budget -> 8, aligned.
-      {1, 2, {{1, 1}, {0, 8}}},
-      {3, 3, {{1, 1}, {0, 6}}},  // the rest of the prompt: the chunk ends with the prompt
-      {4, 5, {{0, 1}, {1, 1}}},  // both decode, in FCFS order
-  });
+  expect_phases(harness.steps(),
+                {
+                    // r0's first chunk ends on a block boundary (8 of 10); r1's 2-token prompt fills the rest.
+                    {0, 0, {{0, 8}, {1, 2}}},
+                    // r1 decodes first though r0 arrived first; r0's chunk: 9 tokens of budget -> 8, aligned.
+                    {1, 2, {{1, 1}, {0, 8}}},
+                    {3, 3, {{1, 1}, {0, 6}}},  // the rest of the prompt: the chunk ends with the prompt
+                    {4, 5, {{0, 1}, {1, 1}}},  // both decode, in FCFS order
+                });
   BOOST_TEST(render(ranges_of(harness.steps(), harness.seqs_of(0).front())) ==
              render(std::vector<Range>{{0, 8}, {8, 16}, {16, 24}, {24, 30}, {30, 31}, {31, 32}}));
   for (const StepRecord& record : harness.steps()) {
@@ -42,8 +43,8 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_splits_a_long_prompt_on_block_boundaries_af
 
 BOOST_AUTO_TEST_CASE(token_and_sequence_budgets_cap_each_step_and_waiting_requests_are_admitted_in_order) {
   // Chunking off: a prompt runs whole or waits, so the token budget is plain to see.
-  Harness harness({.max_num_batched_tokens = 32, .max_num_seqs = 3, .max_model_len = 32,
-                   .enable_chunked_prefill = false});
+  Harness harness(
+      {.max_num_batched_tokens = 32, .max_num_seqs = 3, .max_model_len = 32, .enable_chunked_prefill = false});
   harness.add({.id = 0, .num_prompt_tokens = 16, .max_tokens = 4});
   harness.add({.id = 1, .num_prompt_tokens = 12, .max_tokens = 4});
   harness.add({.id = 2, .num_prompt_tokens = 20, .max_tokens = 2});
@@ -53,14 +54,14 @@ BOOST_AUTO_TEST_CASE(token_and_sequence_budgets_cap_each_step_and_waiting_reques
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
-      // 16 + 12 of 32 tokens: r2's 20 do not fit and hold r3 (4 would fit) behind it.
-      {0, 0, {{0, 16}, {1, 12}}},
-      {1, 1, {{0, 1}, {1, 1}, {2, 20}}},  // r2 fits now; max_num_seqs = 3 holds r3
-      {2, 2, {{0, 1}, {1, 1}, {2, 1}}},   // r2 finishes
-      {3, 3, {{0, 1}, {1, 1}, {3, 4}}},   // one sequence free: r3; r0 and r1 finish
-      {4, 4, {{3, 1}, {4, 4}, {5, 4}}},   // r3, r5 finish
-      {5, 5, {{4, 1}}},
-  });
+                                     // 16 + 12 of 32 tokens: r2's 20 do not fit and hold r3 (4 would fit) behind it.
+                                     {0, 0, {{0, 16}, {1, 12}}},
+                                     {1, 1, {{0, 1}, {1, 1}, {2, 20}}},  // r2 fits now; max_num_seqs = 3 holds r3
+                                     {2, 2, {{0, 1}, {1, 1}, {2, 1}}},   // r2 finishes
+                                     {3, 3, {{0, 1}, {1, 1}, {3, 4}}},   // one sequence free: r3; r0 and r1 finish
+                                     {4, 4, {{3, 1}, {4, 4}, {5, 4}}},   // r3, r5 finish
+                                     {5, 5, {{4, 1}}},
+                                 });
   for (const StepRecord& record : harness.steps()) {
     BOOST_TEST_CONTEXT("step " << record.step) {
       BOOST_TEST(record.num_batched_tokens <= 32);
@@ -82,12 +83,13 @@ BOOST_AUTO_TEST_CASE(a_one_token_final_prompt_chunk_is_planned_after_the_decodes
   harness.add({.id = 1, .num_prompt_tokens = 1, .max_tokens = 4});
   harness.run_to_completion();
 
-  expect_phases(harness.steps(), {
-      {0, 0, {{0, 4}, {1, 1}}},  // 4 of 5 tokens: aligned; r1's prompt takes the last one
-      {1, 2, {{1, 1}, {0, 4}}},
-      {3, 3, {{1, 1}, {0, 1}}},  // r0's last prompt token is a prefill: after r1's decode
-      {4, 4, {{0, 1}}},
-  });
+  expect_phases(harness.steps(),
+                {
+                    {0, 0, {{0, 4}, {1, 1}}},  // 4 of 5 tokens: aligned; r1's prompt takes the last one
+                    {1, 2, {{1, 1}, {0, 4}}},
+                    {3, 3, {{1, 1}, {0, 1}}},  // r0's last prompt token is a prefill: after r1's decode
+                    {4, 4, {{0, 1}}},
+                });
   for (const StepRecord& record : harness.steps()) {
     BOOST_TEST_CONTEXT("step " << record.step) { BOOST_TEST(decodes_come_first(record)); }
   }

@@ -41,10 +41,10 @@ BOOST_AUTO_TEST_CASE(parallel_samples_share_the_prompt_blocks_and_copy_the_parti
   harness.run_to_completion();
 
   expect_phases(harness.steps(), {
-      {0, 0, {{0, 6}}},
-      {1, 1, {{0, 3}}, {}, 0, 0, 2},
-      {2, 3, {{0, 3}}},
-  });
+                                     {0, 0, {{0, 6}}},
+                                     {1, 1, {{0, 3}}, {}, 0, 0, 2},
+                                     {2, 3, {{0, 3}}},
+                                 });
   const engine::RequestOutput& output = harness.output(0);
   BOOST_TEST_REQUIRE(output.completions.size() == 3u);
   const auto tokens = completion_tokens(output);
@@ -57,10 +57,10 @@ BOOST_AUTO_TEST_CASE(parallel_samples_of_a_block_aligned_prompt_need_no_copy) {
   Harness harness({});
   harness.add({.id = 0, .num_prompt_tokens = 8, .max_tokens = 3, .n = 2});
   harness.run_to_completion();
-  expect_phases(harness.steps(), {
-      {0, 0, {{0, 8}}},
-      {1, 2, {{0, 2}}},  // position 8 starts a new block per sample: nothing to copy
-  });
+  expect_phases(harness.steps(),
+                {
+                    {0, 0, {{0, 8}}}, {1, 2, {{0, 2}}},  // position 8 starts a new block per sample: nothing to copy
+                });
   harness.expect_drained();
 }
 

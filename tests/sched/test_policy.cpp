@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_CASE(a_group_never_runs_before_itself) {
 BOOST_AUTO_TEST_CASE(a_configured_preemption_mode_wins_over_the_group_shape) {
   const auto single = make_group({.id = 1});
   const auto parallel = make_group({.id = 2, .num_seqs = 3});
-  BOOST_TEST((sched::choose_preemption_mode(config_with(PreemptionMode::recompute), parallel) ==
-              PreemptionMode::recompute));
+  BOOST_TEST(
+      (sched::choose_preemption_mode(config_with(PreemptionMode::recompute), parallel) == PreemptionMode::recompute));
   BOOST_TEST((sched::choose_preemption_mode(config_with(PreemptionMode::swap), single) == PreemptionMode::swap));
 }
 
@@ -130,9 +130,8 @@ BOOST_AUTO_TEST_CASE(the_victim_is_the_last_running_group_the_step_has_not_sched
   const Row rows[] = {
       {{false, false, false, false}, 3},  // from the back
       {{false, false, false, true}, 2},   // the back one is already in the plan
-      {{false, true, false, true}, 2},
-      {{false, true, true, true}, 0},
-      {{true, true, true, true}, -1},     // every one scheduled: nobody to preempt
+      {{false, true, false, true}, 2},   {{false, true, true, true}, 0},
+      {{true, true, true, true}, -1},  // every one scheduled: nobody to preempt
   };
   constexpr int64_t kStep = 7;
   for (const Row& row : rows) {
@@ -200,9 +199,9 @@ BOOST_AUTO_TEST_CASE(admissions_keep_the_watermark_and_swap_ins_a_slot_per_seque
 
 BOOST_AUTO_TEST_CASE(plan_chunk_takes_everything_that_fits_the_budget) {
   BOOST_TEST(sched::plan_chunk(chunk(0, 10, 64)) == 10);
-  BOOST_TEST(sched::plan_chunk(chunk(0, 10, 10)) == 10);     // exactly the budget
-  BOOST_TEST(sched::plan_chunk(chunk(7, 10, 3)) == 3);       // the rest of a chunked prompt
-  BOOST_TEST(sched::plan_chunk(chunk(9, 10, 1)) == 1);       // a decode
+  BOOST_TEST(sched::plan_chunk(chunk(0, 10, 10)) == 10);         // exactly the budget
+  BOOST_TEST(sched::plan_chunk(chunk(7, 10, 3)) == 3);           // the rest of a chunked prompt
+  BOOST_TEST(sched::plan_chunk(chunk(9, 10, 1)) == 1);           // a decode
   BOOST_TEST(sched::plan_chunk(chunk(0, 10, 64, false)) == 10);  // fits: chunking is not needed
 }
 

@@ -61,8 +61,8 @@ BOOST_AUTO_TEST_CASE(a_readmitted_parallel_group_never_plans_a_backward_range) {
   BOOST_TEST(error.empty(), error);
   for (const StepRecord& record : harness.steps()) {
     for (const RanSequence& ran : record.ran) {
-      BOOST_TEST(ran.start < ran.end, "step " << record.step << " plans [" << ran.start << ", " << ran.end
-                                              << ") for sequence " << ran.seq);
+      BOOST_TEST(ran.start < ran.end,
+                 "step " << record.step << " plans [" << ran.start << ", " << ran.end << ") for sequence " << ran.seq);
     }
   }
   if (error.empty()) {
@@ -82,7 +82,9 @@ BOOST_AUTO_TEST_CASE(a_parallel_group_that_outgrows_the_cache_after_recompute_is
       {.id = 0, .num_prompt_tokens = 4, .max_tokens = 6},
       {.id = 1, .num_prompt_tokens = 8, .max_tokens = 12, .n = 2},
   };
-  Harness harness({.num_device_blocks = 8, .enable_prefix_caching = false, .max_num_batched_tokens = 12,
+  Harness harness({.num_device_blocks = 8,
+                   .enable_prefix_caching = false,
+                   .max_num_batched_tokens = 12,
                    .preemption_mode = kRecompute});
   for (const RequestSpec& spec : specs) harness.add(spec);
   const std::string error = harness.run_checked();
@@ -108,7 +110,9 @@ BOOST_AUTO_TEST_CASE(beam_search_after_a_recompute_preemption_keeps_every_beam) 
       {.id = 0, .num_prompt_tokens = 4, .max_tokens = 3},
       {.id = 1, .num_prompt_tokens = 2, .max_tokens = 2, .n = 2, .beam_width = 2},
   };
-  Harness harness({.num_device_blocks = 4, .enable_prefix_caching = false, .max_num_batched_tokens = 6,
+  Harness harness({.num_device_blocks = 4,
+                   .enable_prefix_caching = false,
+                   .max_num_batched_tokens = 6,
                    .preemption_mode = kRecompute});
   for (const RequestSpec& spec : specs) harness.add(spec);
   const std::string error = harness.run_checked();

@@ -60,7 +60,10 @@ BOOST_AUTO_TEST_CASE(values_on_every_bound_are_valid) {
   const std::vector<Edit> edits = {
       [](auto& p) { p.n = 1; },
       [](auto& p) { p.n = 4; },
-      [](auto& p) { p.beam_width = 3; p.n = 3; },
+      [](auto& p) {
+        p.beam_width = 3;
+        p.n = 3;
+      },
       [](auto& p) { p.temperature = 0.0f; },
       [](auto& p) { p.temperature = 100.0f; },
       [](auto& p) { p.top_p = 1.0f; },
@@ -79,7 +82,9 @@ BOOST_AUTO_TEST_CASE(values_on_every_bound_are_valid) {
       [](auto& p) { p.min_tokens = p.max_tokens; },
       [](auto& p) { p.logprobs = 0; },
       [](auto& p) { p.logprobs = 20; },
-      [](auto& p) { p.stop = {"a", "\n\n"}; },
+      [](auto& p) {
+        p.stop = {"a", "\n\n"};
+      },
   };
   for (size_t i = 0; i < edits.size(); ++i) {
     BOOST_TEST_CONTEXT("edit " << i) { expect_valid(edited(edits[i])); }
@@ -96,16 +101,22 @@ BOOST_AUTO_TEST_CASE(negative_beam_width_is_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(n_above_beam_width_is_refused_with_beam_search) {
-  expect_refused(edited([](auto& p) { p.beam_width = 2; p.n = 3; }), "n", {"at most beam_width (2)", "got 3"});
+  expect_refused(edited([](auto& p) {
+                   p.beam_width = 2;
+                   p.n = 3;
+                 }),
+                 "n", {"at most beam_width (2)", "got 3"});
   // Without beam search n is free.
-  expect_valid(edited([](auto& p) { p.beam_width = 0; p.n = 3; }));
+  expect_valid(edited([](auto& p) {
+    p.beam_width = 0;
+    p.n = 3;
+  }));
 }
 
 BOOST_AUTO_TEST_CASE(temperature_must_be_finite_and_non_negative) {
   for (const float value : {-0.1f, -kInf, kInf, kNan}) {
     BOOST_TEST_CONTEXT("temperature " << value) {
-      expect_refused(edited([&](auto& p) { p.temperature = value; }), "temperature",
-                     {"temperature", "non-negative"});
+      expect_refused(edited([&](auto& p) { p.temperature = value; }), "temperature", {"temperature", "non-negative"});
     }
   }
 }
@@ -156,8 +167,11 @@ BOOST_AUTO_TEST_CASE(max_tokens_below_one_is_refused) {
 
 BOOST_AUTO_TEST_CASE(min_tokens_outside_zero_to_max_tokens_is_refused) {
   expect_refused(edited([](auto& p) { p.min_tokens = -1; }), "min_tokens", {"min_tokens", "in [0, max_tokens=16]"});
-  expect_refused(edited([](auto& p) { p.max_tokens = 5; p.min_tokens = 6; }), "min_tokens",
-                 {"in [0, max_tokens=5]", "got 6"});
+  expect_refused(edited([](auto& p) {
+                   p.max_tokens = 5;
+                   p.min_tokens = 6;
+                 }),
+                 "min_tokens", {"in [0, max_tokens=5]", "got 6"});
 }
 
 BOOST_AUTO_TEST_CASE(logprobs_outside_zero_to_the_limit_are_refused) {
@@ -192,13 +206,21 @@ BOOST_AUTO_TEST_CASE(prompt_and_max_tokens_beyond_max_model_len_name_the_context
 
 BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_must_name_tokens_of_the_vocabulary) {
   const Case c{.limits = {.max_model_len = 128, .max_logprobs = 20, .vocab_size = 1000}};
-  expect_valid(edited([](auto& p) { p.logit_bias = {{0, -100.0f}, {999, 100.0f}}; p.allowed_token_ids = {0, 999}; }), c);
-  expect_refused(edited([](auto& p) { p.logit_bias = {{3, 1.0f}, {1000, 1.0f}}; }), "logit_bias",
-                 {"token id 1000", "outside the vocabulary [0, 1000)"}, c);
+  expect_valid(edited([](auto& p) {
+                 p.logit_bias = {{0, -100.0f}, {999, 100.0f}};
+                 p.allowed_token_ids = {0, 999};
+               }),
+               c);
+  expect_refused(edited([](auto& p) {
+                   p.logit_bias = {{3, 1.0f}, {1000, 1.0f}};
+                 }),
+                 "logit_bias", {"token id 1000", "outside the vocabulary [0, 1000)"}, c);
   expect_refused(edited([](auto& p) { p.logit_bias = {{-1, 1.0f}}; }), "logit_bias", {"token id -1"}, c);
   expect_refused(edited([](auto& p) { p.logit_bias = {{3, kNan}}; }), "logit_bias", {"finite"}, c);
-  expect_refused(edited([](auto& p) { p.allowed_token_ids = {5, 1000}; }), "allowed_token_ids",
-                 {"token id 1000", "outside the vocabulary"}, c);
+  expect_refused(edited([](auto& p) {
+                   p.allowed_token_ids = {5, 1000};
+                 }),
+                 "allowed_token_ids", {"token id 1000", "outside the vocabulary"}, c);
   // Without a known vocabulary only negative ids are refused (the sampler checks the rest).
   expect_valid(edited([](auto& p) { p.logit_bias = {{123456, 1.0f}}; }));
   expect_refused(edited([](auto& p) { p.allowed_token_ids = {-4}; }), "allowed_token_ids", {"a negative id"});
@@ -209,20 +231,38 @@ BOOST_AUTO_TEST_CASE(bad_words_must_be_token_sequences_of_the_vocabulary) {
   expect_valid(edited([](auto& p) { p.bad_words_token_ids = {{5}, {6, 999}}; }), c);
   expect_refused(edited([](auto& p) { p.bad_words_token_ids = {{5}, {}}; }), "bad_words", {"at least one token"}, c);
   expect_refused(edited([](auto& p) { p.bad_words_token_ids = {{5, 1000}}; }), "bad_words", {"token id 1000"}, c);
-  expect_refused(edited([](auto& p) { p.beam_width = 2; p.bad_words_token_ids = {{5}}; }), "bad_words",
-                 {"not supported with beam search"}, c);
+  expect_refused(edited([](auto& p) {
+                   p.beam_width = 2;
+                   p.bad_words_token_ids = {{5}};
+                 }),
+                 "bad_words", {"not supported with beam search"}, c);
 }
 
 BOOST_AUTO_TEST_CASE(logit_bias_and_allowed_ids_are_refused_with_beam_search) {
-  expect_refused(edited([](auto& p) { p.beam_width = 2; p.logit_bias = {{3, 1.0f}}; }), "logit_bias",
-                 {"not supported with beam search"});
-  expect_refused(edited([](auto& p) { p.beam_width = 2; p.allowed_token_ids = {3}; }), "allowed_token_ids",
-                 {"not supported with beam search"});
+  expect_refused(edited([](auto& p) {
+                   p.beam_width = 2;
+                   p.logit_bias = {{3, 1.0f}};
+                 }),
+                 "logit_bias", {"not supported with beam search"});
+  expect_refused(edited([](auto& p) {
+                   p.beam_width = 2;
+                   p.allowed_token_ids = {3};
+                 }),
+                 "allowed_token_ids", {"not supported with beam search"});
 }
 
 BOOST_AUTO_TEST_CASE(the_first_field_out_of_range_is_the_one_named) {
-  expect_refused(edited([](auto& p) { p.n = 0; p.top_p = 0.0f; p.max_tokens = 0; }), "n", {"n must be"});
-  expect_refused(edited([](auto& p) { p.top_p = 0.0f; p.max_tokens = 0; }), "top_p", {"top_p"});
+  expect_refused(edited([](auto& p) {
+                   p.n = 0;
+                   p.top_p = 0.0f;
+                   p.max_tokens = 0;
+                 }),
+                 "n", {"n must be"});
+  expect_refused(edited([](auto& p) {
+                   p.top_p = 0.0f;
+                   p.max_tokens = 0;
+                 }),
+                 "top_p", {"top_p"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

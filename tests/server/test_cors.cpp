@@ -11,7 +11,8 @@ namespace server = pagedllm::server;
 
 namespace {
 
-server::HttpRequest request(const std::string& method, std::initializer_list<std::pair<std::string, std::string>> headers) {
+server::HttpRequest request(const std::string& method,
+                            std::initializer_list<std::pair<std::string, std::string>> headers) {
   server::HttpRequest out;
   out.method = method;
   out.path = out.target = "/v1/completions";
@@ -75,7 +76,7 @@ BOOST_AUTO_TEST_CASE(preflights_table) {
     const server::CorsConfig& config;
     server::HttpRequest request;
     int status;
-    std::string allow_origin;   // kAbsent: no such header
+    std::string allow_origin;  // kAbsent: no such header
     std::string allow_headers;
     std::string body;
   };
@@ -89,10 +90,10 @@ BOOST_AUTO_TEST_CASE(preflights_table) {
        "Disallowed CORS origin"},
       {"a method not allowed", listed, preflight("https://a.example", "DELETE"), 400, kAbsent, kAbsent,
        "Disallowed CORS method"},
-      {"a header not allowed", listed, preflight("https://a.example", "POST", "x-secret"), 400, kAbsent,
-       kAbsent, "Disallowed CORS headers"},
-      {"origin and method both wrong", listed, preflight("https://evil.example", "PUT"), 400, kAbsent,
-       kAbsent, "Disallowed CORS origin, method"},
+      {"a header not allowed", listed, preflight("https://a.example", "POST", "x-secret"), 400, kAbsent, kAbsent,
+       "Disallowed CORS headers"},
+      {"origin and method both wrong", listed, preflight("https://evil.example", "PUT"), 400, kAbsent, kAbsent,
+       "Disallowed CORS origin, method"},
       {"credentials: the origin, never *", credentials, preflight("https://x.example", "POST"), 200,
        "https://x.example", kAbsent, "OK"},
   };
@@ -129,8 +130,8 @@ BOOST_AUTO_TEST_CASE(actual_responses_carry_the_origin_only_when_allowed) {
   const server::HeaderList named = server::cors_response_headers(listed, post_from("https://a.example"));
   BOOST_TEST(header(named, "Access-Control-Allow-Origin") == "https://a.example");
   BOOST_TEST(header(named, "Vary") == "Origin");
-  BOOST_TEST(header(server::cors_response_headers(any, post_from("https://x.example")), "Access-Control-Allow-Origin") ==
-             "*");
+  BOOST_TEST(
+      header(server::cors_response_headers(any, post_from("https://x.example")), "Access-Control-Allow-Origin") == "*");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

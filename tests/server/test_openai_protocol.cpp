@@ -179,8 +179,7 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::chat, chat_messages(R"([{"role": "user"}])"), "messages[0].content", "required"},
       {Endpoint::chat, chat_messages(R"([{"role": "user", "content": 5}])"), "messages[0].content",
        "expected a string or an array of content parts"},
-      {Endpoint::chat,
-       chat_messages(R"([{"role": "user", "content": [{"type": "text", "text": "a"},
+      {Endpoint::chat, chat_messages(R"([{"role": "user", "content": [{"type": "text", "text": "a"},
                                                       {"type": "image_url", "image_url": {"url": "x"}}]}])"),
        "messages[0].content[1].type", "only \"text\" content parts are supported, got \"image_url\""},
       {Endpoint::chat, chat_messages(R"([{"role": "user", "content": [{"type": "text"}]}])"),
@@ -201,13 +200,11 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::chat, chat(R"("max_completion_tokens": 0)"), "max_completion_tokens", "at least 1"},
       {Endpoint::chat, chat(R"("max_tokens": 10, "max_completion_tokens": "5")"), "max_completion_tokens",
        "expected an integer, got string"},
-      {Endpoint::chat, chat(R"("tools": [{"type": "function", "function": {"name": "f"}}])"), "tools",
-       "not supported"},
+      {Endpoint::chat, chat(R"("tools": [{"type": "function", "function": {"name": "f"}}])"), "tools", "not supported"},
       {Endpoint::chat, chat(R"("functions": [{"name": "f"}])"), "functions", "not supported"},
       {Endpoint::chat, chat(R"("tool_choice": "auto")"), "tool_choice", "not supported"},
       {Endpoint::chat, chat(R"("function_call": {"name": "f"})"), "function_call", "not supported"},
-      {Endpoint::chat, chat(R"("response_format": {"type": "json_object"})"), "response_format",
-       "got \"json_object\""},
+      {Endpoint::chat, chat(R"("response_format": {"type": "json_object"})"), "response_format", "got \"json_object\""},
       {Endpoint::chat, chat(R"("response_format": "text")"), "response_format", "expected an object"},
   };
   return cases;
@@ -223,9 +220,9 @@ BOOST_AUTO_TEST_CASE(hostile_bodies_are_refused_with_400_naming_the_field) {
       // As the server answers: the request parsed, then validated once against the engine's
       // limits (the ranges of the sampling fields live there, for every frontend).
       const auto error = error_of([&] {
-        const pagedllm::sched::SamplingParams sampling =
-            c.endpoint == Endpoint::chat ? parse_chat(c.body).generation.sampling
-                                         : parse_completion(c.body).generation.sampling;
+        const pagedllm::sched::SamplingParams sampling = c.endpoint == Endpoint::chat
+                                                             ? parse_chat(c.body).generation.sampling
+                                                             : parse_completion(c.body).generation.sampling;
         try {
           pagedllm::sched::validate(sampling, 1, {.max_model_len = 1 << 20, .max_logprobs = 20, .vocab_size = 0});
         } catch (const pagedllm::sched::InvalidRequestError& invalid) {
@@ -390,8 +387,7 @@ BOOST_AUTO_TEST_CASE(integral_floats_pass_as_integers_and_negative_seeds_keep_th
 
   const CompletionRequest big = parse_completion(R"({"model": "m", "prompt": "x", "seed": 9223372036854775807})");
   BOOST_TEST(big.generation.sampling.seed.value_or(0) == 9223372036854775807u);
-  const CompletionRequest smallest =
-      parse_completion(R"({"model": "m", "prompt": "x", "seed": -9223372036854775808})");
+  const CompletionRequest smallest = parse_completion(R"({"model": "m", "prompt": "x", "seed": -9223372036854775808})");
   BOOST_TEST(smallest.generation.sampling.seed.value_or(0) == 9223372036854775808u);
 }
 
@@ -408,7 +404,8 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_clamped_as_vllm_does_and_allowed_ids_kept_in_
   BOOST_TEST(r.generation.sampling.allowed_token_ids == (std::vector<TokenId>{9, 3, 9}),
              boost::test_tools::per_element());
   const CompletionRequest words = parse_completion(R"({"model": "m", "prompt": "x", "bad_words": [" dragon", "a b"]})");
-  BOOST_TEST(words.generation.bad_words == (std::vector<std::string>{" dragon", "a b"}), boost::test_tools::per_element());
+  BOOST_TEST(words.generation.bad_words == (std::vector<std::string>{" dragon", "a b"}),
+             boost::test_tools::per_element());
   const ChatRequest chat_request = parse_chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
                                                   "logit_bias": {"0": -1}})");
   BOOST_TEST_REQUIRE(chat_request.generation.sampling.logit_bias.size() == 1u);
@@ -416,12 +413,14 @@ BOOST_AUTO_TEST_CASE(logit_bias_is_clamped_as_vllm_does_and_allowed_ids_kept_in_
 }
 
 BOOST_AUTO_TEST_CASE(chat_prompt_endings_default_to_a_generation_prompt) {
-  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"}])";
+  const std::string messages =
+      R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"}])";
   const ChatRequest plain = parse_chat(R"({"model": "m", )" + messages + "}");
   BOOST_TEST(plain.prompt.add_generation_prompt);
   BOOST_TEST(!plain.prompt.continue_final_message);
   const ChatRequest continued = parse_chat(R"({"model": "m", "add_generation_prompt": false,
-                                               "continue_final_message": true, )" + messages + "}");
+                                               "continue_final_message": true, )" +
+                                           messages + "}");
   BOOST_TEST(!continued.prompt.add_generation_prompt);
   BOOST_TEST(continued.prompt.continue_final_message);
 }
@@ -441,8 +440,10 @@ BOOST_AUTO_TEST_CASE(text_options_default_as_vllm) {
   const GenerationRequest plain = parse_completion(R"({"model": "m", "prompt": "x"})").generation;
   BOOST_TEST(plain.skip_special_tokens);
   BOOST_TEST(!plain.include_stop_str_in_output);
-  const GenerationRequest set = parse_completion(
-      R"({"model": "m", "prompt": "x", "skip_special_tokens": false, "include_stop_str_in_output": true})").generation;
+  const GenerationRequest set =
+      parse_completion(
+          R"({"model": "m", "prompt": "x", "skip_special_tokens": false, "include_stop_str_in_output": true})")
+          .generation;
   BOOST_TEST(!set.skip_special_tokens);
   BOOST_TEST(set.include_stop_str_in_output);
 }
@@ -740,16 +741,16 @@ BOOST_AUTO_TEST_CASE(a_token_with_invalid_utf8_dumps_without_throwing) {
   ChoiceDelta choice;
   choice.text = "\xE2\x82";  // the first two bytes of "€"
   choice.logprobs = {TokenLogprob{"\xE2\x82", -0.5f, {{"\xE2\x82", -0.5f}, {"\xFF", -3.0f}}}};
-  const std::vector<json> bodies = {
-      chat_chunk(kHeader, choice, true, false), chat_response(kHeader, {choice}, {}, true),
-      completion_chunk(kHeader, choice, true), completion_response(kHeader, {choice}, {}, true)};
+  const std::vector<json> bodies = {chat_chunk(kHeader, choice, true, false),
+                                    chat_response(kHeader, {choice}, {}, true), completion_chunk(kHeader, choice, true),
+                                    completion_response(kHeader, {choice}, {}, true)};
   for (const json& body : bodies) {
     // A plain dump would throw: the builders keep the bytes as they are.
     BOOST_CHECK_THROW(body.dump(), json::type_error);
     std::string event;
     BOOST_CHECK_NO_THROW(event = sse_event(body));
     const std::string payload = event.substr(6, event.size() - 8);
-    const json back = json::parse(payload);  // valid UTF-8 again
+    const json back = json::parse(payload);                         // valid UTF-8 again
     BOOST_TEST(payload.find("\xEF\xBF\xBD") != std::string::npos);  // U+FFFD
     BOOST_TEST(back["id"] == "cmpl-42");
   }

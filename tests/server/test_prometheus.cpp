@@ -76,8 +76,8 @@ BOOST_AUTO_TEST_CASE(counter_renders_help_type_and_sample) {
 
 BOOST_AUTO_TEST_CASE(counter_with_constant_and_variable_labels) {
   MetricsRegistry registry;
-  auto& preemptions = registry.add_counter(
-      {"pagedllm:num_preemptions_total", "Preemptions.", {{"model_name", "tiny"}}, "mode"});
+  auto& preemptions =
+      registry.add_counter({"pagedllm:num_preemptions_total", "Preemptions.", {{"model_name", "tiny"}}, "mode"});
   preemptions.with("swap").inc(3);
   preemptions.with("recompute").inc();
   preemptions.with("swap").inc();
@@ -112,17 +112,16 @@ BOOST_AUTO_TEST_CASE(histogram_buckets_are_cumulative_and_end_with_inf) {
   auto& ttft = registry.histogram({"pagedllm:time_to_first_token_seconds", "TTFT.", {{"model_name", "tiny"}}, ""},
                                   {0.1, 0.5, 1.0});
   for (double v : {0.05, 0.1, 0.3, 0.7, 2.0, 5.0}) ttft.observe(v);  // 0.1 lands in le=0.1
-  check_lines(registry.render(),
-              {
-                  "# HELP pagedllm:time_to_first_token_seconds TTFT.",
-                  "# TYPE pagedllm:time_to_first_token_seconds histogram",
-                  "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.1\"} 2",
-                  "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.5\"} 3",
-                  "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"1\"} 4",
-                  "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"+Inf\"} 6",
-                  "pagedllm:time_to_first_token_seconds_sum{model_name=\"tiny\"} 8.15",
-                  "pagedllm:time_to_first_token_seconds_count{model_name=\"tiny\"} 6",
-              });
+  check_lines(registry.render(), {
+                                     "# HELP pagedllm:time_to_first_token_seconds TTFT.",
+                                     "# TYPE pagedllm:time_to_first_token_seconds histogram",
+                                     "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.1\"} 2",
+                                     "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.5\"} 3",
+                                     "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"1\"} 4",
+                                     "pagedllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"+Inf\"} 6",
+                                     "pagedllm:time_to_first_token_seconds_sum{model_name=\"tiny\"} 8.15",
+                                     "pagedllm:time_to_first_token_seconds_count{model_name=\"tiny\"} 6",
+                                 });
 }
 
 BOOST_AUTO_TEST_CASE(histogram_without_observations_and_with_variable_label) {
@@ -174,9 +173,9 @@ BOOST_AUTO_TEST_CASE(families_render_in_registration_order) {
   std::vector<std::string> types;
   for (const auto& line : lines_of(registry.render()))
     if (line.starts_with("# TYPE")) types.push_back(line);
-  BOOST_TEST(types == (std::vector<std::string>{"# TYPE zeta gauge", "# TYPE alpha_total counter",
-                                                 "# TYPE mid histogram"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      types == (std::vector<std::string>{"# TYPE zeta gauge", "# TYPE alpha_total counter", "# TYPE mid histogram"}),
+      boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(invalid_registrations_are_rejected) {

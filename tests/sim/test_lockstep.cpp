@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/frontend/model_bundle.h"
+#include "core/model/model_shape.h"
 #include "cpu_ref/cpu_executor.h"
 #include "sim/lockstep.h"
-#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/make_model/tiny_model.h"

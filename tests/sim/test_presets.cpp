@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/model/model_config.h"
-#include "sim/hardware.h"
 #include "core/model/model_shape.h"
+#include "sim/hardware.h"
 #include "sim/roofline_cost_model.h"
 
 namespace pagedllm::test {
@@ -100,11 +100,17 @@ BOOST_AUTO_TEST_CASE(an_unknown_model_name_lists_the_valid_ones) {
 
 BOOST_AUTO_TEST_CASE(a_config_json_gives_the_same_shape_as_the_preset) {
   // SmolLM2-135M's config.json, the fields that matter.
-  const nlohmann::json config_json = {
-      {"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 576},      {"num_hidden_layers", 30},
-      {"num_attention_heads", 9},              {"num_key_value_heads", 3}, {"intermediate_size", 1536},
-      {"vocab_size", 49152},                   {"max_position_embeddings", 8192},
-      {"tie_word_embeddings", true},           {"rope_theta", 100000},     {"rms_norm_eps", 1e-5}};
+  const nlohmann::json config_json = {{"architectures", {"LlamaForCausalLM"}},
+                                      {"hidden_size", 576},
+                                      {"num_hidden_layers", 30},
+                                      {"num_attention_heads", 9},
+                                      {"num_key_value_heads", 3},
+                                      {"intermediate_size", 1536},
+                                      {"vocab_size", 49152},
+                                      {"max_position_embeddings", 8192},
+                                      {"tie_word_embeddings", true},
+                                      {"rope_theta", 100000},
+                                      {"rms_norm_eps", 1e-5}};
   const model::ModelConfig config = model::parse_hf_config(config_json, "config.json");
   const model::ModelShape shape = model::model_shape_from_config(config, "smollm2");
   const model::ModelShape preset = model::find_model_shape("smollm2-135m");

@@ -173,7 +173,8 @@ BOOST_AUTO_TEST_CASE(a_batch_one_decode_of_llama_2_7b_on_h100_is_memory_bound) {
   builder.add({.start = 127, .end = 128, .num_prompt_tokens = 100, .sample = true});
   const StepCost cost = RooflineCostModel(config).step_cost(builder.plan());
   BOOST_TEST_MESSAGE("llama-2-7b decode, batch 1, h100-sxm: " << cost.seconds * 1e3 << " ms (memory "
-                     << cost.memory_seconds * 1e3 << " ms, compute " << cost.compute_seconds * 1e3 << " ms)");
+                                                              << cost.memory_seconds * 1e3 << " ms, compute "
+                                                              << cost.compute_seconds * 1e3 << " ms)");
   BOOST_TEST(cost.memory_seconds > 10 * cost.compute_seconds);
   // About the weights' 13.2 GB (all but the input embedding, of which only one row is read)
   // over 0.8 x 3.35 TB/s, plus the fixed overheads; 128 tokens of KV add about 0.5%.
@@ -193,7 +194,8 @@ BOOST_AUTO_TEST_CASE(a_long_prefill_is_compute_bound) {
   builder.add({.start = 0, .end = 4096, .num_prompt_tokens = 4096, .sample = true});
   const StepCost cost = RooflineCostModel(config).step_cost(builder.plan());
   BOOST_TEST_MESSAGE("llama-2-7b prefill of 4096 tokens, h100-sxm: " << cost.seconds * 1e3 << " ms (linear "
-                     << cost.linear_seconds * 1e3 << " ms, attention " << cost.attention_seconds * 1e3 << " ms)");
+                                                                     << cost.linear_seconds * 1e3 << " ms, attention "
+                                                                     << cost.attention_seconds * 1e3 << " ms)");
   BOOST_TEST(cost.compute_seconds > 5 * cost.memory_seconds);
   const auto matmul_params = static_cast<double>(config.model.num_matmul_params_per_layer());
   const auto lm_head_params = static_cast<double>(config.model.num_lm_head_params());
@@ -209,8 +211,9 @@ BOOST_AUTO_TEST_CASE(tensor_parallel_2_makes_the_model_faster_but_pays_all_reduc
   const StepCost two = RooflineCostModel(preset_config("h100-sxm", "llama-2-13b", 2)).step_cost(builder.plan());
   const double model_one = one.linear_seconds + one.attention_seconds;
   const double model_two = two.linear_seconds + two.attention_seconds;
-  BOOST_TEST_MESSAGE("llama-2-13b, 32 decodes at context 512, h100-sxm: TP1 " << one.seconds * 1e3 << " ms, TP2 "
-                     << two.seconds * 1e3 << " ms (all-reduce " << two.all_reduce_seconds * 1e3 << " ms)");
+  BOOST_TEST_MESSAGE("llama-2-13b, 32 decodes at context 512, h100-sxm: TP1 "
+                     << one.seconds * 1e3 << " ms, TP2 " << two.seconds * 1e3 << " ms (all-reduce "
+                     << two.all_reduce_seconds * 1e3 << " ms)");
   BOOST_TEST(model_two == model_one / 2, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(one.all_reduce_seconds == 0.0);
   BOOST_TEST(two.all_reduce_seconds > 0.0);

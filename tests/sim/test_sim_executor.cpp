@@ -157,8 +157,8 @@ BOOST_AUTO_TEST_CASE(drives_an_engine_to_completion_with_the_scripted_schedule) 
                  boost::test_tools::per_element());
     }
   }
-  BOOST_TEST_MESSAGE("6 requests on llama-2-7b / a100-40gb: " << simulated.num_steps << " steps, "
-                     << simulated.end_time << " s of virtual time");
+  BOOST_TEST_MESSAGE("6 requests on llama-2-7b / a100-40gb: " << simulated.num_steps << " steps, " << simulated.end_time
+                                                              << " s of virtual time");
   // The virtual clock advanced by exactly the predicted step times.
   const sim::SimCounters& counters = sim_executor.counters();
   BOOST_TEST(simulated.end_time == counters.total.seconds, boost::test_tools::tolerance(1e-12));

@@ -64,7 +64,8 @@ BOOST_AUTO_TEST_CASE(unparsed_special_tokens_are_plain_text_and_hide_what_they_o
                  join({ids_of("<|im_start|>"), {258}, ids_of("<|im_end|>")}),
              boost::test_tools::per_element());
   // Non-special added tokens are still matched.
-  BOOST_TEST(tokenizer.encode("<|im_sta", plain) == join({{kImPrefix}, ids_of("_sta")}), boost::test_tools::per_element());
+  BOOST_TEST(tokenizer.encode("<|im_sta", plain) == join({{kImPrefix}, ids_of("_sta")}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(lstrip_and_rstrip_take_the_surrounding_whitespace) {
@@ -82,17 +83,22 @@ BOOST_AUTO_TEST_CASE(single_word_tokens_match_only_between_non_word_characters) 
   const EncodeOptions options{false, true};
   BOOST_TEST(tokenizer.encode("cat\xC2\xBD", options) == (Ids{kCat, 0xC2, 0xBD}), boost::test_tools::per_element());
   BOOST_TEST(tokenizer.encode("cat\xD9\xA3", options) == ids_of("cat\xD9\xA3"), boost::test_tools::per_element());
-  BOOST_TEST(tokenizer.encode("\xC3\xA9" "cat", options) == ids_of("\xC3\xA9" "cat"), boost::test_tools::per_element());
-  BOOST_TEST(tokenizer.encode("cat\xE2\x80\x8D", options) == ids_of("cat\xE2\x80\x8D"), boost::test_tools::per_element());
+  BOOST_TEST(tokenizer.encode("\xC3\xA9"
+                              "cat",
+                              options) == ids_of("\xC3\xA9"
+                                                 "cat"),
+             boost::test_tools::per_element());
+  BOOST_TEST(tokenizer.encode("cat\xE2\x80\x8D", options) == ids_of("cat\xE2\x80\x8D"),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(the_template_adds_bos_and_eos_only_when_asked) {
   TokenizerSpec spec = spec_with_added_tokens();
   spec.post_processor.push_back(ByteLevelProcessorStep{});
-  spec.post_processor.push_back(TemplateStep{
-      {{false, "<|im_start|>", 0}, {true, "A", 0}, {false, "<|im_end|>", 0}},
-      {},
-      {{"<|im_start|>", {kImStart}, {"<|im_start|>"}}, {"<|im_end|>", {kImEnd}, {"<|im_end|>"}}}});
+  spec.post_processor.push_back(
+      TemplateStep{{{false, "<|im_start|>", 0}, {true, "A", 0}, {false, "<|im_end|>", 0}},
+                   {},
+                   {{"<|im_start|>", {kImStart}, {"<|im_start|>"}}, {"<|im_end|>", {kImEnd}, {"<|im_end|>"}}}});
   const Tokenizer tokenizer(spec);
   BOOST_TEST(tokenizer.encode("abc") == (Ids{kImStart, 258, kImEnd}), boost::test_tools::per_element());
   BOOST_TEST(tokenizer.encode("abc", {false, true}) == (Ids{258}), boost::test_tools::per_element());

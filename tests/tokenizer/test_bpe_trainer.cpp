@@ -47,7 +47,9 @@ BOOST_AUTO_TEST_CASE(the_most_frequent_pair_merges_first_and_ties_go_to_the_smal
       {"a", "a"}, {"a", "b"}, {"aa", "ab"}, {"\xC4\xA0", "ab"}, {"\xC4\xA0", "aaab"}};
   BOOST_TEST((spec.model.merges == expected));
   BOOST_TEST(spec.model.vocab.size() == 261u);
-  BOOST_TEST(spec.model.vocab[260] == "\xC4\xA0" "aaab");
+  BOOST_TEST(spec.model.vocab[260] ==
+             "\xC4\xA0"
+             "aaab");
   BOOST_TEST(Tokenizer(spec).encode("aaab aaab") == (Ids{258, 260}), boost::test_tools::per_element());
 }
 
@@ -74,7 +76,8 @@ BOOST_AUTO_TEST_CASE(a_trained_tokenizer_round_trips_and_compresses_its_corpus) 
   // Special tokens were kept whole and out of the merges; BOS comes from the template.
   BOOST_TEST(tokenizer.encode("<|endoftext|>") == (Ids{1, 0}), boost::test_tools::per_element());
   BOOST_TEST(tokenizer.special_ids().eos.value() == 2);
-  for (const auto& [left, right] : tokenizer.spec().model.merges) BOOST_TEST((left + right).find("<|") == std::string::npos);
+  for (const auto& [left, right] : tokenizer.spec().model.merges)
+    BOOST_TEST((left + right).find("<|") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_split_pattern_and_digit_splitting_shape_the_words) {

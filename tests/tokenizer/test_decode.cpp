@@ -19,11 +19,11 @@ const std::string kFffd = "\xEF\xBF\xBD";
 // Bytes, the merges of "é" (C3 A9) and "😀" (F0 9F 98 80) in pieces, and added tokens whose
 // content is (id 262) or is not (263: holds a space) spelled with byte-level characters.
 Tokenizer decoding_tokenizer() {
-  TokenizerSpec spec = testing::byte_level_spec({{"\xC3\x83", "\xC2\xA9"},      // Ã + © = bytes C3 A9 (256)
-                                                 {"\xC3\xB0", "\xC5\x81"},      // ð + Ł = bytes F0 9F (257)
-                                                 {"\xC4\xBA", "\xC4\xA2"}});    // ĺ + Ģ = bytes 98 80 (258)
-  spec.model.vocab.push_back("<\xC3\xA9>");  // 259: '<é>': é stands for byte E9
-  spec.model.vocab.push_back("<e x>");       // 260
+  TokenizerSpec spec = testing::byte_level_spec({{"\xC3\x83", "\xC2\xA9"},    // Ã + © = bytes C3 A9 (256)
+                                                 {"\xC3\xB0", "\xC5\x81"},    // ð + Ł = bytes F0 9F (257)
+                                                 {"\xC4\xBA", "\xC4\xA2"}});  // ĺ + Ģ = bytes 98 80 (258)
+  spec.model.vocab.push_back("<\xC3\xA9>");                                   // 259: '<é>': é stands for byte E9
+  spec.model.vocab.push_back("<e x>");                                        // 260
   spec.added_tokens = {{259, "<\xC3\xA9>", true, false, false, false, false},
                        {260, "<e x>", false, false, false, false, true}};
   return Tokenizer(spec);
@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(tokens_join_into_bytes_that_decode_lossily) {
   const Tokenizer tokenizer = decoding_tokenizer();
   BOOST_TEST(tokenizer.decode(Ids{'h', 256, 'l'}) == "h\xC3\xA9l");
   BOOST_TEST(tokenizer.decode(Ids{257, 258}) == "\xF0\x9F\x98\x80");
-  BOOST_TEST(tokenizer.decode(Ids{257}) == kFffd);                 // a truncated emoji
+  BOOST_TEST(tokenizer.decode(Ids{257}) == kFffd);  // a truncated emoji
   BOOST_TEST(tokenizer.decode(Ids{257, 'x', 258}) == kFffd + "x" + kFffd + kFffd);
   BOOST_TEST(tokenizer.decode(Ids{0xFF, 0xC0, 'a'}) == kFffd + kFffd + "a");
 }
@@ -96,7 +96,8 @@ BOOST_AUTO_TEST_CASE(encode_then_decode_gives_the_text_back) {
     BOOST_TEST(tokenizer.decode(tokenizer.encode(text)) == text);
   }
   // Invalid input is repaired before encoding.
-  BOOST_TEST(tokenizer.decode(tokenizer.encode("a\xFF" "b")) == "a" + kFffd + "b");
+  BOOST_TEST(tokenizer.decode(tokenizer.encode("a\xFF"
+                                               "b")) == "a" + kFffd + "b");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

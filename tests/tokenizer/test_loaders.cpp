@@ -2,11 +2,11 @@
 // and the field at fault.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "core/model/gguf_file.h"
@@ -30,7 +30,8 @@ json valid_document() {
   TokenizerSpec spec = testing::byte_level_spec({{"a", "b"}, {"\xC4\xA0", "ab"}});  // "ab" = 256, " ab" = 257
   spec.pre_tokenizer = {SplitStep{std::string(kLlama3Pattern)}, ByteLevelStep{false, true, false}};
   spec.added_tokens = {{258, "<|begin|>", true, false, false, false, false}};
-  spec.post_processor = {TemplateStep{{{false, "<|begin|>", 0}, {true, "A", 0}}, {}, {{"<|begin|>", {258}, {"<|begin|>"}}}}};
+  spec.post_processor = {
+      TemplateStep{{{false, "<|begin|>", 0}, {true, "A", 0}}, {}, {{"<|begin|>", {258}, {"<|begin|>"}}}}};
   return Tokenizer(spec).to_tokenizer_json();
 }
 
@@ -40,7 +41,8 @@ std::string load_error(const std::string& text, const std::string& expected_in_m
     Tokenizer::from_tokenizer_json_text(text, "tok.json");
   } catch (const model::ModelFormatError& error) {
     BOOST_TEST(error.file() == "tok.json");
-    if (!expected_in_message.empty()) BOOST_TEST(std::string(error.what()).find(expected_in_message) != std::string::npos, error.what());
+    if (!expected_in_message.empty())
+      BOOST_TEST(std::string(error.what()).find(expected_in_message) != std::string::npos, error.what());
     return error.subject();
   }
   BOOST_FAIL("expected ModelFormatError");
@@ -60,7 +62,8 @@ void write_text(const fs::path& path, const std::string& text) {
 
 // A GGUF vocabulary: bytes, merges, then three control tokens.
 model::GgufWriter gguf_vocabulary(const std::string& pre, const std::string& model_name = "gpt2") {
-  const TokenizerSpec spec = testing::byte_level_spec({{"a", "b"}, {"1", "2"}}, {"<|endoftext|>", "<|im_start|>", "<|im_end|>"});
+  const TokenizerSpec spec =
+      testing::byte_level_spec({{"a", "b"}, {"1", "2"}}, {"<|endoftext|>", "<|im_start|>", "<|im_end|>"});
   model::GgufWriter writer;
   writer.add_string("general.architecture", "llama");
   writer.add_string("tokenizer.ggml.model", model_name);
@@ -195,12 +198,14 @@ BOOST_AUTO_TEST_CASE(a_gguf_vocabulary_loads_with_its_pre_tokenizer_and_special_
   BOOST_TEST(tokenizer.special_ids().bos.value() == 259);
   BOOST_TEST(tokenizer.special_ids().eos.value() == 260);
   // smollm: digits apart (so "12" never merges), BOS first, control tokens matched.
-  BOOST_TEST(tokenizer.encode("ab 12<|im_end|>") == (Ids{259, 256, ' ', '1', '2', 260}), boost::test_tools::per_element());
+  BOOST_TEST(tokenizer.encode("ab 12<|im_end|>") == (Ids{259, 256, ' ', '1', '2', 260}),
+             boost::test_tools::per_element());
   BOOST_TEST(tokenizer.is_special(258));
   BOOST_TEST(tokenizer.decode(Ids{259, 256, 260}, {true}) == "ab");
   // The exported tokenizer.json loads into the same tokenizer.
   const Tokenizer exported = Tokenizer::from_tokenizer_json_text(tokenizer.to_tokenizer_json().dump(), "x.json");
-  BOOST_TEST(exported.encode("ab 12<|im_end|>") == tokenizer.encode("ab 12<|im_end|>"), boost::test_tools::per_element());
+  BOOST_TEST(exported.encode("ab 12<|im_end|>") == tokenizer.encode("ab 12<|im_end|>"),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(gguf_errors_name_the_file_and_the_key) {

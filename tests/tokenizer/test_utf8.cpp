@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(strings_round_trip_and_foreign_characters_are_refused) {
   for (unsigned byte = 0; byte < 256; ++byte) all.push_back(static_cast<char>(byte));
   BOOST_TEST(from_byte_level(to_byte_level(all)).value() == all);
   BOOST_TEST(to_byte_level(" the\n") == "\xC4\xA0the\xC4\x8A");
-  BOOST_TEST(!from_byte_level("a b").has_value());        // ' ' itself is not in the map
+  BOOST_TEST(!from_byte_level("a b").has_value());           // ' ' itself is not in the map
   BOOST_TEST(!from_byte_level("\xE2\x82\xAC").has_value());  // nor is '€'
   BOOST_TEST(!from_byte_level("\xC4").has_value());          // broken UTF-8
 }
@@ -66,11 +66,12 @@ BOOST_AUTO_TEST_SUITE(utf8_lossy_decoding)
 // Expected values: HF tokenizers' ByteLevel decoder (Rust String::from_utf8_lossy).
 BOOST_AUTO_TEST_CASE(each_maximal_invalid_subpart_becomes_one_replacement_character) {
   BOOST_TEST(utf8_lossy("plain \xE2\x82\xAC text") == "plain \xE2\x82\xAC text");
-  BOOST_TEST(utf8_lossy("\xF0\x9F\x98") == kFffd);                    // truncated 4-byte sequence
-  BOOST_TEST(utf8_lossy("a\xF0\x9F\x98" "b") == "a" + kFffd + "b");
-  BOOST_TEST(utf8_lossy("\xE0\x80\x80") == repeat(kFffd, 3));          // overlong
-  BOOST_TEST(utf8_lossy("\xED\xA0\x80") == repeat(kFffd, 3));          // surrogate
-  BOOST_TEST(utf8_lossy("\xF4\x90\x80\x80") == repeat(kFffd, 4));      // above U+10FFFF
+  BOOST_TEST(utf8_lossy("\xF0\x9F\x98") == kFffd);  // truncated 4-byte sequence
+  BOOST_TEST(utf8_lossy("a\xF0\x9F\x98"
+                        "b") == "a" + kFffd + "b");
+  BOOST_TEST(utf8_lossy("\xE0\x80\x80") == repeat(kFffd, 3));      // overlong
+  BOOST_TEST(utf8_lossy("\xED\xA0\x80") == repeat(kFffd, 3));      // surrogate
+  BOOST_TEST(utf8_lossy("\xF4\x90\x80\x80") == repeat(kFffd, 4));  // above U+10FFFF
   BOOST_TEST(utf8_lossy("\xC0\xAF") == repeat(kFffd, 2));
   BOOST_TEST(utf8_lossy("\xE2\x82") == kFffd);
   BOOST_TEST(utf8_lossy("\xF1\x80\x80\xE1\x80\xC2") == repeat(kFffd, 3));

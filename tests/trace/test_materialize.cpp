@@ -46,9 +46,9 @@ BOOST_AUTO_TEST_CASE(equal_block_ids_give_equal_tokens_and_nothing_else_is_share
   const auto& c = result.requests[2].prompt_tokens;
   BOOST_TEST(a.size() == 10u);
   BOOST_TEST(b.size() == 9u);
-  BOOST_TEST(std::equal(a.begin(), a.begin() + 8, b.begin()));            // blocks 7 and 8
-  BOOST_TEST(!std::equal(a.begin() + 8, a.begin() + 9, b.begin() + 8));   // block 9 vs block 5
-  BOOST_TEST(!std::equal(a.begin(), a.begin() + 4, c.begin()));           // no ids: its own tokens
+  BOOST_TEST(std::equal(a.begin(), a.begin() + 8, b.begin()));           // blocks 7 and 8
+  BOOST_TEST(!std::equal(a.begin() + 8, a.begin() + 9, b.begin() + 8));  // block 9 vs block 5
+  BOOST_TEST(!std::equal(a.begin(), a.begin() + 4, c.begin()));          // no ids: its own tokens
   for (const auto& request : result.requests) {
     for (TokenId token : request.prompt_tokens) {
       BOOST_TEST(token >= 3);
@@ -80,9 +80,9 @@ BOOST_AUTO_TEST_CASE(over_length_requests_are_clipped_keeping_the_prompt_head) {
                     length_request(0.0, 30, 10, 3, {1, 2})};
   const MaterializedTrace result = materialize_requests(trace, small_config(), "t");
   BOOST_REQUIRE_EQUAL(result.requests.size(), 3u);
-  BOOST_TEST(result.requests[0].prompt_tokens.size() == 54u);   // 64 - 10
+  BOOST_TEST(result.requests[0].prompt_tokens.size() == 54u);  // 64 - 10
   BOOST_TEST(result.requests[0].params.max_tokens == 10);
-  BOOST_TEST(result.requests[1].prompt_tokens.size() == 1u);    // output alone leaves no room
+  BOOST_TEST(result.requests[1].prompt_tokens.size() == 1u);  // output alone leaves no room
   BOOST_TEST(result.requests[1].params.max_tokens == 63);
   BOOST_TEST(result.num_clipped == 2);
   BOOST_TEST(result.num_clipped_prompt_tokens == 46 + 19);

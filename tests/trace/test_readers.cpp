@@ -309,17 +309,17 @@ BOOST_AUTO_TEST_CASE(burstgpt_rows_are_filtered_by_model_and_log_type) {
 
 BOOST_AUTO_TEST_CASE(mooncake_lines_keep_their_hash_ids_and_are_timed_in_seconds) {
   const std::vector<std::string> lines{
-      R"({"timestamp": 1000, "input_length": 1024, "output_length": 10, "hash_ids": [0, 1]})",        // 1
-      R"({"timestamp": 1500, "input_length": 1025, "output_length": 5, "hash_ids": [0, 1, 2]})",      // 2
+      R"({"timestamp": 1000, "input_length": 1024, "output_length": 10, "hash_ids": [0, 1]})",         // 1
+      R"({"timestamp": 1500, "input_length": 1025, "output_length": 5, "hash_ids": [0, 1, 2]})",       // 2
       "",                                                                                              // 3
-      R"({"timestamp": 2000, "input_length": 600, "output_length": 3, "hash_ids": [7]})",             // 4 fewer ids
-      R"({"timestamp": 2500, "input_length": 512, "output_length": 3, "hash_ids": [1, 2]})",          // 5 more ids
-      R"({"timestamp": 2600, "input_length": 10, "output_length": 0, "hash_ids": [3]})",              // 6 no output
-      R"({"timestamp": "x", "input_length": 10, "output_length": 1, "hash_ids": [3]})",               // 7
-      R"({"timestamp": 3000, "input_length": -1, "output_length": 1, "hash_ids": []})",               // 8
-      R"({"timestamp": 3000, "output_length": 1, "hash_ids": []})",                                   // 9
-      R"({"timestamp": 3000, "input_length": 5)",                                                     // 10
-      R"({"timestamp": 3000, "input_length": 5, "output_length": 1, "hash_ids": [1, -2]})",           // 11
+      R"({"timestamp": 2000, "input_length": 600, "output_length": 3, "hash_ids": [7]})",              // 4 fewer ids
+      R"({"timestamp": 2500, "input_length": 512, "output_length": 3, "hash_ids": [1, 2]})",           // 5 more ids
+      R"({"timestamp": 2600, "input_length": 10, "output_length": 0, "hash_ids": [3]})",               // 6 no output
+      R"({"timestamp": "x", "input_length": 10, "output_length": 1, "hash_ids": [3]})",                // 7
+      R"({"timestamp": 3000, "input_length": -1, "output_length": 1, "hash_ids": []})",                // 8
+      R"({"timestamp": 3000, "output_length": 1, "hash_ids": []})",                                    // 9
+      R"({"timestamp": 3000, "input_length": 5)",                                                      // 10
+      R"({"timestamp": 3000, "input_length": 5, "output_length": 1, "hash_ids": [1, -2]})",            // 11
       R"({"timestamp": 4250, "input_length": 100, "output_length": 7, "hash_ids": [9], "extra": 1})",  // 12
   };
   std::string jsonl;

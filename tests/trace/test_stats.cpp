@@ -75,9 +75,9 @@ BOOST_AUTO_TEST_CASE(hand_made_trace_length_summaries) {
   BOOST_TEST(stats.prompt_len.count == 4);
   BOOST_TEST(stats.prompt_len.min == 4.0);
   BOOST_TEST(stats.prompt_len.mean == 16.0);
-  BOOST_TEST(stats.prompt_len.p50 == 15.0);                            // index 1.5
-  BOOST_TEST(stats.prompt_len.p90 == 27.0, tt::tolerance(1e-12));      // index 2.7: 20 + 0.7 * 10
-  BOOST_TEST(stats.prompt_len.p99 == 29.7, tt::tolerance(1e-12));      // index 2.97
+  BOOST_TEST(stats.prompt_len.p50 == 15.0);                        // index 1.5
+  BOOST_TEST(stats.prompt_len.p90 == 27.0, tt::tolerance(1e-12));  // index 2.7: 20 + 0.7 * 10
+  BOOST_TEST(stats.prompt_len.p99 == 29.7, tt::tolerance(1e-12));  // index 2.97
   BOOST_TEST(stats.prompt_len.max == 30.0);
   // Outputs, sorted: 1 4 5 10 100.
   BOOST_TEST(stats.total_output_tokens == 120);
@@ -85,8 +85,8 @@ BOOST_AUTO_TEST_CASE(hand_made_trace_length_summaries) {
   BOOST_TEST(stats.output_len.min == 1.0);
   BOOST_TEST(stats.output_len.mean == 24.0);
   BOOST_TEST(stats.output_len.p50 == 5.0);
-  BOOST_TEST(stats.output_len.p90 == 64.0, tt::tolerance(1e-12));      // index 3.6: 10 + 0.6 * 90
-  BOOST_TEST(stats.output_len.p99 == 96.4, tt::tolerance(1e-12));      // index 3.96
+  BOOST_TEST(stats.output_len.p90 == 64.0, tt::tolerance(1e-12));  // index 3.6: 10 + 0.6 * 90
+  BOOST_TEST(stats.output_len.p99 == 96.4, tt::tolerance(1e-12));  // index 3.96
   BOOST_TEST(stats.output_len.max == 100.0);
 }
 

@@ -162,7 +162,8 @@ BOOST_AUTO_TEST_CASE(same_seed_gives_the_same_trace_bit_for_bit) {
   const trace::Trace b = trace::synthesize_trace(everything_on(5));
   BOOST_TEST(a.requests.size() == b.requests.size());
   BOOST_TEST(a.requests.size() >= 20U);
-  for (size_t i = 0; i < a.requests.size(); ++i) BOOST_TEST(same_request(a.requests[i], b.requests[i]), "request " << i);
+  for (size_t i = 0; i < a.requests.size(); ++i)
+    BOOST_TEST(same_request(a.requests[i], b.requests[i]), "request " << i);
   BOOST_TEST(a.header.source == "synth");
   BOOST_TEST(a.header.prefix_block_tokens == 16);
   BOOST_TEST(a.header.command.empty());
@@ -204,7 +205,8 @@ BOOST_AUTO_TEST_CASE(poisson_arrivals_have_the_asked_rate) {
 
 BOOST_AUTO_TEST_CASE(burstiness_sets_the_coefficient_of_variation_to_one_over_sqrt_shape) {
   for (const double shape : {0.25, 0.5, 2.0, 4.0}) {
-    const trace::TraceStats stats = trace::compute_trace_stats(trace::synthesize_trace(lone_requests(20001, 10.0, shape)));
+    const trace::TraceStats stats =
+        trace::compute_trace_stats(trace::synthesize_trace(lone_requests(20001, 10.0, shape)));
     BOOST_TEST(stats.interarrival_cv == 1.0 / std::sqrt(shape), tt::tolerance(0.06));
     BOOST_TEST(stats.mean_rate == 10.0, tt::tolerance(0.04));  // the mean gap stays 1 / rate
   }
@@ -279,7 +281,7 @@ BOOST_AUTO_TEST_CASE(lengths_are_clipped_to_min_and_max) {
     longest = std::max(longest, request.prompt_len);
     outputs.insert(request.output_len);
   }
-  BOOST_TEST(shortest == 50);    // sigma 2: many draws fall below 50 and above 2000
+  BOOST_TEST(shortest == 50);  // sigma 2: many draws fall below 50 and above 2000
   BOOST_TEST(longest == 2000);
   BOOST_TEST(outputs == std::set<int32_t>({3, 4, 5}), tt::per_element());
 }
@@ -397,15 +399,35 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_field) {
       {"system_prompt_len", [](auto& c) { c.system_prompt_len = -1; }},
       {"prompt_len.min", [](auto& c) { c.prompt_len.min = 0; }},
       {"output_len.max", [](auto& c) { c.output_len.max = 0; }},
-      {"prompt_len.value", [](auto& c) { c.prompt_len.value = 200; c.prompt_len.max = 100; }},
-      {"output_len.sigma", [](auto& c) { c.output_len.kind = trace::LengthKind::lognormal; c.output_len.sigma = -1; }},
-      {"prompt_len.mu", [](auto& c) { c.prompt_len.kind = trace::LengthKind::lognormal; c.prompt_len.mu = INFINITY; }},
+      {"prompt_len.value",
+       [](auto& c) {
+         c.prompt_len.value = 200;
+         c.prompt_len.max = 100;
+       }},
+      {"output_len.sigma",
+       [](auto& c) {
+         c.output_len.kind = trace::LengthKind::lognormal;
+         c.output_len.sigma = -1;
+       }},
+      {"prompt_len.mu",
+       [](auto& c) {
+         c.prompt_len.kind = trace::LengthKind::lognormal;
+         c.prompt_len.mu = INFINITY;
+       }},
       {"mix.parallel_fraction", [](auto& c) { c.mix.parallel_fraction = 1.5; }},
-      {"mix.beam_fraction", [](auto& c) { c.mix.parallel_fraction = 0.5; c.mix.beam_fraction = 0.6; }},
+      {"mix.beam_fraction",
+       [](auto& c) {
+         c.mix.parallel_fraction = 0.5;
+         c.mix.beam_fraction = 0.6;
+       }},
       {"mix.parallel_n", [](auto& c) { c.mix.parallel_n = 1; }},
       {"mix.beam_width", [](auto& c) { c.mix.beam_width = 0; }},
       {"sessions.min_turns", [](auto& c) { c.sessions.min_turns = 0; }},
-      {"sessions.max_turns", [](auto& c) { c.sessions.min_turns = 3; c.sessions.max_turns = 2; }},
+      {"sessions.max_turns",
+       [](auto& c) {
+         c.sessions.min_turns = 3;
+         c.sessions.max_turns = 2;
+       }},
       {"sessions.mean_think_time", [](auto& c) { c.sessions.mean_think_time = -1.0; }},
       {"prefix_block_tokens", [](auto& c) { c.prefix_block_tokens = 0; }},
   };

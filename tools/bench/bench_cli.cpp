@@ -120,7 +120,8 @@ std::vector<std::string> parse_name_list(std::string_view flag, std::string_view
 std::vector<int64_t> parse_integer_list(std::string_view flag, std::string_view text, int64_t minimum,
                                         int64_t maximum) {
   std::vector<int64_t> values;
-  for (const std::string& item : parse_name_list(flag, text)) values.push_back(parse_integer(flag, item, minimum, maximum));
+  for (const std::string& item : parse_name_list(flag, text))
+    values.push_back(parse_integer(flag, item, minimum, maximum));
   return values;
 }
 

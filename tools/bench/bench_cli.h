@@ -25,7 +25,7 @@ struct BenchFlag {
   std::string value_name;  // "N", "PATH"; empty for a switch
   std::string help;        // one line, with the default where there is one
   std::function<void(std::string_view value)> apply;
-  bool required = false;   // parse throws UsageError when it is absent
+  bool required = false;  // parse throws UsageError when it is absent
 };
 
 class BenchCommandLine {

@@ -59,7 +59,7 @@ struct BenchConfig {
   int32_t prompt_tokens = 128;
   int32_t steps = 32;
   int32_t warmup_steps = 2;
-  int32_t threads = 0;               // 0: OpenMP's default
+  int32_t threads = 0;  // 0: OpenMP's default
   bool json = false;
   int64_t bandwidth_bytes = 1ll << 30;
   int32_t bandwidth_passes = 10;
@@ -69,7 +69,8 @@ struct BenchConfig {
 BenchCommandLine command_line(BenchConfig& config) {
   BenchCommandLine cli("bench_cpu_decode");
   const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
-    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+    return
+        [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
   };
   cli.add({"--model", "M", "a .gguf file, a Hugging Face model directory, or a fetched model's name",
            [&](std::string_view v) { config.model = std::string(v); }, /*required=*/true});
@@ -139,8 +140,8 @@ double measure_linear_peak(int64_t rows, int64_t in, int64_t out, int32_t repeat
   std::vector<float> y(static_cast<size_t>(rows * out));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(pagedllm::mix64(i) % 1000) * 1e-3f - 0.5f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(pagedllm::mix64(i + 7) % 1000) * 1e-3f - 0.5f;
-  const cpu_ref::LinearArgs args{.x = x.data(), .weight = w.data(), .y = y.data(), .num_rows = rows,
-                                 .in_features = in, .out_features = out};
+  const cpu_ref::LinearArgs args{
+      .x = x.data(), .weight = w.data(), .y = y.data(), .num_rows = rows, .in_features = in, .out_features = out};
   constexpr int kCallsPerRepeat = 10;
   cpu_ref::linear(args);  // warm the caches
   double best = 0.0;
@@ -160,7 +161,7 @@ struct DecodeRun {
   double load_seconds = 0.0;
   double prefill_seconds = 0.0;
   int32_t prefill_steps = 0;
-  std::vector<double> step_seconds;  // timed steps
+  std::vector<double> step_seconds;   // timed steps
   std::vector<int64_t> step_context;  // positions each sequence attends over in that step
 };
 
@@ -171,7 +172,8 @@ std::vector<TokenId> make_prompt(int32_t request, int32_t length, int64_t vocab)
   std::vector<TokenId> tokens(static_cast<size_t>(length));
   for (int32_t p = 0; p < length; ++p) {
     const uint64_t hash = pagedllm::mix64(static_cast<uint64_t>(request) << 32 ^ static_cast<uint64_t>(p) ^ 0x5eedULL);
-    tokens[static_cast<size_t>(p)] = static_cast<TokenId>(low + static_cast<int64_t>(hash % static_cast<uint64_t>(vocab - low)));
+    tokens[static_cast<size_t>(p)] =
+        static_cast<TokenId>(low + static_cast<int64_t>(hash % static_cast<uint64_t>(vocab - low)));
   }
   return tokens;
 }
@@ -188,7 +190,8 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
   engine_config.scheduler.max_num_seqs = std::max(256, batch);
   // The whole prefill in one step, so that every sequence decodes at the same length.
   engine_config.scheduler.max_num_batched_tokens = std::max(2048, batch * config.prompt_tokens);
-  engine_config.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 32768));
+  engine_config.scheduler.max_model_len =
+      static_cast<int32_t>(std::min<int64_t>(bundle.config.max_position_embeddings, 32768));
   if (tokens_per_sequence > engine_config.scheduler.max_model_len) {
     throw std::invalid_argument("prompt + steps exceed the model's context of " +
                                 std::to_string(engine_config.scheduler.max_model_len));
@@ -204,8 +207,8 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
   params.ignore_eos = true;
   params.max_tokens = tokens_per_sequence - config.prompt_tokens;
   for (int32_t r = 0; r < batch; ++r) {
-    eng.add_request(sched::Request{.id = r, .prompt_tokens = make_prompt(r, config.prompt_tokens, model->vocab_size()),
-                                   .params = params});
+    eng.add_request(sched::Request{
+        .id = r, .prompt_tokens = make_prompt(r, config.prompt_tokens, model->vocab_size()), .params = params});
   }
 
   // Prefill (in chunks of the token budget) until every request has sampled its first token.
@@ -213,7 +216,8 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
   while (eng.counters().generation_tokens < batch) {
     if (!eng.has_unfinished()) throw std::runtime_error("requests finished during prefill");
     for (const engine::RequestOutput& output : eng.step()) {
-      if (output.finished) throw std::runtime_error("request " + std::to_string(output.id) + " finished early: " + output.message);
+      if (output.finished)
+        throw std::runtime_error("request " + std::to_string(output.id) + " finished early: " + output.message);
     }
     ++run.prefill_steps;
   }
@@ -231,7 +235,8 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
     const std::vector<engine::RequestOutput> outputs = eng.step();
     const double seconds = elapsed_ns(start, Clock::now()) / 1e9;
     const engine::StepMetrics& metrics = eng.step_metrics().back();
-    if (metrics.num_decode_tokens != batch || metrics.num_prefill_tokens != 0 || outputs.size() != static_cast<size_t>(batch)) {
+    if (metrics.num_decode_tokens != batch || metrics.num_prefill_tokens != 0 ||
+        outputs.size() != static_cast<size_t>(batch)) {
       throw std::runtime_error("step " + std::to_string(s) + " was not a decode step of all " + std::to_string(batch) +
                                " sequences (" + std::to_string(metrics.num_decode_tokens) + " decode, " +
                                std::to_string(metrics.num_prefill_tokens) + " prefill tokens)");
@@ -249,18 +254,18 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
 struct Figures {
   std::string model;
   int64_t num_parameters = 0;
-  double weight_bytes = 0.0;        // read per decode step
-  double kv_bytes_mean = 0.0;       // KV cache read per decode step, mean over timed steps
+  double weight_bytes = 0.0;   // read per decode step
+  double kv_bytes_mean = 0.0;  // KV cache read per decode step, mean over timed steps
   double context_mean = 0.0;
   double step_ms_mean = 0.0;
   double step_ms_p50 = 0.0;
-  double step_ms_p99 = 0.0;         // the stalls a loaded machine causes show here first
+  double step_ms_p99 = 0.0;  // the stalls a loaded machine causes show here first
   double step_ms_best = 0.0;
   double tokens_per_s = 0.0;
-  double bandwidth = 0.0;           // bytes/s
-  double mem_floor_ms = 0.0;        // mean over the timed steps
-  double linear_peak = 0.0;         // FLOP/s
-  double flops_mean = 0.0;          // per step
+  double bandwidth = 0.0;     // bytes/s
+  double mem_floor_ms = 0.0;  // mean over the timed steps
+  double linear_peak = 0.0;   // FLOP/s
+  double flops_mean = 0.0;    // per step
   double compute_floor_ms = 0.0;
 };
 
@@ -268,43 +273,61 @@ void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& ru
   const double mem_floor_tps = config.batch / (f.mem_floor_ms / 1e3);
   const double roofline_ms = std::max(f.mem_floor_ms, f.compute_floor_ms);
   std::fprintf(out, "bench_cpu_decode: %s\n  %s\n", f.model.c_str(), build_line(build_info()).c_str());
-  std::fprintf(out, "  %lld parameters (fp32, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
+  std::fprintf(out,
+               "  %lld parameters (fp32, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
                "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
                static_cast<long long>(f.num_parameters), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
                config.steps, config.warmup_steps, omp_get_max_threads(),
                cpu_ref::linear_kernel_name(cpu_ref::resolve_linear_kernel(cpu_ref::LinearKernel::best)));
   std::fprintf(out, "  load %.2f s; prefill %.2f s in %d step(s) (%.0f prompt tokens/s)\n", run.load_seconds,
                run.prefill_seconds, run.prefill_steps, config.batch * config.prompt_tokens / run.prefill_seconds);
+  std::fprintf(
+      out, "  decode: step mean %.2f ms, p50 %.2f, p99 %.2f, best %.2f -> %.1f tokens/s (batch x steps / total time)\n",
+      f.step_ms_mean, f.step_ms_p50, f.step_ms_p99, f.step_ms_best, f.tokens_per_s);
   std::fprintf(out,
-               "  decode: step mean %.2f ms, p50 %.2f, p99 %.2f, best %.2f -> %.1f tokens/s (batch x steps / total time)\n",
-               f.step_ms_mean, f.step_ms_p50, f.step_ms_p99, f.step_ms_best, f.tokens_per_s);
-  std::fprintf(out, "  memory floor: %.1f MB weights + %.1f MB KV (mean context %.0f) per step at %.1f GB/s "
+               "  memory floor: %.1f MB weights + %.1f MB KV (mean context %.0f) per step at %.1f GB/s "
                "(read bandwidth, best of %d passes over %lld MiB) = %.2f ms/step, %.1f tokens/s; "
                "measured / floor = %.2fx\n",
                f.weight_bytes / 1e6, f.kv_bytes_mean / 1e6, f.context_mean, f.bandwidth / 1e9, config.bandwidth_passes,
                static_cast<long long>(config.bandwidth_bytes >> 20), f.mem_floor_ms, mem_floor_tps,
                f.step_ms_mean / f.mem_floor_ms);
-  std::fprintf(out, "  compute floor: %.2f GFLOP per step at %.1f GFLOP/s (cpu_ref linear peak) = %.2f ms/step; "
+  std::fprintf(out,
+               "  compute floor: %.2f GFLOP per step at %.1f GFLOP/s (cpu_ref linear peak) = %.2f ms/step; "
                "measured / floor = %.2fx; measured / max(memory, compute) floor = %.2fx\n",
                f.flops_mean / 1e9, f.linear_peak / 1e9, f.compute_floor_ms, f.step_ms_mean / f.compute_floor_ms,
                f.step_ms_mean / roofline_ms);
 }
 
 void print_json(const BenchConfig& config, const DecodeRun& run, const Figures& f) {
-  const Json figures = {
-      {"bench", "bench_cpu_decode"}, {"machine", build_json(build_info())}, {"model", f.model},
-      {"batch", config.batch}, {"prompt_tokens", config.prompt_tokens}, {"steps", config.steps},
-      {"warmup_steps", config.warmup_steps}, {"quick", config.quick}, {"threads", omp_get_max_threads()},
-      {"num_parameters", f.num_parameters}, {"weight_bytes_per_step", f.weight_bytes},
-      {"kv_bytes_per_step_mean", f.kv_bytes_mean}, {"context_mean", f.context_mean}, {"load_s", run.load_seconds},
-      {"prefill_s", run.prefill_seconds}, {"step_ms_mean", f.step_ms_mean}, {"step_ms_p50", f.step_ms_p50},
-      {"step_ms_p99", f.step_ms_p99}, {"step_ms_best", f.step_ms_best}, {"decode_tokens_per_s", f.tokens_per_s},
-      {"read_bandwidth_gb_s", f.bandwidth / 1e9}, {"mem_floor_step_ms", f.mem_floor_ms},
-      {"mem_floor_tokens_per_s", config.batch / (f.mem_floor_ms / 1e3)},
-      {"ratio_to_mem_floor", f.step_ms_mean / f.mem_floor_ms}, {"linear_peak_gflop_s", f.linear_peak / 1e9},
-      {"flop_per_step", f.flops_mean}, {"compute_floor_step_ms", f.compute_floor_ms},
-      {"ratio_to_compute_floor", f.step_ms_mean / f.compute_floor_ms},
-      {"ratio_to_roofline", f.step_ms_mean / std::max(f.mem_floor_ms, f.compute_floor_ms)}};
+  const Json figures = {{"bench", "bench_cpu_decode"},
+                        {"machine", build_json(build_info())},
+                        {"model", f.model},
+                        {"batch", config.batch},
+                        {"prompt_tokens", config.prompt_tokens},
+                        {"steps", config.steps},
+                        {"warmup_steps", config.warmup_steps},
+                        {"quick", config.quick},
+                        {"threads", omp_get_max_threads()},
+                        {"num_parameters", f.num_parameters},
+                        {"weight_bytes_per_step", f.weight_bytes},
+                        {"kv_bytes_per_step_mean", f.kv_bytes_mean},
+                        {"context_mean", f.context_mean},
+                        {"load_s", run.load_seconds},
+                        {"prefill_s", run.prefill_seconds},
+                        {"step_ms_mean", f.step_ms_mean},
+                        {"step_ms_p50", f.step_ms_p50},
+                        {"step_ms_p99", f.step_ms_p99},
+                        {"step_ms_best", f.step_ms_best},
+                        {"decode_tokens_per_s", f.tokens_per_s},
+                        {"read_bandwidth_gb_s", f.bandwidth / 1e9},
+                        {"mem_floor_step_ms", f.mem_floor_ms},
+                        {"mem_floor_tokens_per_s", config.batch / (f.mem_floor_ms / 1e3)},
+                        {"ratio_to_mem_floor", f.step_ms_mean / f.mem_floor_ms},
+                        {"linear_peak_gflop_s", f.linear_peak / 1e9},
+                        {"flop_per_step", f.flops_mean},
+                        {"compute_floor_step_ms", f.compute_floor_ms},
+                        {"ratio_to_compute_floor", f.step_ms_mean / f.compute_floor_ms},
+                        {"ratio_to_roofline", f.step_ms_mean / std::max(f.mem_floor_ms, f.compute_floor_ms)}};
   std::printf("%s\n", figures.dump().c_str());
 }
 
@@ -341,10 +364,10 @@ int main(int argc, char** argv) {
     double weight_floats = static_cast<double>(f.num_parameters);
     if (!model_config.tie_word_embeddings) weight_floats -= vocab * hidden - config.batch * hidden;
     f.weight_bytes = weight_floats * sizeof(float);
-    const double kv_bytes_per_position = 2.0 * static_cast<double>(model_config.num_layers) *
-                                         static_cast<double>(model_config.kv_dim()) * sizeof(float);
-    const double attention_flops_per_position = 4.0 * static_cast<double>(model_config.num_layers) *
-                                                static_cast<double>(model_config.q_dim());
+    const double kv_bytes_per_position =
+        2.0 * static_cast<double>(model_config.num_layers) * static_cast<double>(model_config.kv_dim()) * sizeof(float);
+    const double attention_flops_per_position =
+        4.0 * static_cast<double>(model_config.num_layers) * static_cast<double>(model_config.q_dim());
     f.context_mean = std::accumulate(run.step_context.begin(), run.step_context.end(), 0.0) /
                      static_cast<double>(run.step_context.size());
     f.kv_bytes_mean = config.batch * f.context_mean * kv_bytes_per_position;

@@ -37,7 +37,8 @@ namespace {
 BenchCommandLine command_line(BenchConfig& config, std::optional<int32_t>& host_blocks) {
   BenchCommandLine cli("bench_kv");
   const auto count = [](int32_t& field, const char* flag, int64_t minimum) {
-    return [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
+    return
+        [&field, flag, minimum](std::string_view v) { field = static_cast<int32_t>(parse_integer(flag, v, minimum)); };
   };
   cli.add({"--steps", "N", "timed decode steps per run (default 2000)", count(config.steps, "--steps", 1)});
   cli.add({"--sequences", "N", "running sequences in the decode workload (default 1024)",

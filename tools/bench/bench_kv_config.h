@@ -35,8 +35,8 @@ struct BenchConfig {
   double shared_fraction = 0.5;        // new prompts that start with the shared prefix
   int32_t max_initial_age = 256;       // decode tokens the first sequences already hold
   int32_t micro_prompt_tokens = 512;
-  int32_t micro_batches = 100;         // timed batches per operation and repeat
-  int32_t append_cycles = 8;           // append cycles (4 blocks of tokens each) per repeat
+  int32_t micro_batches = 100;  // timed batches per operation and repeat
+  int32_t append_cycles = 8;    // append cycles (4 blocks of tokens each) per repeat
   uint64_t seed = 0x5eed'cafe'f00dULL;
   bool quick = false;
   std::string json_path;

@@ -43,8 +43,8 @@ class CountingNullBuffer : public std::streambuf {
 
 // The block work of the scheduler's decode steps: each step some sequences finish and are freed,
 // every running sequence gets a slot for one token (try_append: one call in pagedllm, nano-vllm's
-// can_append then append in the baseline), and new prompts take the free slots (try_allocate). Only that work is timed; picking who finishes and building
-// the new prompts happens before the clock starts.
+// can_append then append in the baseline), and new prompts take the free slots (try_allocate). Only that work is timed;
+// picking who finishes and building the new prompts happens before the clock starts.
 template <typename Kv>
 class DecodeWorkload {
  public:

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "tools/bench/bench_kv_config.h"
-#include "tools/bench/bench_kv_config.h"
 
 namespace pagedllm::kv_bench {
 
 // Where a step's time goes, summed over the timed steps.
 enum Phase : size_t { kFreePhase, kDecodePhase, kAdmitPhase, kNumPhases };
-inline constexpr const char* kPhaseNames[kNumPhases] = {"free finished", "append (try_append)", "allocate (try_allocate)"};
+inline constexpr const char* kPhaseNames[kNumPhases] = {"free finished", "append (try_append)",
+                                                        "allocate (try_allocate)"};
 
 struct DecodeCounters {
   std::array<double, kNumPhases> phase_ns{};

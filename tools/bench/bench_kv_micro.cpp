@@ -45,9 +45,7 @@ class MicroSuite {
   static constexpr int32_t kGroupSize = 4;
   static constexpr int32_t kGroupTokens = 8;  // decode tokens each sample of a group adds
 
-  void record(const std::string& key, double ns, size_t ops) {
-    samples_[key].push_back(ns / static_cast<double>(ops));
-  }
+  void record(const std::string& key, double ns, size_t ops) { samples_[key].push_back(ns / static_cast<double>(ops)); }
 
   std::span<TokenId> prompt(size_t index, int32_t length) {
     return std::span(prompts_).subspan(index * static_cast<size_t>(length), static_cast<size_t>(length));
@@ -131,8 +129,10 @@ class MicroSuite {
       const std::vector<SeqId> seqs = fresh_ids(sizes_.batch);
       uint64_t acc = 0;
       record("allocate_miss", time_ns([&] {
-               for (size_t k = 0; k < seqs.size(); ++k) acc += static_cast<uint64_t>(kv_.allocate(seqs[k], prompt(k, length)));
-             }), seqs.size());
+               for (size_t k = 0; k < seqs.size(); ++k)
+                 acc += static_cast<uint64_t>(kv_.allocate(seqs[k], prompt(k, length)));
+             }),
+             seqs.size());
       record("free_unshared", time_ns([&] { free_all(seqs); }), seqs.size());
       consume(acc);
     }
@@ -144,7 +144,8 @@ class MicroSuite {
       uint64_t acc = 0;
       record("allocate_hit", time_ns([&] {
                for (const SeqId seq : seqs) acc += static_cast<uint64_t>(kv_.allocate(seq, hit_prompt_));
-             }), seqs.size());
+             }),
+             seqs.size());
       record("free_shared", time_ns([&] { free_all(seqs); }), seqs.size());
       consume(acc);
     }
@@ -159,10 +160,12 @@ class MicroSuite {
       uint64_t acc = 0;
       record("match_hit", time_ns([&] {
                for (size_t k = 0; k < batch; ++k) acc += static_cast<uint64_t>(kv_.match_prefix(hit_prompt_));
-             }), batch);
+             }),
+             batch);
       record("match_miss", time_ns([&] {
                for (size_t k = 0; k < batch; ++k) acc += static_cast<uint64_t>(kv_.match_prefix(missing));
-             }), batch);
+             }),
+             batch);
       consume(acc + 1);
     }
   }
@@ -173,12 +176,15 @@ class MicroSuite {
       const std::vector<SeqId> children = fresh_ids(sizes_.batch);
       record("fork", time_ns([&] {
                for (const SeqId child : children) kv_.fork(fork_parent_, child);
-             }), children.size());
+             }),
+             children.size());
       if constexpr (Kv::kHasCowAndSwap) {
         uint64_t acc = 0;
         record("cow_append", time_ns([&] {
-                 for (const SeqId child : children) acc += static_cast<uint64_t>(kv_.append(child, tokens_.decode_token(cursor_++)));
-               }), children.size());
+                 for (const SeqId child : children)
+                   acc += static_cast<uint64_t>(kv_.append(child, tokens_.decode_token(cursor_++)));
+               }),
+               children.size());
         consume(acc);
       }
       free_all(children);

@@ -53,25 +53,29 @@ OpFigures op_figures(const OpSpec& op, const MicroResults& micro) {
 void print_header(const BenchConfig& config) {
   std::printf("bench_kv: pagedllm KV cache manager (core/kv) vs the issue's targets and a %s\n", kBaselineName);
   std::printf("%s\n", build_line(build_info()).c_str());
-  std::printf("pool: %d device blocks, %d host blocks, block size %d | decode: %d sequences, %d steps (+%d warm-up)"
-              " | repeats: %d%s\n",
-              config.device_blocks, config.host_blocks, kBlockSize, config.sequences, config.steps,
-              config.warmup_steps, config.repeats, config.quick ? " | --quick" : "");
-  std::printf("targets: <= %.0f ns per append, <= %.0f us of block work per step for 1,024 sequences over 100k blocks\n",
-              kAppendTargetNs, kStepTargetUs);
-  std::printf("%s: nano-vllm's block manager in C++ (std::deque free ids, std::unordered_set used ids, "
-              "per-block ref counts,\n  unordered_map block tables, prefix cache keyed by a chained std::hash of "
-              "each block's tokens); no CoW, no swap\n\n", kBaselineName);
+  std::printf(
+      "pool: %d device blocks, %d host blocks, block size %d | decode: %d sequences, %d steps (+%d warm-up)"
+      " | repeats: %d%s\n",
+      config.device_blocks, config.host_blocks, kBlockSize, config.sequences, config.steps, config.warmup_steps,
+      config.repeats, config.quick ? " | --quick" : "");
+  std::printf(
+      "targets: <= %.0f ns per append, <= %.0f us of block work per step for 1,024 sequences over 100k blocks\n",
+      kAppendTargetNs, kStepTargetUs);
+  std::printf(
+      "%s: nano-vllm's block manager in C++ (std::deque free ids, std::unordered_set used ids, "
+      "per-block ref counts,\n  unordered_map block tables, prefix cache keyed by a chained std::hash of "
+      "each block's tokens); no CoW, no swap\n\n",
+      kBaselineName);
 }
 
 void print_micro(const BenchConfig& config, const MicroResults& micro) {
   const MicroSizes sizes = micro_sizes(config);
-  std::printf("1. Per-operation cost (ns/op, median over timed batches of %d ops; %d appends per round)\n",
-              sizes.batch, sizes.append_sequences);
+  std::printf("1. Per-operation cost (ns/op, median over timed batches of %d ops; %d appends per round)\n", sizes.batch,
+              sizes.append_sequences);
   std::printf("   warm manager: every free block holds cached content (allocations evict), %d resident sequences\n",
               sizes.resident);
-  std::printf("%-52s %10s %7s %8s %10s %9s %8s\n", "operation", "pagedllm", "target", "/target", "baseline",
-              "pd/base", "batches");
+  std::printf("%-52s %10s %7s %8s %10s %9s %8s\n", "operation", "pagedllm", "target", "/target", "baseline", "pd/base",
+              "batches");
   for (const OpSpec& op : kOps) {
     const OpFigures f = op_figures(op, micro);
     std::printf("%-52s %10s %7s %8s %10s %9s %8zu\n", op.label, format_value(f.paged_ns, "%.1f").c_str(),
@@ -88,11 +92,12 @@ void print_decode(const BenchConfig& config, const DecodeResults& decode) {
   const StepSummary paged = decode.paged.summary(sequences);
   const StepSummary baseline = decode.baseline.summary(sequences);
   const StepSummary paged_log = decode.paged_log.summary(sequences);
-  std::printf("2. Decode step: block work for %d running sequences (%d-token prompts), per step: can_append + append\n"
-              "   of 1 token each, %.0f%% finish and are replaced by new prompts (%.0f%% share a %d-token prefix);\n"
-              "   %d steps x %d runs per variant, each step timed on its own, variants alternating every %d steps\n",
-              sequences, config.prompt_tokens, config.finish_fraction * 100.0, config.shared_fraction * 100.0,
-              config.shared_prefix_tokens, config.steps, config.repeats, kChunkSteps);
+  std::printf(
+      "2. Decode step: block work for %d running sequences (%d-token prompts), per step: can_append + append\n"
+      "   of 1 token each, %.0f%% finish and are replaced by new prompts (%.0f%% share a %d-token prefix);\n"
+      "   %d steps x %d runs per variant, each step timed on its own, variants alternating every %d steps\n",
+      sequences, config.prompt_tokens, config.finish_fraction * 100.0, config.shared_fraction * 100.0,
+      config.shared_prefix_tokens, config.steps, config.repeats, kChunkSteps);
   std::printf("%-38s %8s %8s %8s %9s %8s %9s %9s %9s %9s\n", "variant", "mean us", "p50 us", "p99 us", "max us",
               "ns/seq", "mean/tgt", "p99/tgt", "mean/base", "p99/base");
   print_decode_row(decode.paged, paged, baseline);
@@ -110,11 +115,12 @@ void print_decode(const BenchConfig& config, const DecodeResults& decode) {
   for (const DecodeVariant* variant : {&decode.paged, &decode.baseline, &decode.paged_log}) {
     const DecodeRun& run = variant->first_run;
     const DecodeCounters& c = run.counters;
-    std::printf("   %-36s per run: %lld appends, %lld admissions (%lld prefix-hit tokens), %lld preempted, "
-                "%lld deferred",
-                variant->name.c_str(), static_cast<long long>(c.appends), static_cast<long long>(c.admissions),
-                static_cast<long long>(c.cached_tokens), static_cast<long long>(c.preemptions),
-                static_cast<long long>(c.deferred));
+    std::printf(
+        "   %-36s per run: %lld appends, %lld admissions (%lld prefix-hit tokens), %lld preempted, "
+        "%lld deferred",
+        variant->name.c_str(), static_cast<long long>(c.appends), static_cast<long long>(c.admissions),
+        static_cast<long long>(c.cached_tokens), static_cast<long long>(c.preemptions),
+        static_cast<long long>(c.deferred));
     if (variant != &decode.baseline) std::printf(", %lld evictions", static_cast<long long>(run.evictions));
     if (run.log_bytes > 0) {
       std::printf(", %.1f KiB log/step", static_cast<double>(run.log_bytes) / 1024.0 /

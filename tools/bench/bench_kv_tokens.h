@@ -28,9 +28,7 @@ class TokenSource {
   static constexpr size_t kPoolTokens = size_t{1} << 16;
 
   uint64_t random() { return rng_(); }
-  bool chance(double probability) {
-    return static_cast<double>(rng_() >> 11) * 0x1.0p-53 < probability;
-  }
+  bool chance(double probability) { return static_cast<double>(rng_() >> 11) * 0x1.0p-53 < probability; }
   std::span<const TokenId> shared_prefix() const { return shared_prefix_; }
   TokenId decode_token(uint64_t index) const { return pool_[index % kPoolTokens]; }
 

@@ -30,8 +30,8 @@ BuildInfo build_info() {
 }
 
 std::string build_line(const BuildInfo& info) {
-  return "compiler: " + info.compiler + " | build: " +
-         (info.ndebug ? "release (NDEBUG)" : "debug (NDEBUG not defined: debug-only checks are on)") +
+  return "compiler: " + info.compiler +
+         " | build: " + (info.ndebug ? "release (NDEBUG)" : "debug (NDEBUG not defined: debug-only checks are on)") +
          " | optimizer: " + (info.optimized ? "on" : "off") +
          " | hardware threads: " + std::to_string(info.hardware_threads);
 }

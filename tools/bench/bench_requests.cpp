@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/trace/materialize.h"
@@ -63,7 +63,8 @@ nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const
   if (sampling.presence_penalty != 0.0f) body["presence_penalty"] = decimal(sampling.presence_penalty);
   if (sampling.frequency_penalty != 0.0f) body["frequency_penalty"] = decimal(sampling.frequency_penalty);
   // The API's seed is a signed 64-bit integer; trace seeds use all 64 bits.
-  if (sampling.seed) body["seed"] = static_cast<int64_t>(*sampling.seed & static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  if (sampling.seed)
+    body["seed"] = static_cast<int64_t>(*sampling.seed & static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
   if (sampling.min_tokens > 0) body["min_tokens"] = sampling.min_tokens;
   if (!sampling.stop.empty()) body["stop"] = sampling.stop;
   if (!sampling.stop_token_ids.empty()) body["stop_token_ids"] = sampling.stop_token_ids;
@@ -134,8 +135,8 @@ BenchRequests build_bench_requests(const trace::Trace& trace, const BenchRequest
     result.requests.push_back(std::move(load));
   }
   if (config.request_rate) {
-    const std::vector<double> times = arrival_times(static_cast<int32_t>(result.requests.size()),
-                                                    *config.request_rate, config.burstiness, config.seed);
+    const std::vector<double> times = arrival_times(static_cast<int32_t>(result.requests.size()), *config.request_rate,
+                                                    config.burstiness, config.seed);
     for (size_t i = 0; i < times.size(); ++i) result.requests[i].send_time = times[i];
   }
   return result;

@@ -35,8 +35,8 @@ inline constexpr TokenId kDefaultSyntheticTokenEnd = 900;
 struct BenchBodyConfig {
   std::string endpoint = std::string(kCompletionsPath);  // or kChatCompletionsPath
   std::string model;
-  bool ignore_eos = true;      // "ignore_eos": true, so that outputs have the trace's lengths
-  bool include_usage = true;   // stream_options.include_usage: token counts from the server
+  bool ignore_eos = true;                                // "ignore_eos": true, so that outputs have the trace's lengths
+  bool include_usage = true;                             // stream_options.include_usage: token counts from the server
   nlohmann::json extra_body = nlohmann::json::object();  // merged last (overrides)
 };
 
@@ -45,8 +45,8 @@ using BenchPrompt = std::variant<std::string, std::vector<TokenId>>;
 
 // The JSON body of one streamed request. Sampling fields are sent only where they differ from
 // the API's defaults; max_tokens is `output_len`; temperature is always sent (0 = greedy, the
-// trace's default); a seed goes out as its low 63 bits (the API's seed is a signed int64). Throws std::invalid_argument for a token-id prompt to the chat endpoint, and
-// for beam search (no OpenAI field for it).
+// trace's default); a seed goes out as its low 63 bits (the API's seed is a signed int64). Throws std::invalid_argument
+// for a token-id prompt to the chat endpoint, and for beam search (no OpenAI field for it).
 nlohmann::json request_body(const BenchPrompt& prompt, int32_t output_len, const sched::SamplingParams& sampling,
                             const BenchBodyConfig& config);
 
@@ -54,16 +54,16 @@ struct BenchRequestConfig {
   BenchBodyConfig body;
   TokenId synthetic_token_begin = kDefaultSyntheticTokenBegin;  // [begin, end)
   TokenId synthetic_token_end = kDefaultSyntheticTokenEnd;
-  uint64_t seed = 0;           // synthetic prompt content and sampling seeds, as replay's --seed
-  double rate_scale = 1.0;     // trace arrival times are divided by it
+  uint64_t seed = 0;        // synthetic prompt content and sampling seeds, as replay's --seed
+  double rate_scale = 1.0;  // trace arrival times are divided by it
   // Replace the trace's arrival times by vLLM's arrival process (see arrival_times).
   std::optional<double> request_rate;
   double burstiness = 1.0;
 };
 
 struct BenchRequests {
-  std::vector<LoadRequest> requests;       // in arrival order; id = the request's trace index
-  std::vector<trace::TraceIssue> rejected; // left out, with why (an empty prompt, ...)
+  std::vector<LoadRequest> requests;        // in arrival order; id = the request's trace index
+  std::vector<trace::TraceIssue> rejected;  // left out, with why (an empty prompt, ...)
 };
 
 // `file` names the trace in issues. Throws std::invalid_argument for a bad config, and for a

@@ -56,7 +56,6 @@ constexpr int32_t kBlockSize = 16;
 constexpr TokenId kVocabSize = 32'000;
 constexpr TokenId kUniqueTokenBase = 1 << 24;  // one stamped token per prompt, outside the vocabulary
 
-
 // The null model: the token sampled at `position` is a fixed function of (request, position).
 TokenId null_token(int64_t request, int64_t position) {
   const uint64_t hash = mix64(static_cast<uint64_t>(request) << 32 ^ static_cast<uint64_t>(position));
@@ -66,10 +65,10 @@ TokenId null_token(int64_t request, int64_t position) {
 // --- configuration -----------------------------------------------------------------------------
 
 struct BenchConfig {
-  int32_t steps = 1'000;                // timed steps per variant and section
-  int32_t warmup_steps = 100;           // untimed, after the setup
-  int32_t sequences = 1'024;            // requests kept in the system
-  int32_t chunk_steps = 25;             // the variants of a section take turns every this many steps
+  int32_t steps = 1'000;       // timed steps per variant and section
+  int32_t warmup_steps = 100;  // untimed, after the setup
+  int32_t sequences = 1'024;   // requests kept in the system
+  int32_t chunk_steps = 25;    // the variants of a section take turns every this many steps
   int32_t min_device_blocks = 100'000;
   int32_t max_num_batched_tokens = 2'048;
   int32_t pressure_blocks_per_seq = 8;  // section 3's pool, per request in the system
@@ -79,10 +78,10 @@ struct BenchConfig {
 };
 
 struct WorkloadSpec {
-  int32_t population = 1'024;    // requests in the system: each one that finishes is replaced
+  int32_t population = 1'024;  // requests in the system: each one that finishes is replaced
   int32_t min_prompt = 960;
   int32_t max_prompt = 1'040;
-  int32_t shared_prefix = 0;     // tokens of a system prompt that shared prompts start with
+  int32_t shared_prefix = 0;  // tokens of a system prompt that shared prompts start with
   double shared_fraction = 0.0;
   double finish_fraction = 0.0;  // > 0: max_tokens is geometric, so this fraction ends per step
   int32_t max_model_len = 2'048;
@@ -112,7 +111,8 @@ class RequestSource {
     std::vector<TokenId>& prompt = request.prompt_tokens;
     prompt.reserve(length);
     if (uniform() < spec_.shared_fraction) {
-      prompt.assign(shared_.begin(), shared_.begin() + static_cast<std::ptrdiff_t>(std::min(shared_.size(), length - 1)));
+      prompt.assign(shared_.begin(),
+                    shared_.begin() + static_cast<std::ptrdiff_t>(std::min(shared_.size(), length - 1)));
     }
     prompt.push_back(kUniqueTokenBase + static_cast<TokenId>(request.id));  // no two prompts share more
     while (prompt.size() < length) prompt.push_back(token());
@@ -228,7 +228,7 @@ class EngineDriver final : public Driver {
     result.cache = spec.cache;
     result.scheduler = spec.scheduler;
     result.output_kind = engine::OutputKind::delta;  // what a streaming server asks for
-    return result;  // step metrics on, as the engine runs by default
+    return result;                                   // step metrics on, as the engine runs by default
   }
 
   RequestSource source_;
@@ -243,8 +243,11 @@ class EngineDriver final : public Driver {
 class SchedulerDriver final : public Driver {
  public:
   SchedulerDriver(const DriverSpec& spec, uint64_t seed)
-      : source_(spec.workload, seed), population_(spec.workload.population),
-        max_model_len_(spec.scheduler.max_model_len), kv_(spec.cache), scheduler_(spec.scheduler, kv_) {}
+      : source_(spec.workload, seed),
+        population_(spec.workload.population),
+        max_model_len_(spec.scheduler.max_model_len),
+        kv_(spec.cache),
+        scheduler_(spec.scheduler, kv_) {}
 
   void refill() override {
     const int32_t n = scheduler_.num_running() + scheduler_.num_waiting() + scheduler_.num_swapped();
@@ -411,10 +414,10 @@ DriverSpec driver_spec(const BenchConfig& config, const WorkloadSpec& workload, 
 
 void add_twins(Section& section, const std::string& suffix, const DriverSpec& spec, uint64_t seed) {
   section.twins.emplace_back(section.variants.size(), section.variants.size() + 1);
-  section.variants.push_back({"Engine::step(), null executor" + suffix, "executor",
-                              std::make_unique<EngineDriver>(spec, seed), {}, {}});
-  section.variants.push_back({"schedule() + hand apply" + suffix, "schedule()",
-                              std::make_unique<SchedulerDriver>(spec, seed), {}, {}});
+  section.variants.push_back(
+      {"Engine::step(), null executor" + suffix, "executor", std::make_unique<EngineDriver>(spec, seed), {}, {}});
+  section.variants.push_back(
+      {"schedule() + hand apply" + suffix, "schedule()", std::make_unique<SchedulerDriver>(spec, seed), {}, {}});
 }
 
 // 1. The budget admits every prompt in one setup step (a decode step uses one token per sequence
@@ -424,13 +427,18 @@ Section decode_section(const BenchConfig& config) {
   workload.max_model_len = workload.max_prompt + config.warmup_steps + config.steps + 64;
   const int32_t needed = config.sequences * ((workload.max_model_len + kBlockSize - 1) / kBlockSize);
   DriverSpec spec = driver_spec(config, workload, std::max(config.min_device_blocks, needed + needed / 50 + 64), 0);
-  spec.scheduler.max_num_batched_tokens = std::max(config.max_num_batched_tokens, config.sequences * workload.max_prompt);
-  const std::string setup = std::to_string(config.sequences) + " requests, 960-1040-token distinct prompts, none "
-                            "finishes | " + std::to_string(spec.cache.num_device_blocks) + " device blocks";
+  spec.scheduler.max_num_batched_tokens =
+      std::max(config.max_num_batched_tokens, config.sequences * workload.max_prompt);
+  const std::string setup = std::to_string(config.sequences) +
+                            " requests, 960-1040-token distinct prompts, none "
+                            "finishes | " +
+                            std::to_string(spec.cache.num_device_blocks) + " device blocks";
   Section section{"decode", "1. Steady decode", setup, 4, {}, {}};
   add_twins(section, "", spec, config.seed);
-  section.variants.push_back({"KV manager only (try_append_slots)", "", std::make_unique<KvDriver>(spec, config.seed), {}, {}});
-  section.variants.push_back({"floor (table tail + token push)", "", std::make_unique<FloorDriver>(spec, config.seed), {}, {}});
+  section.variants.push_back(
+      {"KV manager only (try_append_slots)", "", std::make_unique<KvDriver>(spec, config.seed), {}, {}});
+  section.variants.push_back(
+      {"floor (table tail + token push)", "", std::make_unique<FloorDriver>(spec, config.seed), {}, {}});
   return section;
 }
 
@@ -440,15 +448,22 @@ Section decode_section(const BenchConfig& config) {
 WorkloadSpec stream_workload(const BenchConfig& config) { return {config.sequences, 32, 224, 96, 0.5, 0.01, 4'096}; }
 
 std::string stream_setup(const DriverSpec& spec) {
-  return std::to_string(spec.workload.population) + " requests, 1% finish per step (geometric max_tokens) and are "
+  return std::to_string(spec.workload.population) +
+         " requests, 1% finish per step (geometric max_tokens) and are "
          "replaced | prompts 32-224 tokens, half after a 96-token shared prefix | chunked prefill, budget " +
          std::to_string(spec.scheduler.max_num_batched_tokens) + ", max_num_seqs " +
-         std::to_string(spec.scheduler.max_num_seqs) + " | " + std::to_string(spec.cache.num_device_blocks) + " device blocks";
+         std::to_string(spec.scheduler.max_num_seqs) + " | " + std::to_string(spec.cache.num_device_blocks) +
+         " device blocks";
 }
 
 Section mixed_section(const BenchConfig& config) {
   const DriverSpec spec = driver_spec(config, stream_workload(config), config.min_device_blocks, 0);
-  Section section{"mixed", "2. Mixed stream", stream_setup(spec), 4 * config.sequences * 224 / config.max_num_batched_tokens + 16, {}, {}};
+  Section section{"mixed",
+                  "2. Mixed stream",
+                  stream_setup(spec),
+                  4 * config.sequences * 224 / config.max_num_batched_tokens + 16,
+                  {},
+                  {}};
   add_twins(section, "", spec, config.seed);
   return section;
 }
@@ -463,8 +478,10 @@ Section pressure_section(const BenchConfig& config) {
   recompute.cache.watermark = swap.cache.watermark = 0.0;
   recompute.scheduler.preemption_mode = sched::PreemptionMode::recompute;
   swap.scheduler.preemption_mode = sched::PreemptionMode::swap;
-  const std::string setup = stream_setup(recompute) + ", watermark 0 (" + std::to_string(blocks) + " host blocks for swap)";
-  Section section{"pressure", "3. KV pressure", setup, 4 * config.sequences * 224 / config.max_num_batched_tokens + 16, {}, {}};
+  const std::string setup =
+      stream_setup(recompute) + ", watermark 0 (" + std::to_string(blocks) + " host blocks for swap)";
+  Section section{
+      "pressure", "3. KV pressure", setup, 4 * config.sequences * 224 / config.max_num_batched_tokens + 16, {}, {}};
   add_twins(section, ", recompute", recompute, config.seed);
   add_twins(section, ", swap", swap, config.seed);
   return section;
@@ -525,15 +542,21 @@ Summary summarize(const Variant& v) {
   if (v.step_ns.empty()) return s;
   const std::span<const double> steps(v.step_ns);
   const size_t tenth = std::max<size_t>(1, steps.size() / 10);
-  s = {mean_us(steps), percentile_us(v.step_ns, 0.5), percentile_us(v.step_ns, 0.99), percentile_us(v.step_ns, 1.0),
-       mean_us(steps.first(tenth)), mean_us(steps.last(tenth)), mean_us(v.inner_ns), percentile_us(v.inner_ns, 0.5),
-       kNone, kNone};
+  s = {mean_us(steps),
+       percentile_us(v.step_ns, 0.5),
+       percentile_us(v.step_ns, 0.99),
+       percentile_us(v.step_ns, 1.0),
+       mean_us(steps.first(tenth)),
+       mean_us(steps.last(tenth)),
+       mean_us(v.inner_ns),
+       percentile_us(v.inner_ns, 0.5),
+       kNone,
+       kNone};
   const Tally& t = v.driver->tally();
   s.seqs_per_step = static_cast<double>(t.scheduled) / static_cast<double>(std::max<int64_t>(1, t.steps));
   s.ns_per_seq = s.mean_us * 1e3 / s.seqs_per_step;
   return s;
 }
-
 
 // "a / b = X mean, Y p50": the p50 ratio is the robust one when other processes share the CPU.
 std::string ratios(const Summary& a, const Summary& b) {
@@ -541,12 +564,15 @@ std::string ratios(const Summary& a, const Summary& b) {
 }
 
 void print_header(const BenchConfig& config) {
-  std::printf("bench_scheduler: pagedllm scheduler (core/sched) + engine loop (core/engine) per step vs target and floors\n");
+  std::printf(
+      "bench_scheduler: pagedllm scheduler (core/sched) + engine loop (core/engine) per step vs target and floors\n");
   std::printf("%s\n", build_line(build_info()).c_str());
-  std::printf("steps: %d timed per variant (+%d warm-up), variants take turns every %d steps | block size %d | seed %#llx%s\n",
-              config.steps, config.warmup_steps, config.chunk_steps, kBlockSize,
-              static_cast<unsigned long long>(config.seed), config.quick ? " | --quick" : "");
-  std::printf("target: <= %.0f us of scheduler + block work per engine step with 1,024 running sequences\n\n", kStepTargetUs);
+  std::printf(
+      "steps: %d timed per variant (+%d warm-up), variants take turns every %d steps | block size %d | seed %#llx%s\n",
+      config.steps, config.warmup_steps, config.chunk_steps, kBlockSize, static_cast<unsigned long long>(config.seed),
+      config.quick ? " | --quick" : "");
+  std::printf("target: <= %.0f us of scheduler + block work per engine step with 1,024 running sequences\n\n",
+              kStepTargetUs);
 }
 
 void print_section(const Section& section, const Summary& floor, std::vector<Summary>& summaries) {
@@ -556,10 +582,13 @@ void print_section(const Section& section, const Summary& floor, std::vector<Sum
   const size_t first = summaries.size();
   for (const Variant& v : section.variants) {
     const Summary& s = summaries.emplace_back(summarize(v));
-    const std::string inner = v.inner.empty() ? "-" : format_value(s.inner_us, "%.1f") + " / " + format_value(s.inner_p50_us, "%.1f") + " " + v.inner;
+    const std::string inner = v.inner.empty() ? "-"
+                                              : format_value(s.inner_us, "%.1f") + " / " +
+                                                    format_value(s.inner_p50_us, "%.1f") + " " + v.inner;
     std::printf("%-42s %8.1f %8.1f %8.1f %8.1f %5.0f %7.1f %8s %8s %9s  %s\n", v.name.c_str(), s.mean_us, s.p50_us,
                 s.p99_us, s.max_us, s.seqs_per_step, s.ns_per_seq, format_ratio(s.mean_us / kStepTargetUs).c_str(),
-                format_ratio(s.p50_us / kStepTargetUs).c_str(), format_ratio(ratio(s.p50_us, floor.p50_us)).c_str(), inner.c_str());
+                format_ratio(s.p50_us / kStepTargetUs).c_str(), format_ratio(ratio(s.p50_us, floor.p50_us)).c_str(),
+                inner.c_str());
   }
   for (const auto& [e, k] : section.twins) {
     const Summary& ks = summaries[first + k];
@@ -568,61 +597,83 @@ void print_section(const Section& section, const Summary& floor, std::vector<Sum
     const double steps = static_cast<double>(std::max<int64_t>(1, t.steps));
     std::printf("   %s: engine / it = %s | schedule() alone / target = %s mean, %s p50 | plans identical: %s\n",
                 section.variants[k].name.c_str(), ratios(summaries[first + e], ks).c_str(),
-                format_ratio(ks.inner_us / kStepTargetUs).c_str(), format_ratio(ks.inner_p50_us / kStepTargetUs).c_str(),
+                format_ratio(ks.inner_us / kStepTargetUs).c_str(),
+                format_ratio(ks.inner_p50_us / kStepTargetUs).c_str(),
                 et.plan_hash == t.plan_hash && et.steps == t.steps ? "yes" : "NO");
-    std::printf("      per step: %.0f running, %.0f batched tokens (%.0f prefill), %.2f finished | per run: %lld preempted"
-                " by recompute, %lld by swap, %lld blocks swapped out, %lld in\n",
-                static_cast<double>(t.running) / steps, static_cast<double>(t.batched_tokens) / steps,
-                static_cast<double>(t.prefill_tokens) / steps, static_cast<double>(t.finished) / steps,
-                static_cast<long long>(t.preempted_recompute), static_cast<long long>(t.preempted_swap),
-                static_cast<long long>(t.blocks_swapped_out), static_cast<long long>(t.blocks_swapped_in));
+    std::printf(
+        "      per step: %.0f running, %.0f batched tokens (%.0f prefill), %.2f finished | per run: %lld preempted"
+        " by recompute, %lld by swap, %lld blocks swapped out, %lld in\n",
+        static_cast<double>(t.running) / steps, static_cast<double>(t.batched_tokens) / steps,
+        static_cast<double>(t.prefill_tokens) / steps, static_cast<double>(t.finished) / steps,
+        static_cast<long long>(t.preempted_recompute), static_cast<long long>(t.preempted_swap),
+        static_cast<long long>(t.blocks_swapped_out), static_cast<long long>(t.blocks_swapped_in));
   }
 }
 
 // Section 1's rows, in decode_section's order: engine, schedule()+apply, KV-only, floor.
 void print_decode_ratios(std::span<const Summary> s) {
-  std::printf("   side by side: engine / floor = %s | schedule()+apply / floor = %s\n"
-              "                 schedule()+apply / KV-only = %s | KV-only / floor = %s\n",
-              ratios(s[0], s[3]).c_str(), ratios(s[1], s[3]).c_str(), ratios(s[1], s[2]).c_str(), ratios(s[2], s[3]).c_str());
-  std::printf("   drift, mean us of the first -> last tenth of timed steps (contexts grow a token per step): engine %.1f ->"
-              " %.1f, schedule()+apply %.1f -> %.1f, floor %.1f -> %.1f\n", s[0].first_tenth_us, s[0].last_tenth_us,
-              s[1].first_tenth_us, s[1].last_tenth_us, s[3].first_tenth_us, s[3].last_tenth_us);
+  std::printf(
+      "   side by side: engine / floor = %s | schedule()+apply / floor = %s\n"
+      "                 schedule()+apply / KV-only = %s | KV-only / floor = %s\n",
+      ratios(s[0], s[3]).c_str(), ratios(s[1], s[3]).c_str(), ratios(s[1], s[2]).c_str(), ratios(s[2], s[3]).c_str());
+  std::printf(
+      "   drift, mean us of the first -> last tenth of timed steps (contexts grow a token per step): engine %.1f ->"
+      " %.1f, schedule()+apply %.1f -> %.1f, floor %.1f -> %.1f\n",
+      s[0].first_tenth_us, s[0].last_tenth_us, s[1].first_tenth_us, s[1].last_tenth_us, s[3].first_tenth_us,
+      s[3].last_tenth_us);
 }
 
 // --- JSON --------------------------------------------------------------------------------------
 
 void write_json(const BenchConfig& config, const std::vector<Section>& sections, const std::vector<Summary>& summaries,
                 const Summary& floor) {
-  Json document = {
-      {"benchmark", "bench_scheduler"},
-      {"machine", build_json(build_info())},
-      {"config", {{"steps", config.steps}, {"warmup_steps", config.warmup_steps}, {"sequences", config.sequences},
-                  {"chunk_steps", config.chunk_steps}, {"seed", config.seed}, {"quick", config.quick}}},
-      {"target_step_us", kStepTargetUs},
-      {"floor_mean_us", floor.mean_us},
-      {"floor_p50_us", floor.p50_us},
-      {"sections", Json::array()}};
+  Json document = {{"benchmark", "bench_scheduler"},
+                   {"machine", build_json(build_info())},
+                   {"config",
+                    {{"steps", config.steps},
+                     {"warmup_steps", config.warmup_steps},
+                     {"sequences", config.sequences},
+                     {"chunk_steps", config.chunk_steps},
+                     {"seed", config.seed},
+                     {"quick", config.quick}}},
+                   {"target_step_us", kStepTargetUs},
+                   {"floor_mean_us", floor.mean_us},
+                   {"floor_p50_us", floor.p50_us},
+                   {"sections", Json::array()}};
   size_t index = 0;
   for (const Section& section : sections) {
     bool identical = true;
     for (const auto& [e, k] : section.twins) {
-      identical = identical && section.variants[e].driver->tally().plan_hash == section.variants[k].driver->tally().plan_hash;
+      identical =
+          identical && section.variants[e].driver->tally().plan_hash == section.variants[k].driver->tally().plan_hash;
     }
     Json variants = Json::array();
     for (const Variant& v : section.variants) {
       const Summary& s = summaries[index++];
       const Tally& t = v.driver->tally();
-      variants.push_back({{"name", v.name}, {"inner", v.inner}, {"mean_us", s.mean_us}, {"p50_us", s.p50_us},
-                          {"p99_us", s.p99_us}, {"max_us", s.max_us}, {"ns_per_seq", s.ns_per_seq},
-                          {"seqs_per_step", s.seqs_per_step}, {"mean_over_target", s.mean_us / kStepTargetUs},
+      variants.push_back({{"name", v.name},
+                          {"inner", v.inner},
+                          {"mean_us", s.mean_us},
+                          {"p50_us", s.p50_us},
+                          {"p99_us", s.p99_us},
+                          {"max_us", s.max_us},
+                          {"ns_per_seq", s.ns_per_seq},
+                          {"seqs_per_step", s.seqs_per_step},
+                          {"mean_over_target", s.mean_us / kStepTargetUs},
                           {"p50_over_target", s.p50_us / kStepTargetUs},
                           {"mean_over_floor", ratio(s.mean_us, floor.mean_us)},
-                          {"p50_over_floor", ratio(s.p50_us, floor.p50_us)}, {"inner_mean_us", s.inner_us},
-                          {"inner_p50_us", s.inner_p50_us}, {"first_tenth_mean_us", s.first_tenth_us},
-                          {"last_tenth_mean_us", s.last_tenth_us}, {"steps", t.steps},
-                          {"batched_tokens", t.batched_tokens}, {"prefill_tokens", t.prefill_tokens},
-                          {"finished", t.finished}, {"preempted_recompute", t.preempted_recompute},
-                          {"preempted_swap", t.preempted_swap}, {"blocks_swapped_out", t.blocks_swapped_out},
+                          {"p50_over_floor", ratio(s.p50_us, floor.p50_us)},
+                          {"inner_mean_us", s.inner_us},
+                          {"inner_p50_us", s.inner_p50_us},
+                          {"first_tenth_mean_us", s.first_tenth_us},
+                          {"last_tenth_mean_us", s.last_tenth_us},
+                          {"steps", t.steps},
+                          {"batched_tokens", t.batched_tokens},
+                          {"prefill_tokens", t.prefill_tokens},
+                          {"finished", t.finished},
+                          {"preempted_recompute", t.preempted_recompute},
+                          {"preempted_swap", t.preempted_swap},
+                          {"blocks_swapped_out", t.blocks_swapped_out},
                           {"blocks_swapped_in", t.blocks_swapped_in}});
     }
     document["sections"].push_back({{"key", section.key}, {"plans_identical", identical}, {"variants", variants}});
@@ -672,8 +723,10 @@ int main(int argc, char** argv) {
       if (section.key == "decode") print_decode_ratios(summaries);
       std::printf("\n");
     }
-    std::printf("tgt: the %.0f us target | floor: section 1's floor (p50 %.1f us) | seqs: sequences scheduled per step |"
-                " ns/seq: mean / seqs\n", kStepTargetUs, floor.p50_us);
+    std::printf(
+        "tgt: the %.0f us target | floor: section 1's floor (p50 %.1f us) | seqs: sequences scheduled per step |"
+        " ns/seq: mean / seqs\n",
+        kStepTargetUs, floor.p50_us);
     if (!config.json_path.empty()) {
       write_json(config, sections, summaries, floor);
       std::printf("JSON written to %s\n", config.json_path.c_str());

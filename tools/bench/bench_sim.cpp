@@ -50,12 +50,12 @@
 #include "core/engine/executor.h"
 #include "core/engine/replay.h"
 #include "core/kv/kv_event_log.h"
+#include "core/model/model_shape.h"
 #include "core/trace/azure_reader.h"
 #include "core/trace/materialize.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_synth.h"
 #include "sim/hardware.h"
-#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/bench/bench_cli.h"
@@ -226,20 +226,20 @@ trace::MaterializedTrace materialize(const trace::Trace& t, const TraceSpec& spe
 // --- one simulation ----------------------------------------------------------------------------
 
 struct RunFigures {
-  double build_s = 0.0;        // the trace (read + repeat, or synthesize)
-  double materialize_s = 0.0;  // trace entries -> engine requests
-  double simulate_s = 0.0;     // replay_requests, engine + sim executor
-  double simulate_cpu_s = 0.0; // the same, this thread's CPU time
-  int64_t requests = 0;        // given to the replay
-  int64_t finished = 0;        // final outputs (finished or rejected)
+  double build_s = 0.0;         // the trace (read + repeat, or synthesize)
+  double materialize_s = 0.0;   // trace entries -> engine requests
+  double simulate_s = 0.0;      // replay_requests, engine + sim executor
+  double simulate_cpu_s = 0.0;  // the same, this thread's CPU time
+  int64_t requests = 0;         // given to the replay
+  int64_t finished = 0;         // final outputs (finished or rejected)
   int64_t refused = 0;
-  int64_t steps = 0;           // engine steps
-  int64_t forward_steps = 0;   // steps that reached the executor
+  int64_t steps = 0;          // engine steps
+  int64_t forward_steps = 0;  // steps that reached the executor
   int64_t sequence_steps = 0;
   int64_t batched_tokens = 0;
   int64_t generation_tokens = 0;
   int64_t preemptions = 0;
-  double sim_seconds = 0.0;    // simulated span, first arrival to last finish
+  double sim_seconds = 0.0;  // simulated span, first arrival to last finish
   double mean_running = 0.0, mean_waiting = 0.0, max_waiting = 0.0, mean_kv_usage = 0.0;
   uint64_t fingerprint = 0;
   std::vector<double> finish_times;  // sorted; saturated (fast) runs only
@@ -438,13 +438,15 @@ const std::vector<Row>& rows() {
        [](const RunFigures& r) { return r.simulate_s / (r.simulate_s + r.build_s + r.materialize_s); }},
       {"simulated requests / s", "%.0f", requests_per_second},
       {"simulated requests / min", "%.0f", requests_per_minute},
-      {"  / target (1,000,000 / min)", "%.3fx", [](const RunFigures& r) { return requests_per_minute(r) / kTargetPerMinute; }},
+      {"  / target (1,000,000 / min)", "%.3fx",
+       [](const RunFigures& r) { return requests_per_minute(r) / kTargetPerMinute; }},
       {"simulated requests / min per cpu s", "%.0f",
        [](const RunFigures& r) { return 60.0 * static_cast<double>(r.finished + r.refused) / r.simulate_cpu_s; }},
       {"events / s (arrivals + steps)", "%.0f", [](const RunFigures& r) { return r.per_second(r.events()); }},
       {"engine steps / s", "%.0f", [](const RunFigures& r) { return r.per_second(r.steps); }},
       {"sequence-steps / s", "%.0f", [](const RunFigures& r) { return r.per_second(r.sequence_steps); }},
-      {"wall us per engine step", "%.2f", [](const RunFigures& r) { return 1e6 * r.simulate_s / static_cast<double>(r.steps); }},
+      {"wall us per engine step", "%.2f",
+       [](const RunFigures& r) { return 1e6 * r.simulate_s / static_cast<double>(r.steps); }},
       {"wall ns per sequence-step", "%.1f",
        [](const RunFigures& r) { return 1e9 * r.simulate_s / static_cast<double>(r.sequence_steps); }},
       {"events (arrivals + steps)", "%.0f", [](const RunFigures& r) { return static_cast<double>(r.events()); }},
@@ -483,21 +485,25 @@ bool fingerprints_agree(const TraceRun& run) {
 }
 
 void print_header(const BenchConfig& config) {
-  std::printf("bench_sim: simulator speed (engine + sim executor, virtual time, one thread) vs the target of "
-              "%.0f simulated requests per minute\n", kTargetPerMinute);
+  std::printf(
+      "bench_sim: simulator speed (engine + sim executor, virtual time, one thread) vs the target of "
+      "%.0f simulated requests per minute\n",
+      kTargetPerMinute);
   std::printf("%s\n", build_line(build_info()).c_str());
   const sim::RooflineConfig roofline = roofline_config();
   const engine::EngineConfig engine = engine_config(roofline);
-  std::printf("server: %s on %s (roofline), %d device blocks (%.2f GPU memory utilization), %d host blocks, block %d | "
-              "max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d, chunked prefill %s, prefix caching %s\n",
-              kModel, kHardware, engine.cache.num_device_blocks, kGpuMemoryUtilization, engine.cache.num_host_blocks,
-              kBlockSize, engine.scheduler.max_model_len, engine.scheduler.max_num_seqs,
-              engine.scheduler.max_num_batched_tokens, engine.scheduler.enable_chunked_prefill ? "on" : "off",
-              engine.cache.enable_prefix_caching ? "on" : "off");
-  std::printf("runs: %d per trace, traces interleaved | at least %lld requests per trace | load %.2f of the capacity "
-              "measured by a saturated run of the first %d requests | seed %llu%s\n\n",
-              config.repeats, static_cast<long long>(config.min_requests), config.load, config.calibration_requests,
-              static_cast<unsigned long long>(config.seed), config.quick ? " | --quick" : "");
+  std::printf(
+      "server: %s on %s (roofline), %d device blocks (%.2f GPU memory utilization), %d host blocks, block %d | "
+      "max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d, chunked prefill %s, prefix caching %s\n",
+      kModel, kHardware, engine.cache.num_device_blocks, kGpuMemoryUtilization, engine.cache.num_host_blocks,
+      kBlockSize, engine.scheduler.max_model_len, engine.scheduler.max_num_seqs,
+      engine.scheduler.max_num_batched_tokens, engine.scheduler.enable_chunked_prefill ? "on" : "off",
+      engine.cache.enable_prefix_caching ? "on" : "off");
+  std::printf(
+      "runs: %d per trace, traces interleaved | at least %lld requests per trace | load %.2f of the capacity "
+      "measured by a saturated run of the first %d requests | seed %llu%s\n\n",
+      config.repeats, static_cast<long long>(config.min_requests), config.load, config.calibration_requests,
+      static_cast<unsigned long long>(config.seed), config.quick ? " | --quick" : "");
 }
 
 void print_table(const std::vector<TraceRun>& runs) {
@@ -511,46 +517,66 @@ void print_table(const std::vector<TraceRun>& runs) {
   }
   std::printf("%-42s", "fingerprint (identical in every run)");
   for (const TraceRun& run : runs) {
-    const std::string text = run.skipped ? "skipped"
-                                         : hex(run.runs.front().fingerprint) +
-                                               (fingerprints_agree(run) ? " yes" : " NO");
+    const std::string text =
+        run.skipped ? "skipped" : hex(run.runs.front().fingerprint) + (fingerprints_agree(run) ? " yes" : " NO");
     std::printf(" %28s", text.c_str());
   }
   std::printf("\n");
   const auto medians = [](const TraceRun& run) { return range_of(run.runs, requests_per_second).median; };
   if (runs.size() == 2 && !runs[0].skipped && !runs[1].skipped) {
-    std::printf("side by side: %s / %s simulated requests per second = %.2fx (median runs); sequence-steps per second "
-                "%.2fx\n", runs[0].spec.key.c_str(), runs[1].spec.key.c_str(), medians(runs[0]) / medians(runs[1]),
-                range_of(runs[0].runs, [](const RunFigures& r) { return r.per_second(r.sequence_steps); }).median /
-                    range_of(runs[1].runs, [](const RunFigures& r) { return r.per_second(r.sequence_steps); }).median);
+    std::printf(
+        "side by side: %s / %s simulated requests per second = %.2fx (median runs); sequence-steps per second "
+        "%.2fx\n",
+        runs[0].spec.key.c_str(), runs[1].spec.key.c_str(), medians(runs[0]) / medians(runs[1]),
+        range_of(runs[0].runs, [](const RunFigures& r) { return r.per_second(r.sequence_steps); }).median /
+            range_of(runs[1].runs, [](const RunFigures& r) { return r.per_second(r.sequence_steps); }).median);
   }
 }
 
 // --- JSON --------------------------------------------------------------------------------------
 
 Json run_json(const RunFigures& r) {
-  return {{"build_s", r.build_s}, {"materialize_s", r.materialize_s}, {"simulate_s", r.simulate_s},
-          {"simulate_cpu_s", r.simulate_cpu_s}, {"requests_per_s", requests_per_second(r)},
-          {"requests_per_min", requests_per_minute(r)}, {"over_target", requests_per_minute(r) / kTargetPerMinute},
-          {"events_per_s", r.per_second(r.events())}, {"steps_per_s", r.per_second(r.steps)},
-          {"sequence_steps_per_s", r.per_second(r.sequence_steps)}, {"sim_seconds", r.sim_seconds},
-          {"mean_running", r.mean_running}, {"mean_waiting", r.mean_waiting}, {"max_waiting", r.max_waiting},
-          {"mean_kv_usage", r.mean_kv_usage}, {"requests", r.requests}, {"finished", r.finished},
-          {"refused", r.refused}, {"steps", r.steps}, {"forward_steps", r.forward_steps},
-          {"sequence_steps", r.sequence_steps}, {"batched_tokens", r.batched_tokens},
-          {"generation_tokens", r.generation_tokens}, {"preemptions", r.preemptions},
+  return {{"build_s", r.build_s},
+          {"materialize_s", r.materialize_s},
+          {"simulate_s", r.simulate_s},
+          {"simulate_cpu_s", r.simulate_cpu_s},
+          {"requests_per_s", requests_per_second(r)},
+          {"requests_per_min", requests_per_minute(r)},
+          {"over_target", requests_per_minute(r) / kTargetPerMinute},
+          {"events_per_s", r.per_second(r.events())},
+          {"steps_per_s", r.per_second(r.steps)},
+          {"sequence_steps_per_s", r.per_second(r.sequence_steps)},
+          {"sim_seconds", r.sim_seconds},
+          {"mean_running", r.mean_running},
+          {"mean_waiting", r.mean_waiting},
+          {"max_waiting", r.max_waiting},
+          {"mean_kv_usage", r.mean_kv_usage},
+          {"requests", r.requests},
+          {"finished", r.finished},
+          {"refused", r.refused},
+          {"steps", r.steps},
+          {"forward_steps", r.forward_steps},
+          {"sequence_steps", r.sequence_steps},
+          {"batched_tokens", r.batched_tokens},
+          {"generation_tokens", r.generation_tokens},
+          {"preemptions", r.preemptions},
           {"fingerprint", hex(r.fingerprint)}};
 }
 
 void write_json(const BenchConfig& config, const std::vector<TraceRun>& runs) {
-  Json document = {
-      {"benchmark", "bench_sim"},
-      {"machine", build_json(build_info())},
-      {"config", {{"min_requests", config.min_requests}, {"load", config.load}, {"repeats", config.repeats},
-                  {"calibration_requests", config.calibration_requests}, {"seed", config.seed},
-                  {"hardware", kHardware}, {"model", kModel}, {"max_model_len", kMaxModelLen}}},
-      {"target_requests_per_minute", kTargetPerMinute},
-      {"traces", Json::array()}};
+  Json document = {{"benchmark", "bench_sim"},
+                   {"machine", build_json(build_info())},
+                   {"config",
+                    {{"min_requests", config.min_requests},
+                     {"load", config.load},
+                     {"repeats", config.repeats},
+                     {"calibration_requests", config.calibration_requests},
+                     {"seed", config.seed},
+                     {"hardware", kHardware},
+                     {"model", kModel},
+                     {"max_model_len", kMaxModelLen}}},
+                   {"target_requests_per_minute", kTargetPerMinute},
+                   {"traces", Json::array()}};
   for (const TraceRun& run : runs) {
     Json trace = {{"key", run.spec.key}, {"skipped", run.skipped.has_value()}};
     if (!run.skipped) {
@@ -600,7 +626,8 @@ BenchCommandLine command_line(BenchConfig& config) {
 int main(int argc, char** argv) {
   BenchConfig config;
   return run_benchmark(command_line(config), argc, argv, [&] {
-    config.calibration_requests = static_cast<int32_t>(std::min<int64_t>(config.calibration_requests, config.min_requests));
+    config.calibration_requests =
+        static_cast<int32_t>(std::min<int64_t>(config.calibration_requests, config.min_requests));
     const auto start = Clock::now();
     print_header(config);
     std::vector<TraceRun> runs;
@@ -618,21 +645,23 @@ int main(int argc, char** argv) {
     for (TraceRun& run : runs) {
       if (run.skipped) continue;
       calibrate(run, config);
-      std::printf("%s: capacity %.2f simulated req/s (saturated run of %lld requests, %.2f s wall) -> rate %.2f req/s "
-                  "(trace's own mean rate %.3f req/s)\n", run.spec.key.c_str(), run.spec.capacity,
-                  static_cast<long long>(run.calibration_requests), run.calibration_wall_s, run.spec.rate,
-                  run.spec.native_rate);
+      std::printf(
+          "%s: capacity %.2f simulated req/s (saturated run of %lld requests, %.2f s wall) -> rate %.2f req/s "
+          "(trace's own mean rate %.3f req/s)\n",
+          run.spec.key.c_str(), run.spec.capacity, static_cast<long long>(run.calibration_requests),
+          run.calibration_wall_s, run.spec.rate, run.spec.native_rate);
     }
     for (int32_t repeat = 0; repeat < config.repeats; ++repeat) {
       for (TraceRun& run : runs) {
         if (run.skipped) continue;
         run_once(run, config, repeat == 0);
         const RunFigures& r = run.runs.back();
-        std::printf("  run %d %-9s %7lld requests in %6.2f s wall (%.2f s cpu; +%.2f s build, %.2f s materialize): "
-                    "%9.0f req/s, %9.0f req/min = %.3fx target\n", repeat + 1, run.spec.key.c_str(),
-                    static_cast<long long>(r.finished + r.refused), r.simulate_s, r.simulate_cpu_s, r.build_s,
-                    r.materialize_s, requests_per_second(r), requests_per_minute(r),
-                    requests_per_minute(r) / kTargetPerMinute);
+        std::printf(
+            "  run %d %-9s %7lld requests in %6.2f s wall (%.2f s cpu; +%.2f s build, %.2f s materialize): "
+            "%9.0f req/s, %9.0f req/min = %.3fx target\n",
+            repeat + 1, run.spec.key.c_str(), static_cast<long long>(r.finished + r.refused), r.simulate_s,
+            r.simulate_cpu_s, r.build_s, r.materialize_s, requests_per_second(r), requests_per_minute(r),
+            requests_per_minute(r) / kTargetPerMinute);
         std::fflush(stdout);
       }
     }
@@ -648,9 +677,8 @@ int main(int argc, char** argv) {
       std::printf("JSON written to %s\n", config.json_path.c_str());
     }
     std::printf("total wall time %.2f s\n", elapsed_ns(start, Clock::now()) / 1e9);
-    const bool deterministic = std::all_of(runs.begin(), runs.end(), [](const TraceRun& run) {
-      return run.skipped || fingerprints_agree(run);
-    });
+    const bool deterministic = std::all_of(runs.begin(), runs.end(),
+                                           [](const TraceRun& run) { return run.skipped || fingerprints_agree(run); });
     if (!deterministic) {
       std::fprintf(stderr, "bench_sim: runs of the same trace gave different results\n");
       return 1;

@@ -49,9 +49,7 @@ inline double percentile(const std::vector<double>& sorted, double fraction) {
 }
 
 inline double ratio(double numerator, double denominator) {
-  return std::isfinite(numerator) && std::isfinite(denominator) && denominator > 0.0
-             ? numerator / denominator
-             : kNone;
+  return std::isfinite(numerator) && std::isfinite(denominator) && denominator > 0.0 ? numerator / denominator : kNone;
 }
 
 }  // namespace pagedllm::bench

@@ -33,7 +33,7 @@ constexpr size_t kReadBufferLimit = 16 * 1024;
 constexpr size_t kBodyChunkBytes = 4 * 1024;
 constexpr size_t kMaxErrorBodyBytes = 16 * 1024;  // of a non-200 body, kept for its message
 constexpr size_t kErrorExcerptChars = 200;
-constexpr uint64_t kSpareFileDescriptors = 64;    // stdio, the resolver, files the caller opens
+constexpr uint64_t kSpareFileDescriptors = 64;  // stdio, the resolver, files the caller opens
 
 std::string excerpt(std::string_view text) {
   std::string out(text.substr(0, kErrorExcerptChars));
@@ -329,8 +329,8 @@ class LoadRun {
   net::steady_timer timer_;
   bool timer_armed_ = false;
   Clock::time_point start_;
-  std::vector<size_t> order_;  // request indices by send_time
-  size_t next_due_ = 0;        // in order_: the first not yet due
+  std::vector<size_t> order_;   // request indices by send_time
+  size_t next_due_ = 0;         // in order_: the first not yet due
   std::deque<size_t> waiting_;  // due, waiting for a concurrency slot
   int32_t num_in_flight_ = 0;
   int32_t max_in_flight_ = 0;
@@ -364,8 +364,9 @@ void Session::start() {
   // The record's send time: now, when the request leaves the queue (connection time included).
   send_time_ = run_.now();
   arm_expiry(run_.config().connect_timeout);
-  stream_.async_connect(run_.endpoints(),
-                        [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) { self->on_connect(ec); });
+  stream_.async_connect(run_.endpoints(), [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+    self->on_connect(ec);
+  });
 }
 
 void Session::arm_expiry(double idle_seconds) {
@@ -470,9 +471,9 @@ LoadResult run_load(const std::vector<LoadRequest>& requests, const LoadClientCo
   const BaseUrl url = parse_base_url(config.base_url);
   if (requests.empty()) return {};
   const auto num_requests = static_cast<uint64_t>(requests.size());
-  const uint64_t concurrency =
-      config.max_concurrency > 0 ? std::min<uint64_t>(num_requests, static_cast<uint64_t>(config.max_concurrency))
-                                 : num_requests;
+  const uint64_t concurrency = config.max_concurrency > 0
+                                   ? std::min<uint64_t>(num_requests, static_cast<uint64_t>(config.max_concurrency))
+                                   : num_requests;
   const uint64_t needed = concurrency + kSpareFileDescriptors;
   const uint64_t limit = raise_file_limit(needed);
   if (limit < needed) {
@@ -489,8 +490,7 @@ LoadResult run_load(const std::vector<LoadRequest>& requests, const LoadClientCo
   return run.run();
 }
 
-std::string http_get(const std::string& base_url, const std::string& path, const std::string& api_key,
-                     double timeout) {
+std::string http_get(const std::string& base_url, const std::string& path, const std::string& api_key, double timeout) {
   const BaseUrl url = parse_base_url(base_url);
   net::io_context io;
   tcp::resolver resolver(io);

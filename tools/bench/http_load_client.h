@@ -20,11 +20,11 @@
 namespace pagedllm::bench {
 
 struct LoadRequest {
-  int64_t id = 0;              // copied into the record
-  std::string path;            // "/v1/completions" or "/v1/chat/completions"
-  std::string body;            // JSON with "stream": true (stream_options.include_usage recommended)
-  double send_time = 0.0;      // seconds from the start of the run
-  int32_t prompt_tokens = 0;   // reported when the server sends no usage
+  int64_t id = 0;             // copied into the record
+  std::string path;           // "/v1/completions" or "/v1/chat/completions"
+  std::string body;           // JSON with "stream": true (stream_options.include_usage recommended)
+  double send_time = 0.0;     // seconds from the start of the run
+  int32_t prompt_tokens = 0;  // reported when the server sends no usage
 };
 
 struct LoadClientConfig {
@@ -83,7 +83,7 @@ class SseAccumulator {
   // Appends body bytes read at `now` (seconds) and handles every complete event in them.
   void feed(std::string_view bytes, double now);
 
-  bool done() const { return done_; }                 // [DONE] was seen
+  bool done() const { return done_; }                                 // [DONE] was seen
   const std::optional<std::string>& error() const { return error_; }  // an error event or bad JSON
   const std::vector<double>& chunk_times() const { return chunk_times_; }
   std::optional<int32_t> prompt_tokens() const { return prompt_tokens_; }

@@ -48,11 +48,13 @@ void add_gguf_tokenizer(model::GgufWriter& gguf, const tokenizer::TokenizerSpec&
   gguf.add_string_array("tokenizer.ggml.tokens", tokens);
   gguf.add_i32_array("tokenizer.ggml.token_type", types);
   gguf.add_string_array("tokenizer.ggml.merges", merges);
-  if (config.bos_token_id) gguf.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*config.bos_token_id));
+  if (config.bos_token_id)
+    gguf.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*config.bos_token_id));
   if (!config.eos_token_ids.empty()) {
     gguf.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(config.eos_token_ids.front()));
   }
-  if (spec.special_ids.unk) gguf.add_u32("tokenizer.ggml.unknown_token_id", static_cast<std::uint32_t>(*spec.special_ids.unk));
+  if (spec.special_ids.unk)
+    gguf.add_u32("tokenizer.ggml.unknown_token_id", static_cast<std::uint32_t>(*spec.special_ids.unk));
   gguf.add_bool("tokenizer.ggml.add_bos_token", false);
   gguf.add_bool("tokenizer.ggml.add_space_prefix", false);
 }

@@ -42,20 +42,28 @@ tokenizer::TokenizerSpec train_vocabulary(const TinyModelSpec& spec) {
 // ggml's general.file_type code of a model whose 2-D weights are `type` (llama_ftype).
 std::uint32_t gguf_file_type(model::GgmlType type) {
   switch (type) {
-    case model::GgmlType::f32: return 0;
-    case model::GgmlType::f16: return 1;
-    case model::GgmlType::q4_0: return 2;
-    case model::GgmlType::q4_1: return 3;
-    case model::GgmlType::q8_0: return 7;
-    case model::GgmlType::q5_0: return 8;
-    case model::GgmlType::q5_1: return 9;
-    case model::GgmlType::bf16: return 32;
-    default: throw std::invalid_argument("make-model: cannot write GGUF weights of this type");
+    case model::GgmlType::f32:
+      return 0;
+    case model::GgmlType::f16:
+      return 1;
+    case model::GgmlType::q4_0:
+      return 2;
+    case model::GgmlType::q4_1:
+      return 3;
+    case model::GgmlType::q8_0:
+      return 7;
+    case model::GgmlType::q5_0:
+      return 8;
+    case model::GgmlType::q5_1:
+      return 9;
+    case model::GgmlType::bf16:
+      return 32;
+    default:
+      throw std::invalid_argument("make-model: cannot write GGUF weights of this type");
   }
 }
 
-void add_gguf_config(model::GgufWriter& gguf, const model::ModelConfig& config,
-                     const TinyModelSpec& spec) {
+void add_gguf_config(model::GgufWriter& gguf, const model::ModelConfig& config, const TinyModelSpec& spec) {
   gguf.add_string("general.architecture", "llama");
   gguf.add_string("general.name", "pagedllm-tiny-seed" + std::to_string(spec.seed));
   gguf.add_u32("general.file_type", gguf_file_type(spec.gguf_type));
@@ -73,9 +81,8 @@ void add_gguf_config(model::GgufWriter& gguf, const model::ModelConfig& config,
 
 // One tensor in GGUF form: llama.cpp's names, dims innermost first, rotary rows interleaved,
 // 2-D weights in the requested type (norms and biases stay F32, as llama.cpp keeps them).
-void add_gguf_tensor(model::GgufWriter& gguf, const model::TensorSpec& tensor,
-                     std::vector<float> values, const model::ModelConfig& config,
-                     model::GgmlType weight_type) {
+void add_gguf_tensor(model::GgufWriter& gguf, const model::TensorSpec& tensor, std::vector<float> values,
+                     const model::ModelConfig& config, model::GgmlType weight_type) {
   if (tensor.name.ends_with("q_proj.weight")) {
     model::interleave_rotary_rows(values, config.num_heads, config.head_dim, config.hidden_size);
   } else if (tensor.name.ends_with("k_proj.weight")) {
@@ -83,8 +90,7 @@ void add_gguf_tensor(model::GgufWriter& gguf, const model::TensorSpec& tensor,
   }
   std::vector<std::uint64_t> dims(tensor.shape.rbegin(), tensor.shape.rend());
   const model::GgmlType type = tensor.shape.size() == 2 ? weight_type : model::GgmlType::f32;
-  gguf.add_tensor(model::gguf_name_from_internal(tensor.name), std::move(dims), type,
-                  model::quantize(type, values));
+  gguf.add_tensor(model::gguf_name_from_internal(tensor.name), std::move(dims), type, model::quantize(type, values));
 }
 
 }  // namespace
@@ -103,8 +109,8 @@ model::ModelConfig tiny_model_config(const TinyModelSpec& spec, std::int32_t voc
   config.rope_theta = spec.rope_theta;
   config.rms_norm_eps = spec.rms_norm_eps;
   config.tie_word_embeddings = spec.tie_word_embeddings;
-  config.bos_token_id = 1;            // <|im_start|>, as SmolLM2
-  config.eos_token_ids = {2, 0};      // <|im_end|>, <|endoftext|>
+  config.bos_token_id = 1;        // <|im_start|>, as SmolLM2
+  config.eos_token_ids = {2, 0};  // <|im_end|>, <|endoftext|>
   return config;
 }
 
@@ -119,13 +125,12 @@ TinyModelFiles write_tiny_model(const TinyModelSpec& spec, const std::string& di
   write_json(directory + "/config.json", model::to_hf_config_json(config));
   const tokenizer::Tokenizer tokenizer(vocabulary);
   write_json(directory + "/tokenizer.json", tokenizer.to_tokenizer_json());
-  write_json(directory + "/tokenizer_config.json",
-             {{"bos_token", kImStart},
-              {"eos_token", kImEnd},
-              {"unk_token", kEndOfText},
-              {"add_bos_token", false},
-              {"model_max_length", spec.max_position_embeddings},
-              {"chat_template", std::string(tiny_chat_template())}});
+  write_json(directory + "/tokenizer_config.json", {{"bos_token", kImStart},
+                                                    {"eos_token", kImEnd},
+                                                    {"unk_token", kEndOfText},
+                                                    {"add_bos_token", false},
+                                                    {"model_max_length", spec.max_position_embeddings},
+                                                    {"chat_template", std::string(tiny_chat_template())}});
 
   model::SafetensorsWriter safetensors;
   safetensors.set_metadata("format", "pt");
@@ -135,8 +140,7 @@ TinyModelFiles write_tiny_model(const TinyModelSpec& spec, const std::string& di
   gguf.add_string("tokenizer.chat_template", std::string(tiny_chat_template()));
   for (const model::TensorSpec& tensor : model::expected_tensors(config)) {
     std::vector<float> values = tiny_tensor_values(spec.seed, tensor);
-    safetensors.add_f32(tensor.name, {tensor.shape.begin(), tensor.shape.end()}, values,
-                        spec.safetensors_dtype);
+    safetensors.add_f32(tensor.name, {tensor.shape.begin(), tensor.shape.end()}, values, spec.safetensors_dtype);
     add_gguf_tensor(gguf, tensor, std::move(values), config, spec.gguf_type);
   }
   safetensors.write(directory + "/model.safetensors");

@@ -14,9 +14,7 @@ std::uint64_t name_hash(const std::string& name) {
 }
 
 // Uniform in [-1, 1), from the top 24 bits (exactly representable in fp32).
-float unit_uniform(std::uint64_t bits) {
-  return static_cast<float>(bits >> 40) / static_cast<float>(1 << 23) - 1.0f;
-}
+float unit_uniform(std::uint64_t bits) { return static_cast<float>(bits >> 40) / static_cast<float>(1 << 23) - 1.0f; }
 
 }  // namespace
 

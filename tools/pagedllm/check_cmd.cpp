@@ -1,8 +1,8 @@
 // `pagedllm check`: the lockstep cross-check. The same requests through several executors, all
 // under the simulator's virtual clock and one token script (sim/lockstep.h); their KV event logs
 // must be identical byte for byte. Prints the first differing line and fails otherwise.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/frontend/model_bundle.h"
+#include "core/model/model_shape.h"
 #include "core/trace/materialize.h"
 #include "cpu_ref/cpu_executor.h"
 #include "sim/lockstep.h"
-#include "core/model/model_shape.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/cli_options.h"
@@ -72,11 +72,11 @@ int run_check(const std::vector<std::string>& args) {
       "pagedllm check: run a trace through several executors in lockstep (the simulator's clock, one token\n"
       "script) and compare their KV event logs byte for byte\n"
       "  pagedllm check --trace traces/mooncake_like.jsonl --executors sim,cpu --num-gpu-blocks-override 256");
-  description.add_options()
-      ("help,h", "show this help")
-      ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")
-      ("model,m", po::value(&options.input.model)->default_value(options.input.model), "the model cpu runs ('tiny' = embedded)")
-      ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
+  description.add_options()("help,h", "show this help")(
+      "executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")(
+      "model,m", po::value(&options.input.model)->default_value(options.input.model),
+      "the model cpu runs ('tiny' = embedded)")("kv-events-dir", po::value(&options.kv_events_dir),
+                                                "also write each executor's log to DIR/<executor>.jsonl");
   add_trace_input_options(description, options.input.trace);
   add_trace_request_options(description, options.input.requests, /*length_and_eos=*/false);
   add_engine_options(description, options.engine);
@@ -97,10 +97,11 @@ int run_check(const std::vector<std::string>& args) {
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
   frontend::apply_model_limits(bundle, config);
   kv::KvCacheConfig& cache = config.cache;
-  cache.num_device_blocks = options.engine.num_gpu_blocks_override > 0
-                                ? options.engine.num_gpu_blocks_override
-                                : cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
-                                                                   static_cast<uint64_t>(options.executor.kv_cache_mib) << 20);
+  cache.num_device_blocks =
+      options.engine.num_gpu_blocks_override > 0
+          ? options.engine.num_gpu_blocks_override
+          : cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
+                                             static_cast<uint64_t>(options.executor.kv_cache_mib) << 20);
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                            gib_to_bytes(swap_space_gib_for(options.executor, "cpu")));
 
@@ -127,8 +128,8 @@ int run_check(const std::vector<std::string>& args) {
   if (std::find(executors.begin(), executors.end(), "cuda") != executors.end()) {
     engine::EngineConfig cuda_config = config;
     const CudaOptions cuda_options = cuda_options_of(options.executor);
-    cuda = make_cuda_executor(cuda_options,
-                              frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda_options)}), cuda_config);
+    cuda = make_cuda_executor(cuda_options, frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda_options)}),
+                              cuda_config);
   }
   std::shared_ptr<const cpu_ref::LlamaModel> weights;
   std::vector<sim::LockstepRun> runs;
@@ -147,11 +148,12 @@ int run_check(const std::vector<std::string>& args) {
       run = sim::run_lockstep(requests.requests, config, executor);
     }
     const auto lines = std::count(run.event_log.begin(), run.event_log.end(), '\n');
-    std::printf("  %-8s %7lld steps, %8lld log lines, preemptions %lld recompute / %lld swap, %lld prefix-hit tokens, "
-                "%.1f s virtual, %.2f s wall\n",
-                name.c_str(), static_cast<long long>(run.num_steps), static_cast<long long>(lines),
-                static_cast<long long>(run.preemptions_recompute), static_cast<long long>(run.preemptions_swap),
-                static_cast<long long>(run.prefix_hit_tokens), run.virtual_seconds, run.wall_seconds);
+    std::printf(
+        "  %-8s %7lld steps, %8lld log lines, preemptions %lld recompute / %lld swap, %lld prefix-hit tokens, "
+        "%.1f s virtual, %.2f s wall\n",
+        name.c_str(), static_cast<long long>(run.num_steps), static_cast<long long>(lines),
+        static_cast<long long>(run.preemptions_recompute), static_cast<long long>(run.preemptions_swap),
+        static_cast<long long>(run.prefix_hit_tokens), run.virtual_seconds, run.wall_seconds);
     if (!options.kv_events_dir.empty()) {
       const std::string path = options.kv_events_dir + "/" + name + ".jsonl";
       std::ofstream file(path, std::ios::binary);

@@ -18,11 +18,11 @@
 namespace pagedllm::cli {
 
 struct CudaOptions {
-  std::string dtype = "bf16";            // bf16 | fp16: weights, activations and KV on the device
-  int32_t device = 0;                    // CUDA device index
-  bool enforce_eager = false;            // no CUDA graphs for decode steps
-  double gpu_memory_utilization = 0.9;   // vLLM's default
-  double swap_space_gib = 4.0;           // pinned host memory for swapped-out KV, vLLM's default
+  std::string dtype = "bf16";           // bf16 | fp16: weights, activations and KV on the device
+  int32_t device = 0;                   // CUDA device index
+  bool enforce_eager = false;           // no CUDA graphs for decode steps
+  double gpu_memory_utilization = 0.9;  // vLLM's default
+  double swap_space_gib = 4.0;          // pinned host memory for swapped-out KV, vLLM's default
   // Set by code, not by an option: sees every logits row the executor samples from (score).
   std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };

@@ -1,9 +1,9 @@
 #include "tools/pagedllm/default_model.h"
 
+#include <unistd.h>
 #include <filesystem>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 #include "core/model/model_source.h"
 #include "tools/make_model/tiny_model.h"

@@ -54,9 +54,8 @@ void print_list(const GgufFile& file) {
   std::printf("%s: GGUF v%u, %zu key/values, %zu tensors\n", file.path().c_str(), file.version(),
               file.header().metadata.size(), file.tensors().size());
   for (const GgufTensorInfo& tensor : file.tensors()) {
-    std::printf("  %-40s %-5s dims %-20s %12llu values %12llu bytes\n", tensor.name.c_str(),
-                type_name(tensor).c_str(), dims_text(tensor.dims).c_str(),
-                static_cast<unsigned long long>(tensor.num_elements),
+    std::printf("  %-40s %-5s dims %-20s %12llu values %12llu bytes\n", tensor.name.c_str(), type_name(tensor).c_str(),
+                dims_text(tensor.dims).c_str(), static_cast<unsigned long long>(tensor.num_elements),
                 static_cast<unsigned long long>(tensor.num_bytes));
   }
 }
@@ -66,8 +65,8 @@ void print_list(const GgufFile& file) {
 std::string file_name_for(const std::string& tensor_name, std::set<std::string>& taken) {
   std::string stem = tensor_name;
   for (char& c : stem) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-';
+    const bool safe =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!safe) c = '_';
   }
   if (stem.empty() || stem.front() == '.') stem.insert(stem.begin(), '_');
@@ -79,8 +78,7 @@ std::string file_name_for(const std::string& tensor_name, std::set<std::string>&
   return name;
 }
 
-std::vector<const GgufTensorInfo*> select_tensors(const GgufFile& file,
-                                                  const std::vector<std::string>& names) {
+std::vector<const GgufTensorInfo*> select_tensors(const GgufFile& file, const std::vector<std::string>& names) {
   std::vector<const GgufTensorInfo*> selected;
   if (names.empty()) {
     for (const GgufTensorInfo& tensor : file.tensors()) selected.push_back(&tensor);
@@ -136,11 +134,9 @@ int dequantize_file(const DequantizeOptions& options) {
   std::ofstream index_file(index_path);
   index_file << index.dump(1) << "\n";
   if (!index_file.flush()) throw std::runtime_error("cannot write " + index_path.string());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("dequantized %zu tensors (%llu values) from %s into %s in %.2f s\n", selected.size(),
-              static_cast<unsigned long long>(num_values), file.path().c_str(),
-              options.out_dir.c_str(), seconds);
+              static_cast<unsigned long long>(num_values), file.path().c_str(), options.out_dir.c_str(), seconds);
   return 0;
 }
 
@@ -151,13 +147,11 @@ int run_dequantize(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm dequantize FILE.gguf --out DIR [--tensor NAME ...] [--list]\n"
       "writes each tensor as DIR/<name>.f32 (raw little-endian float32) and DIR/index.json");
-  description.add_options()
-      ("help,h", "show this help")
-      ("file", po::value(&options.gguf_path)->required(), "the GGUF file")
-      ("out,o", po::value(&options.out_dir), "output directory (created if missing)")
-      ("tensor,t", po::value(&options.tensor_names)->composing(),
-       "only this tensor (repeatable; default: all)")
-      ("list", po::bool_switch(&options.list), "list the tensors and write nothing");
+  description.add_options()("help,h", "show this help")("file", po::value(&options.gguf_path)->required(),
+                                                        "the GGUF file")("out,o", po::value(&options.out_dir),
+                                                                         "output directory (created if missing)")(
+      "tensor,t", po::value(&options.tensor_names)->composing(), "only this tensor (repeatable; default: all)")(
+      "list", po::bool_switch(&options.list), "list the tensors and write nothing");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;

@@ -12,8 +12,8 @@ namespace pagedllm::cli {
 
 struct EngineOptions {
   int32_t block_size = 16;
-  int32_t num_gpu_blocks_override = 0;     // 0: sized from memory by the executor
-  int32_t max_model_len = 0;               // 0: the model's context length
+  int32_t num_gpu_blocks_override = 0;  // 0: sized from memory by the executor
+  int32_t max_model_len = 0;            // 0: the model's context length
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
   // Both on by default. vLLM's spellings turn them on or off (--enable-prefix-caching,

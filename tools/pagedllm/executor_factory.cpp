@@ -4,9 +4,9 @@
 
 #include <sstream>
 
+#include "core/model/model_shape.h"
 #include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/openmp_wait.h"
-#include "core/model/model_shape.h"
 #include "sim/sim_executor.h"
 #include "tools/pagedllm/sim_setup.h"
 
@@ -26,47 +26,47 @@ double swap_space_gib_for(const ExecutorOptions& options, const std::string& exe
 
 void add_cpu_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description cpu("cpu executor");
-  cpu.add_options()
-      ("threads", po::value(&options.num_threads)->default_value(options.num_threads), "cpu: OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory");
+  cpu.add_options()("threads", po::value(&options.num_threads)->default_value(options.num_threads),
+                    "cpu: OpenMP threads (0 = all cores)")(
+      "kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib),
+      "cpu: fp32 KV cache memory");
   description.add(cpu);
 }
 
 void add_sim_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description sim("simulator");
-  sim.add_options()
-      ("hardware", po::value(&options.hardware)->default_value(options.hardware),
-       ("sim: " + sim::hardware_names()).c_str())
-      ("sim-model", po::value(&options.sim_model),
-       ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())
-      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
-       "sim: GPUs per replica")
-      ("profile", po::value(&options.profile),
-       "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
-       "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")
-      ("profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
-       "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
-      ("profile-quiet", po::bool_switch(&options.profile_quiet),
-       "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
-       "step times of the machine as busy as it was while profiling (times the profile's load factor)");
+  sim.add_options()("hardware", po::value(&options.hardware)->default_value(options.hardware),
+                    ("sim: " + sim::hardware_names()).c_str())(
+      "sim-model", po::value(&options.sim_model),
+      ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())(
+      "tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
+      "sim: GPUs per replica")(
+      "profile", po::value(&options.profile),
+      "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
+      "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")(
+      "profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
+      "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")(
+      "profile-quiet", po::bool_switch(&options.profile_quiet),
+      "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
+      "step times of the machine as busy as it was while profiling (times the profile's load factor)");
   description.add(sim);
 }
 
 void add_memory_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description memory("memory");
-  memory.add_options()
-      ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
-       "sim, cuda: fraction of GPU memory for weights, activations and KV")
-      ("swap-space", po::value<double>()->notifier([&options](double gib) { options.swap_space_gib = gib; }),
-       "GiB of host memory for swapped-out KV, per GPU (default: cpu 0.25, sim and cuda 4 as vLLM)");
+  memory.add_options()("gpu-memory-utilization",
+                       po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
+                       "sim, cuda: fraction of GPU memory for weights, activations and KV")(
+      "swap-space", po::value<double>()->notifier([&options](double gib) { options.swap_space_gib = gib; }),
+      "GiB of host memory for swapped-out KV, per GPU (default: cpu 0.25, sim and cuda 4 as vLLM)");
   description.add(memory);
 }
 
 void add_executor_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description executor("executor");
-  executor.add_options()
-      ("executor", po::value(&options.executor)->default_value(options.executor),
-       "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)");
+  executor.add_options()(
+      "executor", po::value(&options.executor)->default_value(options.executor),
+      "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)");
   description.add(executor);
   add_cpu_options(description, options);
   add_sim_options(description, options);
@@ -93,8 +93,8 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   description << "cpu_ref (" << (options.num_threads > 0 ? options.num_threads : omp_get_max_threads())
               << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path
               << ", KV blocks: " << cache.num_device_blocks << " ("
-              << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), swap blocks: "
-              << cache.num_host_blocks;
+              << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+              << " tokens), swap blocks: " << cache.num_host_blocks;
   setup.description = description.str();
   return setup;
 }
@@ -108,7 +108,7 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   }
   const bool own_shape = options.sim_model.empty();
   const model::ModelShape shape = own_shape ? model::model_shape_from_config(bundle.config, bundle.source.path)
-                                          : model::find_model_shape(options.sim_model);
+                                            : model::find_model_shape(options.sim_model);
   const SimBackend backend = make_sim_backend(options, shape, own_shape ? &bundle.config : nullptr, config);
   sim::SimExecutorConfig sim_config;
   sim_config.cost_model = backend.cost_model;

@@ -18,15 +18,15 @@
 namespace pagedllm::cli {
 
 struct ExecutorOptions {
-  std::string executor = "cpu";          // cpu | sim | cuda
+  std::string executor = "cpu";  // cpu | sim | cuda
   // cpu
-  int32_t num_threads = 0;               // OpenMP threads; 0 = all cores
-  int64_t kv_cache_mib = 512;            // fp32 KV store
+  int32_t num_threads = 0;     // OpenMP threads; 0 = all cores
+  int64_t kv_cache_mib = 512;  // fp32 KV store
   // sim
   std::string hardware = "h100-sxm";
-  std::string sim_model;                 // a shape preset; empty: the --model's config
+  std::string sim_model;  // a shape preset; empty: the --model's config
   int32_t tensor_parallel = 1;
-  double gpu_memory_utilization = 0.9;   // sim and cuda
+  double gpu_memory_utilization = 0.9;  // sim and cuda
   // GiB of host memory for swapped-out KV (per GPU), in every executor's own KV format; absent:
   // the executor's default (swap_space_gib_for).
   std::optional<double> swap_space_gib;
@@ -58,8 +58,8 @@ void add_executor_options(boost::program_options::options_description& descripti
 
 struct ExecutorSetup {
   std::unique_ptr<engine::Executor> executor;
-  kv::KvCacheConfig cache;               // the tiers it sized: the engine must run with these
-  std::string description;               // one line: what runs, on what, with how many blocks
+  kv::KvCacheConfig cache;  // the tiers it sized: the engine must run with these
+  std::string description;  // one line: what runs, on what, with how many blocks
 };
 
 // The GPU engine's options with the memory group's values (--gpu-memory-utilization, --swap-space).

@@ -1,7 +1,7 @@
 // `pagedllm generate`: prompts or chat messages in, text out, on the CPU reference engine or the GPU.
 // One request streams its text to the terminal as it is generated; several print when done.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -27,14 +27,14 @@ namespace po = boost::program_options;
 
 struct GenerateOptions {
   std::string model;
-  std::vector<std::string> prompts;    // raw text, tokenized as is
-  std::vector<std::string> chats;      // one user message each, through the chat template
-  std::string system;                  // system message for every --chat
-  std::string messages_json;           // one whole conversation from a file
+  std::vector<std::string> prompts;  // raw text, tokenized as is
+  std::vector<std::string> chats;    // one user message each, through the chat template
+  std::string system;                // system message for every --chat
+  std::string messages_json;         // one whole conversation from a file
   std::string chat_template;
   sched::SamplingParams sampling;
   EngineOptions engine;
-  ExecutorOptions executor;            // cpu or cuda
+  ExecutorOptions executor;  // cpu or cuda
   bool stream = true;
 };
 
@@ -51,8 +51,8 @@ std::vector<chat::ChatMessage> read_messages(const std::string& path) {
   std::vector<chat::ChatMessage> messages;
   for (size_t i = 0; i < document.size(); ++i) {
     const auto& item = document[i];
-    if (!item.is_object() || !item.contains("role") || !item["role"].is_string() ||
-        !item.contains("content") || !item["content"].is_string()) {
+    if (!item.is_object() || !item.contains("role") || !item["role"].is_string() || !item.contains("content") ||
+        !item["content"].is_string()) {
       throw std::runtime_error(path + ": message " + std::to_string(i) +
                                ": expected {\"role\": string, \"content\": string}");
     }
@@ -61,8 +61,7 @@ std::vector<chat::ChatMessage> read_messages(const std::string& path) {
   return messages;
 }
 
-std::vector<std::vector<TokenId>> build_prompts(const GenerateOptions& options,
-                                                const frontend::ModelBundle& bundle) {
+std::vector<std::vector<TokenId>> build_prompts(const GenerateOptions& options, const frontend::ModelBundle& bundle) {
   std::vector<std::vector<TokenId>> prompts;
   for (const std::string& text : options.prompts) prompts.push_back(frontend::encode_prompt(bundle, text));
   for (const std::string& text : options.chats) {
@@ -78,7 +77,6 @@ std::vector<std::vector<TokenId>> build_prompts(const GenerateOptions& options,
   return prompts;
 }
 
-
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
@@ -88,37 +86,40 @@ int run_generate(const std::vector<std::string>& args) {
   uint64_t seed = 0;
   po::options_description description(
       "pagedllm generate: text out of prompts or chat messages, on the CPU reference engine or the GPU");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("prompt,p", po::value(&options.prompts), "a raw prompt (repeatable: one request each)")
-      ("chat,c", po::value(&options.chats), "a user message, rendered with the chat template (repeatable)")
-      ("system", po::value(&options.system), "a system message before every --chat")
-      ("messages-json", po::value(&options.messages_json), "a whole conversation: [{\"role\", \"content\"}, ...]")
-      ("chat-template", po::value(&options.chat_template), "override the model's chat format: chatml, llama3, llama3.1, mistral, mistral-v1, or a file")
-      ("max-tokens,n", po::value(&options.sampling.max_tokens)->default_value(128), "output tokens at most")
-      ("temperature,t", po::value(&options.sampling.temperature)->default_value(0.0f), "0 = greedy (the default: reproducible)")
-      ("top-p", po::value(&options.sampling.top_p)->default_value(1.0f), "")
-      ("top-k", po::value(&options.sampling.top_k)->default_value(0), "0 = off")
-      ("min-p", po::value(&options.sampling.min_p)->default_value(0.0f), "")
-      ("repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")
-      ("seed", po::value(&seed), "random stream seed (default: from the request id)")
-      ("samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")
-      ("stop", po::value(&options.sampling.stop), "a stop string: the text ends before it (repeatable)")
-      ("no-stream", "print whole outputs when done, even for one request");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&options.model)->required(),
+      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "prompt,p", po::value(&options.prompts), "a raw prompt (repeatable: one request each)")(
+      "chat,c", po::value(&options.chats), "a user message, rendered with the chat template (repeatable)")(
+      "system", po::value(&options.system), "a system message before every --chat")(
+      "messages-json", po::value(&options.messages_json), "a whole conversation: [{\"role\", \"content\"}, ...]")(
+      "chat-template", po::value(&options.chat_template),
+      "override the model's chat format: chatml, llama3, llama3.1, mistral, mistral-v1, or a file")(
+      "max-tokens,n", po::value(&options.sampling.max_tokens)->default_value(128), "output tokens at most")(
+      "temperature,t", po::value(&options.sampling.temperature)->default_value(0.0f),
+      "0 = greedy (the default: reproducible)")("top-p", po::value(&options.sampling.top_p)->default_value(1.0f), "")(
+      "top-k", po::value(&options.sampling.top_k)->default_value(0), "0 = off")(
+      "min-p", po::value(&options.sampling.min_p)->default_value(0.0f), "")(
+      "repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")(
+      "seed", po::value(&seed), "random stream seed (default: from the request id)")(
+      "samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")(
+      "stop", po::value(&options.sampling.stop), "a stop string: the text ends before it (repeatable)")(
+      "no-stream", "print whole outputs when done, even for one request");
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
   add_cuda_options(description, options.executor.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (options.executor.executor != "cpu" && options.executor.executor != "cuda") {
-    throw po::error("--executor " + options.executor.executor + ": generating text needs an executor that computes "
+    throw po::error("--executor " + options.executor.executor +
+                    ": generating text needs an executor that computes "
                     "tokens (cpu or cuda)");
   }
   if (values.count("seed") != 0) options.sampling.seed = seed;
   options.stream = values.count("no-stream") == 0;
 
-  const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model), {options.chat_template});
+  const frontend::ModelBundle bundle =
+      frontend::open_model(resolve_model_argument(options.model), {options.chat_template});
   const std::vector<std::vector<TokenId>> prompts = build_prompts(options, bundle);
 
   frontend::GenerateConfig config;
@@ -140,7 +141,8 @@ int run_generate(const std::vector<std::string>& args) {
   }
   engine::WallClock clock;
   config.clock = &clock;
-  const std::vector<frontend::TextOutput> outputs = frontend::generate(requests, *setup.executor, bundle.tokenizer, config);
+  const std::vector<frontend::TextOutput> outputs =
+      frontend::generate(requests, *setup.executor, bundle.tokenizer, config);
   if (streaming) std::cout << std::endl;
 
   int64_t generated = 0;

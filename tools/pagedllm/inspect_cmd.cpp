@@ -31,15 +31,14 @@ void print_config(const model::ModelConfig& config) {
   std::printf("layers              %lld\n", static_cast<long long>(config.num_layers));
   std::printf("hidden / mlp        %lld / %lld\n", static_cast<long long>(config.hidden_size),
               static_cast<long long>(config.intermediate_size));
-  std::printf("heads / kv heads    %lld / %lld (head dim %lld)\n",
-              static_cast<long long>(config.num_heads), static_cast<long long>(config.num_kv_heads),
-              static_cast<long long>(config.head_dim));
+  std::printf("heads / kv heads    %lld / %lld (head dim %lld)\n", static_cast<long long>(config.num_heads),
+              static_cast<long long>(config.num_kv_heads), static_cast<long long>(config.head_dim));
   std::printf("vocabulary          %lld\n", static_cast<long long>(config.vocab_size));
   std::printf("context             %lld\n", static_cast<long long>(config.max_position_embeddings));
   std::printf("rope theta          %g%s\n", config.rope_theta,
               config.rope_scaling.kind == model::RopeScaling::Kind::llama3   ? " (llama3 scaling)"
               : config.rope_scaling.kind == model::RopeScaling::Kind::linear ? " (linear scaling)"
-                                                                              : "");
+                                                                             : "");
   std::printf("rms norm eps        %g\n", config.rms_norm_eps);
   std::printf("tied embeddings     %s\n", config.tie_word_embeddings ? "yes" : "no");
 }
@@ -60,8 +59,7 @@ void print_safetensors_tensors(const model::SafetensorsCheckpoint& checkpoint) {
     std::string dims;
     for (std::uint64_t dim : tensor.shape) dims += (dims.empty() ? "" : " x ") + std::to_string(dim);
     const std::string_view dtype = model::to_string(tensor.dtype);
-    std::printf("  %-48s %-5.*s [%s]\n", name.c_str(), static_cast<int>(dtype.size()), dtype.data(),
-                dims.c_str());
+    std::printf("  %-48s %-5.*s [%s]\n", name.c_str(), static_cast<int>(dtype.size()), dtype.data(), dims.c_str());
   }
 }
 
@@ -72,11 +70,11 @@ int run_inspect(const std::vector<std::string>& args) {
   bool list_tensors = false;
   bool load = false;
   po::options_description options("pagedllm inspect MODEL: config, tensors, tokenizer and chat format");
-  options.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("tensors", po::bool_switch(&list_tensors), "list every tensor")
-      ("load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
+  options.add_options()("help,h", "show this help")(
+      "model", po::value(&model_argument)->required(),
+      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "tensors", po::bool_switch(&list_tensors), "list every tensor")(
+      "load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map values;
@@ -93,17 +91,16 @@ int run_inspect(const std::vector<std::string>& args) {
   } else {
     config = model::read_hf_config(source.file("config.json"));
     checkpoint = std::make_unique<model::SafetensorsCheckpoint>(source.path);
-    std::printf("%s: Hugging Face directory, %zu tensors in %zu safetensors file(s)\n",
-                source.path.c_str(), checkpoint->num_tensors(), checkpoint->num_shards());
+    std::printf("%s: Hugging Face directory, %zu tensors in %zu safetensors file(s)\n", source.path.c_str(),
+                checkpoint->num_tensors(), checkpoint->num_shards());
   }
   print_config(config);
 
   const tokenizer::Tokenizer tokenizer =
       gguf ? tokenizer::Tokenizer::from_gguf(*gguf) : tokenizer::Tokenizer::from_path(source.path);
   const auto& special = tokenizer.special_ids();
-  std::printf("tokenizer           byte-level BPE, %d tokens, %zu merges, bos %s, eos %s\n",
-              tokenizer.num_tokens(), tokenizer.spec().model.merges.size(),
-              special.bos ? tokenizer.token_text(*special.bos).c_str() : "none",
+  std::printf("tokenizer           byte-level BPE, %d tokens, %zu merges, bos %s, eos %s\n", tokenizer.num_tokens(),
+              tokenizer.spec().model.merges.size(), special.bos ? tokenizer.token_text(*special.bos).c_str() : "none",
               special.eos ? tokenizer.token_text(*special.eos).c_str() : "none");
   const chat::ChatTemplate chat_template =
       gguf ? chat::load_chat_template(*gguf) : chat::load_chat_template(source.path);
@@ -111,7 +108,10 @@ int run_inspect(const std::vector<std::string>& args) {
 
   if (list_tensors) {
     std::printf("tensors:\n");
-    if (gguf) print_gguf_tensors(*gguf); else print_safetensors_tensors(*checkpoint);
+    if (gguf)
+      print_gguf_tensors(*gguf);
+    else
+      print_safetensors_tensors(*checkpoint);
   }
   if (load) {
     const auto start = std::chrono::steady_clock::now();
@@ -119,8 +119,7 @@ int run_inspect(const std::vector<std::string>& args) {
         gguf ? model::load_weights(*gguf, config) : model::load_weights(*checkpoint, config);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("loaded              %llu parameters as fp32 in %.2f s (%zu tensors ignored)\n",
-                static_cast<unsigned long long>(weights.num_parameters()), seconds,
-                weights.ignored_tensors.size());
+                static_cast<unsigned long long>(weights.num_parameters()), seconds, weights.ignored_tensors.size());
   }
   return 0;
 }

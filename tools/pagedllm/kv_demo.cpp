@@ -44,8 +44,8 @@ std::vector<TokenId> synthetic_tokens(int32_t count, uint32_t seed) {
 
 std::string describe_table(const kv::KvCacheManager& cache, SeqId seq) {
   std::ostringstream text;
-  text << "seq " << seq << " (" << cache.num_tokens(seq) << " tokens, "
-       << (cache.is_swapped(seq) ? "host" : "device") << "): [";
+  text << "seq " << seq << " (" << cache.num_tokens(seq) << " tokens, " << (cache.is_swapped(seq) ? "host" : "device")
+       << "): [";
   const auto table = cache.block_table(seq);
   for (size_t i = 0; i < table.size(); ++i) text << (i ? " " : "") << table[i];
   text << "]";
@@ -56,7 +56,7 @@ void print_usage_line(const kv::KvCacheManager& cache, const std::string& when) 
   const kv::KvStats stats = cache.stats();
   std::cout << "  [" << when << "] device " << stats.num_used_device_blocks() << "/" << stats.num_device_blocks
             << " used (" << static_cast<int>(100 * stats.device_usage()) << "%), "
-            << stats.num_cached_free_device_blocks << " free but cached, host " 
+            << stats.num_cached_free_device_blocks << " free but cached, host "
             << stats.num_host_blocks - stats.num_free_host_blocks << "/" << stats.num_host_blocks << " used\n";
 }
 
@@ -109,10 +109,10 @@ class KvDemo {
     }
     const kv::KvStats stats = cache_.stats();
     std::cout << "\nall requests finished: " << counters_.preemptions << " preemption(s) by swap, "
-              << counters_.blocks_swapped_out << " blocks copied out, " << counters_.blocks_swapped_in << " copied back in (the rest was still cached on the device), "
-              << counters_.copies << " copy-on-write(s), prefix hit rate "
-              << static_cast<int>(100 * stats.prefix_hit_rate()) << "%, " << stats.num_cached_free_device_blocks
-              << " blocks still cached for future prompts\n";
+              << counters_.blocks_swapped_out << " blocks copied out, " << counters_.blocks_swapped_in
+              << " copied back in (the rest was still cached on the device), " << counters_.copies
+              << " copy-on-write(s), prefix hit rate " << static_cast<int>(100 * stats.prefix_hit_rate()) << "%, "
+              << stats.num_cached_free_device_blocks << " blocks still cached for future prompts\n";
     if (stats.num_used_device_blocks() != 0 || stats.num_free_host_blocks != stats.num_host_blocks) {
       std::cerr << "kv-demo: blocks leaked\n";
       return 1;
@@ -189,8 +189,8 @@ class KvDemo {
     }
     const int32_t watermark = cache_.watermark_blocks();
     const kv::SwapInResult result = cache_.try_swap_in(
-        request.seqs, {.reserve_blocks = watermark,
-                       .min_free_after = std::max(watermark, static_cast<int32_t>(running))});
+        request.seqs,
+        {.reserve_blocks = watermark, .min_free_after = std::max(watermark, static_cast<int32_t>(running))});
     if (result.status != kv::AllocStatus::ok) return false;
     counters_.blocks_swapped_in += static_cast<int64_t>(result.moves.size());
     return true;
@@ -250,15 +250,14 @@ int run_kv_demo(const std::vector<std::string>& args) {
   options.cache.num_device_blocks = 48;
   options.cache.num_host_blocks = 64;
   po::options_description description("pagedllm kv-demo options");
-  description.add_options()
-      ("help,h", "show this help")
-      ("block-size", po::value(&options.cache.block_size)->default_value(16), "tokens per KV block")
-      ("device-blocks", po::value(&options.cache.num_device_blocks)->default_value(48), "device-tier blocks")
-      ("host-blocks", po::value(&options.cache.num_host_blocks)->default_value(64), "host (swap) blocks")
-      ("max-new-tokens", po::value(&options.max_new_tokens)->default_value(160), "tokens each sample generates")
-      ("samples", po::value(&options.num_samples)->default_value(3), "parallel samples of the second request")
-      ("event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")
-      ("json", po::bool_switch(&options.json), "print the final statistics as JSON");
+  description.add_options()("help,h", "show this help")(
+      "block-size", po::value(&options.cache.block_size)->default_value(16), "tokens per KV block")(
+      "device-blocks", po::value(&options.cache.num_device_blocks)->default_value(48), "device-tier blocks")(
+      "host-blocks", po::value(&options.cache.num_host_blocks)->default_value(64), "host (swap) blocks")(
+      "max-new-tokens", po::value(&options.max_new_tokens)->default_value(160), "tokens each sample generates")(
+      "samples", po::value(&options.num_samples)->default_value(3), "parallel samples of the second request")(
+      "event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")(
+      "json", po::bool_switch(&options.json), "print the final statistics as JSON");
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (options.max_new_tokens < 1 || options.num_samples < 1) {

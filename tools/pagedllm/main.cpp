@@ -75,13 +75,11 @@ int main(int argc, char** argv) {
     try {
       return sub.run(args);
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "pagedllm %.*s: error: %s\n", static_cast<int>(name.size()), name.data(),
-                   error.what());
+      std::fprintf(stderr, "pagedllm %.*s: error: %s\n", static_cast<int>(name.size()), name.data(), error.what());
       return 1;
     }
   }
-  std::fprintf(stderr, "pagedllm: unknown subcommand '%.*s'\n\n", static_cast<int>(name.size()),
-               name.data());
+  std::fprintf(stderr, "pagedllm: unknown subcommand '%.*s'\n\n", static_cast<int>(name.size()), name.data());
   print_usage(stderr);
   return 2;
 }

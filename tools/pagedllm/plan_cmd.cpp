@@ -3,8 +3,8 @@
 // request rate one replica sustains within the latency SLOs (binary search on the trace's rate
 // scale; a rate at which the queue keeps growing does not count, see queue_is_stable), the
 // replicas a target rate needs, and what it costs.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -72,7 +72,7 @@ double statistic_ms(const metrics::ServingMetrics& serving, const SloTerm& term)
                                            : term.metric == "tpot" ? serving.tpot
                                            : term.metric == "itl"  ? serving.itl
                                                                    : serving.e2el;
-  const double seconds = term.stat == "mean" ? summary.mean
+  const double seconds = term.stat == "mean"  ? summary.mean
                          : term.stat == "p50" ? summary.median
                          : term.stat == "p90" ? summary.p90
                                               : summary.p99;
@@ -141,7 +141,7 @@ struct Evaluation {
   double rate_scale = 0.0;
   double request_rate = 0.0;  // offered, per replica
   bool feasible = false;
-  bool sustained = false;   // the queue did not keep growing (see queue_is_stable)
+  bool sustained = false;                   // the queue did not keep growing (see queue_is_stable)
   std::map<std::string, double> values_ms;  // per SLO term
   double output_throughput = 0.0;
   double request_throughput = 0.0;
@@ -149,8 +149,8 @@ struct Evaluation {
 
 struct PlanRow {
   std::map<std::string, int32_t> knobs;
-  std::vector<Evaluation> curve;  // every rate evaluated, ascending
-  std::optional<Evaluation> best; // the highest feasible rate
+  std::vector<Evaluation> curve;   // every rate evaluated, ascending
+  std::optional<Evaluation> best;  // the highest feasible rate
   std::string note;
 };
 
@@ -163,17 +163,20 @@ int run_plan(const std::vector<std::string>& args) {
       "target rate, over a sweep of engine settings (simulated)\n"
       "  pagedllm plan --trace T --model llama-2-7b --hardware h100-sxm --slo ttft_p99=500,tpot_p99=50 \\\n"
       "      --target-rate 20 --sweep max-num-seqs=64,256 --sweep tp=1,2");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->default_value(options.model), "a shape preset or a model")
-      ("slo", po::value(&options.slo)->required(), "objectives in ms: ttft_p99=500,tpot_p99=50 (stats: mean p50 p90 p99)")
-      ("target-rate", po::value(&options.target_rate)->default_value(0.0), "requests per second to serve (replicas, cost)")
-      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")
-      ("precision", po::value(&options.precision)->default_value(options.precision), "relative precision of the rate search")
-      ("sweep", po::value(&options.sweeps)->multitoken(),
-       "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")
-      ("output-json,o", po::value(&options.output_json), "every configuration and its rate-latency curve as JSON "
-                                                        "(tools/plot_plan.py draws it)");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&options.model)->default_value(options.model), "a shape preset or a model")(
+      "slo", po::value(&options.slo)->required(),
+      "objectives in ms: ttft_p99=500,tpot_p99=50 (stats: mean p50 p90 p99)")(
+      "target-rate", po::value(&options.target_rate)->default_value(0.0),
+      "requests per second to serve (replicas, cost)")(
+      "usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")(
+      "precision", po::value(&options.precision)->default_value(options.precision),
+      "relative precision of the rate search")(
+      "sweep", po::value(&options.sweeps)->multitoken(),
+      "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")(
+      "output-json,o", po::value(&options.output_json),
+      "every configuration and its rate-latency curve as JSON "
+      "(tools/plot_plan.py draws it)");
   add_trace_input_options(description, options.trace);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
@@ -184,7 +187,8 @@ int run_plan(const std::vector<std::string>& args) {
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
   for (const SweepAxis& axis : axes) {
     if (!options.executor.profile.empty() && (axis.knob == "tp" || axis.knob == "block-size")) {
-      throw po::error("--sweep " + axis.knob + ": a profile is measured at one block size on one device; sweep "
+      throw po::error("--sweep " + axis.knob +
+                      ": a profile is measured at one block size on one device; sweep "
                       "max-num-seqs or max-num-batched-tokens, or measure a profile per setting");
     }
   }
@@ -194,8 +198,9 @@ int run_plan(const std::vector<std::string>& args) {
   const trace::Trace trace = read_trace_input(
       options.trace, token_counter(model.bundle ? &model.bundle->tokenizer : nullptr), read_report, std::cerr);
   if (trace.requests.size() < 2 || trace.requests.back().arrival_time <= trace.requests.front().arrival_time) {
-    throw po::error("--trace: the plan scales the trace's arrival times, and these span no time (synthesize one with "
-                    "--request-rate, or convert a trace with timestamps)");
+    throw po::error(
+        "--trace: the plan scales the trace's arrival times, and these span no time (synthesize one with "
+        "--request-rate, or convert a trace with timestamps)");
   }
   const double base_rate = static_cast<double>(trace.requests.size()) /
                            (trace.requests.back().arrival_time - trace.requests.front().arrival_time);
@@ -238,7 +243,8 @@ int run_plan(const std::vector<std::string>& args) {
     ExecutorOptions executor_options = options.executor;
     if (knobs.contains("block-size")) engine_options.block_size = knobs.at("block-size");
     if (knobs.contains("max-num-seqs")) engine_options.max_num_seqs = knobs.at("max-num-seqs");
-    if (knobs.contains("max-num-batched-tokens")) engine_options.max_num_batched_tokens = knobs.at("max-num-batched-tokens");
+    if (knobs.contains("max-num-batched-tokens"))
+      engine_options.max_num_batched_tokens = knobs.at("max-num-batched-tokens");
     if (knobs.contains("tp")) executor_options.tensor_parallel = knobs.at("tp");
     engine::EngineConfig config = engine_config_from(engine_options, model_max_len);
     config.record_step_metrics = false;
@@ -324,15 +330,16 @@ int run_plan(const std::vector<std::string>& args) {
   std::printf(" %10s", "$/M tok");
   if (options.target_rate > 0.0) std::printf(" %9s %9s", "replicas", "$/hour");
   std::printf("\n");
-  nlohmann::json document = {{"model", model.shape.name},
-                             {"hardware", base_backend.device},
-                             {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
-                             {"trace", options.trace.path},
-                             {"base_request_rate", base_rate},
-                             {"usd_per_gpu_hour", price},
-                             {"target_rate", options.target_rate},
-                             {"slo", nlohmann::json::object()},
-                             {"configurations", nlohmann::json::array()}};
+  nlohmann::json document = {
+      {"model", model.shape.name},
+      {"hardware", base_backend.device},
+      {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
+      {"trace", options.trace.path},
+      {"base_request_rate", base_rate},
+      {"usd_per_gpu_hour", price},
+      {"target_rate", options.target_rate},
+      {"slo", nlohmann::json::object()},
+      {"configurations", nlohmann::json::array()}};
   for (const SloTerm& term : slo) document["slo"][term.name()] = term.ms;
   for (const PlanRow& row : rows) {
     std::string label;
@@ -354,9 +361,8 @@ int run_plan(const std::vector<std::string>& args) {
     }
     if (row.best) {
       const Evaluation& best = *row.best;
-      const double usd_per_million = best.output_throughput > 0.0
-                                         ? tp * price / 3600.0 / best.output_throughput * 1e6
-                                         : 0.0;
+      const double usd_per_million =
+          best.output_throughput > 0.0 ? tp * price / 3600.0 / best.output_throughput * 1e6 : 0.0;
       std::printf("%-44s %12.2f %12.1f", label.c_str(), best.request_rate, best.output_throughput);
       for (const SloTerm& term : slo) std::printf(" %12.1f", best.values_ms.at(term.name()));
       if (price > 0.0) {

@@ -2,8 +2,8 @@
 // sequences and context, prompt chunks by tokens and cached context, sampling, block operations)
 // and writes the table the simulator interpolates (`replay --executor sim --profile FILE`).
 // The measurement itself is sim/step_profiler.h; this file picks the executor and the model.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -112,26 +112,25 @@ int run_profile(const std::vector<std::string>& args) {
       "  pagedllm profile --executor cpu [--model tiny] [--threads N] [--block-size 16] [--quick] -o profile.json\n"
       "The timings are the executor's own step times (what a --time virtual replay advances by); the\n"
       "engine's time around each step is recorded too, for wall-clock predictions");
-  description.add_options()
-      ("help,h", "show this help")
-      ("executor", po::value(&options.executor)->default_value(options.executor),
-       "the executor to time: cpu (the CPU reference engine) or cuda (the GPU engine)")
-      ("model,m", po::value(&options.model)->default_value(options.model),
-       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("threads", po::value(&options.num_threads)->default_value(0),
-       "cpu: OpenMP threads (0 = all cores); use the value the replays you predict will use")
-      ("block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")
-      ("max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
-       "the largest number of decode sequences timed in one step")
-      ("repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
-       "timed steps per shape and pass (the lower quartile over all passes is kept)")
-      ("warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
-       "untimed steps before each shape's timed ones")
-      ("passes", po::value(&options.num_passes)->default_value(options.num_passes),
-       "passes over the decode and prefill grids (a shape's timed steps are pooled)")
-      ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
-      ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
-      ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  description.add_options()("help,h", "show this help")(
+      "executor", po::value(&options.executor)->default_value(options.executor),
+      "the executor to time: cpu (the CPU reference engine) or cuda (the GPU engine)")(
+      "model,m", po::value(&options.model)->default_value(options.model),
+      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "threads", po::value(&options.num_threads)->default_value(0),
+      "cpu: OpenMP threads (0 = all cores); use the value the replays you predict will use")(
+      "block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")(
+      "max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
+      "the largest number of decode sequences timed in one step")(
+      "repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
+      "timed steps per shape and pass (the lower quartile over all passes is kept)")(
+      "warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
+      "untimed steps before each shape's timed ones")(
+      "passes", po::value(&options.num_passes)->default_value(options.num_passes),
+      "passes over the decode and prefill grids (a shape's timed steps are pooled)")(
+      "quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")(
+      "output,o", po::value(&options.output)->required(), "the profile to write (JSON)")(
+      "quiet,q", po::bool_switch(&options.quiet), "no progress lines");
   add_cuda_options(description, options.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
@@ -165,7 +164,8 @@ int run_profile(const std::vector<std::string>& args) {
   gpu_config.scheduler.max_model_len = max_model_len;
   gpu_config.cache.block_size = options.block_size;
   const auto gpu_model =
-      on_gpu ? upload_cuda_model(options.cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), gpu_config)
+      on_gpu ? upload_cuda_model(options.cuda,
+                                 frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), gpu_config)
              : nullptr;
   std::string gpu_description;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {

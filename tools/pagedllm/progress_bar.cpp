@@ -1,8 +1,8 @@
 #include "tools/pagedllm/progress_bar.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
-#include <unistd.h>
 
 namespace pagedllm::cli {
 
@@ -12,7 +12,9 @@ constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 }  // namespace
 
 ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(std::max<int64_t>(total, 1)), enabled_(enabled),
+    : label_(std::move(label)),
+      total_(std::max<int64_t>(total, 1)),
+      enabled_(enabled),
       terminal_(::isatty(STDERR_FILENO) != 0) {}
 
 void ProgressBar::update(int64_t done, const std::string& detail) {

@@ -1,7 +1,7 @@
 // `pagedllm replay`: a trace through the engine on an executor (the CPU reference engine or the
 // simulator), with the serving metrics of vLLM's benchmark_serving and what the KV cache did.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -16,8 +16,8 @@
 #include "core/engine/replay.h"
 #include "core/frontend/model_bundle.h"
 #include "core/kv/kv_event_log.h"
-#include "core/trace/materialize.h"
 #include "core/model/model_shape.h"
+#include "core/trace/materialize.h"
 #include "sim/step_prediction.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/default_model.h"
@@ -81,18 +81,17 @@ int run_replay(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm replay: a request trace through the engine, with vLLM's serving metrics\n"
       "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|cuda|sim] [--time virtual|real|fast]");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&options.input.model)->default_value(options.input.model),
-       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("time", po::value(&options.time)->default_value(options.time),
-       "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
-       "fast (every request at time 0)")
-      ("kv-events", po::value(&options.kv_events), "write the KV event log (JSONL) to this file")
-      ("check-profile", po::value(&options.check_profile),
-       "cpu: price every real step with this measured profile too and report its error by step kind (the "
-       "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")
-      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&options.input.model)->default_value(options.input.model),
+      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "time", po::value(&options.time)->default_value(options.time),
+      "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
+      "fast (every request at time 0)")("kv-events", po::value(&options.kv_events),
+                                        "write the KV event log (JSONL) to this file")(
+      "check-profile", po::value(&options.check_profile),
+      "cpu: price every real step with this measured profile too and report its error by step kind (the "
+      "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")(
+      "quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   add_trace_input_options(description, options.input.trace);
   add_trace_request_options(description, options.input.requests);
   add_run_report_options(description, options.report);
@@ -112,8 +111,8 @@ int run_replay(const std::vector<std::string>& args) {
   const auto model_max_len = frontend::context_length(bundle);
   // A simulated shape preset is not the --model: its context length is the user's to set.
   const bool preset_shape = options.executor.executor == "sim" && !options.executor.sim_model.empty();
-  engine::EngineConfig config =
-      engine_config_from(options.engine, preset_shape ? std::max(model_max_len, options.engine.max_model_len) : model_max_len);
+  engine::EngineConfig config = engine_config_from(
+      options.engine, preset_shape ? std::max(model_max_len, options.engine.max_model_len) : model_max_len);
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   // replay_requests keeps only final outputs: a cumulative report per step would copy every
   // request's tokens each step (quadratic in the output length).
@@ -128,15 +127,15 @@ int run_replay(const std::vector<std::string>& args) {
     ExecutorOptions profile_options = options.executor;
     profile_options.profile = options.check_profile;
     // Sized already: the profile prices the steps, its sizing is not used.
-    const SimBackend backend =
-        make_sim_backend(profile_options, model::model_shape_from_config(bundle.config, bundle.source.path),
-                         &bundle.config, config);
+    const SimBackend backend = make_sim_backend(
+        profile_options, model::model_shape_from_config(bundle.config, bundle.source.path), &bundle.config, config);
     predicting.emplace(*setup.executor, backend.cost_model);
     prediction_description = backend.description;
   }
   engine::Executor& executor = predicting ? static_cast<engine::Executor&>(*predicting) : *setup.executor;
 
-  trace::MaterializedTrace requests = input_trace.requests(options.input.requests, config.scheduler.max_model_len, std::cerr);
+  trace::MaterializedTrace requests =
+      input_trace.requests(options.input.requests, config.scheduler.max_model_len, std::cerr);
 
   std::ofstream kv_events_file;
   std::optional<kv::KvEventLog> kv_events;
@@ -150,8 +149,8 @@ int run_replay(const std::vector<std::string>& args) {
   engine::Clock& clock = time_mode == engine::TimeMode::real ? static_cast<engine::Clock&>(wall_clock) : virtual_clock;
   engine::Engine engine(config, executor, clock, kv_events ? &*kv_events : nullptr);
 
-  std::cerr << "replay: " << input_trace.trace.requests.size() << " requests from " << options.input.trace.path << " on "
-            << setup.description << ", " << engine::to_string(time_mode) << " time\n";
+  std::cerr << "replay: " << input_trace.trace.requests.size() << " requests from " << options.input.trace.path
+            << " on " << setup.description << ", " << engine::to_string(time_mode) << " time\n";
   const auto num_requests = static_cast<int64_t>(requests.requests.size());
   ProgressBar progress("replay", num_requests, !options.quiet);
   engine::ReplayConfig replay_config;

@@ -18,12 +18,11 @@ namespace po = boost::program_options;
 
 void add_run_report_options(po::options_description& description, RunReportOptions& options) {
   po::options_description report("report");
-  report.add_options()
-      ("goodput", po::value(&options.goodput)->multitoken(),
-       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")
-      ("percentiles", po::value(&options.percentiles)->default_value(options.percentiles),
-       "latency percentiles to report, comma-separated")
-      ("output-json,o", po::value(&options.output_json), "write metrics, engine summary, timeline and per-request "
+  report.add_options()("goodput", po::value(&options.goodput)->multitoken(),
+                       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")(
+      "percentiles", po::value(&options.percentiles)->default_value(options.percentiles),
+      "latency percentiles to report, comma-separated")("output-json,o", po::value(&options.output_json),
+                                                        "write metrics, engine summary, timeline and per-request "
                                                         "latencies to this JSON file (tools/plot_replay.py plots it)");
   description.add(report);
 }
@@ -46,7 +45,8 @@ metrics::MetricsOptions metrics_options(const RunReportOptions& options) {
   metrics::MetricsOptions result;
   result.percentiles.clear();
   std::stringstream list(options.percentiles);
-  for (std::string item; std::getline(list, item, ',');) result.percentiles.push_back(parse_number(item, "--percentiles"));
+  for (std::string item; std::getline(list, item, ',');)
+    result.percentiles.push_back(parse_number(item, "--percentiles"));
   for (const std::string& objective : options.goodput) {
     const size_t colon = objective.find(':');
     if (colon == std::string::npos) throw po::error("--goodput: expected NAME:MS, got '" + objective + "'");
@@ -116,10 +116,11 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
 
   const trace::ReadReport& read = *input.read_report;
   out << "Executor: " << input.executor_description << '\n'
-      << "Trace: " << input.trace_path << ": " << read.requests_accepted << " requests accepted, "
-      << read.lines_skipped << " lines skipped";
+      << "Trace: " << input.trace_path << ": " << read.requests_accepted << " requests accepted, " << read.lines_skipped
+      << " lines skipped";
   if (!input.materialized->rejected.empty()) out << ", " << input.materialized->rejected.size() << " rejected (length)";
-  if (input.materialized->num_clipped > 0) out << ", " << input.materialized->num_clipped << " clipped to max-model-len";
+  if (input.materialized->num_clipped > 0)
+    out << ", " << input.materialized->num_clipped << " clipped to max-model-len";
   out << "; " << input.time_mode << " time\n";
   metrics::print_serving_metrics(serving, out);
   if (replicas.size() > 1) {

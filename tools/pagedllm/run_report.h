@@ -20,8 +20,8 @@
 namespace pagedllm::cli {
 
 struct RunReportOptions {
-  std::vector<std::string> goodput;        // "ttft:MS", "tpot:MS", "e2el:MS" (vLLM's --goodput)
-  std::string percentiles = "50,90,99";    // vLLM's --metric-percentiles
+  std::vector<std::string> goodput;      // "ttft:MS", "tpot:MS", "e2el:MS" (vLLM's --goodput)
+  std::string percentiles = "50,90,99";  // vLLM's --metric-percentiles
   std::string output_json;
   size_t timeline_points = 2000;
 };
@@ -36,16 +36,16 @@ metrics::MetricsOptions metrics_options(const RunReportOptions& options);
 nlohmann::json request_json(const metrics::RequestRecord& record);
 
 struct RunReportInput {
-  std::string executor;                    // cpu | sim
+  std::string executor;  // cpu | sim
   std::string executor_description;
   std::string trace_path;
   std::string time_mode;
   const trace::ReadReport* read_report = nullptr;
   const trace::MaterializedTrace* materialized = nullptr;  // its requests may have been moved out
   const engine::ReplayResult* result = nullptr;
-  std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
-  nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
-  nlohmann::json sections = nlohmann::json::object();      // further top-level JSON sections, by name
+  std::vector<const engine::Engine*> engines;          // one per replica; the timeline is the first's
+  nlohmann::json config = nlohmann::json::object();    // echoed into the JSON
+  nlohmann::json sections = nlohmann::json::object();  // further top-level JSON sections, by name
 };
 
 // Prints the report to `out`, writes the JSON file when asked; returns the exit status (0).

@@ -3,13 +3,13 @@
 // PyPI tier and tools/validate/hf_oracle.py compare against independent implementations.
 //   input:  JSONL, one {"ids": [...]} per line
 //   output: DIR/<line>.f32 ([num_ids, vocab] row-major little-endian fp32) + DIR/index.json
-#include <boost/program_options.hpp>
+#include <omp.h>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <string>
 #include <vector>
 
@@ -47,7 +47,8 @@ std::vector<std::vector<TokenId>> read_sequences(const std::string& path, int32_
     std::vector<TokenId> ids;
     for (const auto& id : item["ids"]) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
-        throw std::runtime_error(where + ": field 'ids': " + id.dump() + " is not a token id below " + std::to_string(vocab));
+        throw std::runtime_error(where + ": field 'ids': " + id.dump() + " is not a token id below " +
+                                 std::to_string(vocab));
       }
       ids.push_back(id.get<TokenId>());
     }
@@ -73,7 +74,8 @@ std::vector<std::vector<float>> score_on_gpu(const frontend::ModelBundle& bundle
                                              const std::vector<std::vector<TokenId>>& sequences, int32_t block_size) {
   size_t longest = 1;
   for (const auto& ids : sequences) longest = std::max(longest, ids.size());
-  const auto num_blocks = static_cast<int32_t>((longest + static_cast<size_t>(block_size) - 1) / static_cast<size_t>(block_size));
+  const auto num_blocks =
+      static_cast<int32_t>((longest + static_cast<size_t>(block_size) - 1) / static_cast<size_t>(block_size));
   engine::EngineConfig config;
   config.cache.block_size = block_size;
   config.cache.num_device_blocks = num_blocks;
@@ -126,19 +128,20 @@ int run_score(const std::vector<std::string>& args) {
   std::string executor = "cpu";
   CudaOptions cuda;
   po::options_description description("pagedllm score: logits of every position, CPU reference forward pass or GPU");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")
-      ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
-      ("executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")
-      ("threads", po::value(&num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&model_argument)->required(),
+      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")(
+      "output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")(
+      "executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")(
+      "threads", po::value(&num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)");
   add_cuda_options(description, cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (num_threads > 0) omp_set_num_threads(num_threads);
 
-  if (executor != "cpu" && executor != "cuda") throw po::error("--executor: expected cpu or cuda, got '" + executor + "'");
+  if (executor != "cpu" && executor != "cuda")
+    throw po::error("--executor: expected cpu or cuda, got '" + executor + "'");
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(model_argument));
   const auto vocab = static_cast<int32_t>(bundle.config.vocab_size);
   const auto sequences = read_sequences(input, vocab, bundle.config.max_position_embeddings);
@@ -149,7 +152,8 @@ int run_score(const std::vector<std::string>& args) {
     const std::vector<std::vector<float>> all = score_on_gpu(bundle, cuda, sequences, kBlockSize);
     for (size_t i = 0; i < sequences.size(); ++i) {
       write_logits(output_dir, i, all[i]);
-      index.push_back({{"file", std::to_string(i) + ".f32"}, {"num_tokens", sequences[i].size()}, {"vocab_size", vocab}});
+      index.push_back(
+          {{"file", std::to_string(i) + ".f32"}, {"num_tokens", sequences[i].size()}, {"vocab_size", vocab}});
     }
     std::ofstream(output_dir + "/index.json") << index.dump(1) << '\n';
     std::cerr << "scored " << sequences.size() << " sequence(s) on cuda into " << output_dir << '\n';

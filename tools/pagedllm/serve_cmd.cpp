@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/frontend/model_bundle.h"
+#include "core/frontend/serving_engine.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/engine_options.h"
@@ -19,7 +20,6 @@
 #include "tools/server/api_server.h"
 #include "tools/server/http_server.h"
 #include "tools/server/server_metrics.h"
-#include "core/frontend/serving_engine.h"
 
 namespace pagedllm::cli {
 namespace {
@@ -49,30 +49,31 @@ int run_serve(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm serve: an OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
       "  pagedllm serve --model M [--host 127.0.0.1] [--port 8000] [--api-key K] [engine options]");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->default_value(options.model),
-       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
-      ("served-model-name", po::value(&options.served_model_name),
-       "the model id clients name (default: --model as given)")
-      ("chat-template", po::value(&options.chat_template), "a named chat format or a template file instead of the model's")
-      ("host", po::value(&options.http.host)->default_value(options.http.host),
-       "address to bind (0.0.0.0 for every interface: mind who can reach it)")
-      ("port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")
-      ("api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")
-      ("allowed-origins", po::value(&options.allowed_origins),
-       "origins whose web pages may call the API (CORS), as a JSON list or comma-separated; '*' for any "
-       "(vLLM's default; here none unless given)")
-      ("allowed-methods", po::value(&options.allowed_methods)->default_value(options.allowed_methods),
-       "CORS: methods allowed across origins")
-      ("allowed-headers", po::value(&options.allowed_headers)->default_value(options.allowed_headers),
-       "CORS: request headers allowed across origins")
-      ("allow-credentials", po::bool_switch(&options.allow_credentials), "CORS: allow cookies and credentials")
-      ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
-       "requests queued or running at most; beyond it 503")
-      ("io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads), "HTTP threads")
-      ("max-body-bytes", po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
-       "larger request bodies get 413");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&options.model)->default_value(options.model),
+      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
+      "served-model-name", po::value(&options.served_model_name),
+      "the model id clients name (default: --model as given)")(
+      "chat-template", po::value(&options.chat_template),
+      "a named chat format or a template file instead of the model's")(
+      "host", po::value(&options.http.host)->default_value(options.http.host),
+      "address to bind (0.0.0.0 for every interface: mind who can reach it)")(
+      "port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")(
+      "api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")(
+      "allowed-origins", po::value(&options.allowed_origins),
+      "origins whose web pages may call the API (CORS), as a JSON list or comma-separated; '*' for any "
+      "(vLLM's default; here none unless given)")(
+      "allowed-methods", po::value(&options.allowed_methods)->default_value(options.allowed_methods),
+      "CORS: methods allowed across origins")(
+      "allowed-headers", po::value(&options.allowed_headers)->default_value(options.allowed_headers),
+      "CORS: request headers allowed across origins")("allow-credentials", po::bool_switch(&options.allow_credentials),
+                                                      "CORS: allow cookies and credentials")(
+      "max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
+      "requests queued or running at most; beyond it 503")(
+      "io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads),
+      "HTTP threads")("max-body-bytes",
+                      po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
+                      "larger request bodies get 413");
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
   add_cuda_options(description, options.executor.cuda);
@@ -81,7 +82,8 @@ int run_serve(const std::vector<std::string>& args) {
   if (port < 0 || port > 65535) throw po::error("--port: expected 0..65535, got " + std::to_string(port));
   options.http.port = static_cast<uint16_t>(port);
   if (options.executor.executor != "cpu") {
-    throw po::error("--executor " + options.executor.executor + ": serving needs an executor that computes tokens (cpu)");
+    throw po::error("--executor " + options.executor.executor +
+                    ": serving needs an executor that computes tokens (cpu)");
   }
   const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
   server::CorsConfig cors;
@@ -105,9 +107,10 @@ int run_serve(const std::vector<std::string>& args) {
                                                 .version = PAGEDLLM_VERSION,
                                                 .cors = cors},
                         bundle, metrics);
-  server::HttpServer http(options.http, [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
-    api.handle(std::move(request), std::move(exchange));
-  });
+  server::HttpServer http(options.http,
+                          [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
+                            api.handle(std::move(request), std::move(exchange));
+                          });
   // SIGINT / SIGTERM: stop accepting, end every request with a 503 (streams get an error event
   // and [DONE]), let the answers drain, then stop.
   std::mutex stop_mutex;

@@ -63,8 +63,9 @@ void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& 
   cache.num_host_blocks = std::min(cache.num_host_blocks, cap);
   std::ostringstream description;
   description << "GPU blocks: " << cache.num_device_blocks << " ("
-              << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size << " tokens), CPU blocks: "
-              << cache.num_host_blocks << (capped ? " (capped at 2 x max-num-seqs x max-model-len)" : "");
+              << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+              << " tokens), CPU blocks: " << cache.num_host_blocks
+              << (capped ? " (capped at 2 x max-num-seqs x max-model-len)" : "");
   backend.sizing = description.str();
 }
 

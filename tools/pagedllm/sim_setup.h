@@ -12,8 +12,8 @@
 
 #include "core/engine/engine_config.h"
 #include "core/frontend/model_bundle.h"
-#include "sim/cluster.h"
 #include "core/model/model_shape.h"
+#include "sim/cluster.h"
 #include "sim/roofline_cost_model.h"
 #include "tools/pagedllm/executor_factory.h"
 
@@ -31,9 +31,9 @@ SimModel resolve_sim_model(const std::string& argument);
 // the step profile given by --profile (measured by `pagedllm profile`).
 struct SimBackend {
   std::shared_ptr<const sim::CostModel> cost_model;
-  std::string description;        // the cost model and what it stands for, in words
-  kv::KvCacheConfig cache;        // the KV tiers it sized: the engine must run with these
-  std::string sizing;             // those tiers, in words
+  std::string description;  // the cost model and what it stands for, in words
+  kv::KvCacheConfig cache;  // the KV tiers it sized: the engine must run with these
+  std::string sizing;       // those tiers, in words
   std::string model_name;
   std::string device;             // the hardware preset's name, or the profiled device
   int32_t tensor_parallel = 1;    // GPUs per replica
@@ -52,7 +52,7 @@ SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelSh
 struct SimRunSpec {
   engine::EngineConfig config;
   std::shared_ptr<const sim::CostModel> cost_model;
-  int32_t vocab_size = 0;                // of the token script
+  int32_t vocab_size = 0;  // of the token script
   int32_t num_replicas = 1;
   sim::RouterConfig router;
   std::function<void(const engine::ReplayProgress&)> on_progress;

@@ -49,21 +49,21 @@ int run_simulate(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm simulate: a trace through simulated GPUs running the engine's own scheduler and KV manager\n"
       "  pagedllm simulate --trace T --model llama-2-7b --hardware h100-sxm [--tp N] [--replicas R --router ...]");
-  description.add_options()
-      ("help,h", "show this help")
-      ("model,m", po::value(&options.model)->default_value(options.model),
-       ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
-      ("time", po::value(&options.time)->default_value(options.time), "virtual (arrivals as traced) or fast (all at time 0)")
-      ("replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")
-      ("router", po::value(&options.router)->default_value(options.router),
-       "round-robin, least-outstanding or prefix-affinity")
-      ("max-imbalance", po::value(&options.max_imbalance)->default_value(options.max_imbalance),
-       "prefix-affinity: outstanding requests a replica may have over the least loaded")
-      ("allocator", po::value(&options.allocator)->default_value(options.allocator),
-       "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")
-      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
-       "price of one GPU-hour (0 = the hardware preset's indicative price)")
-      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  description.add_options()("help,h", "show this help")(
+      "model,m", po::value(&options.model)->default_value(options.model),
+      ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'")
+          .c_str())("time", po::value(&options.time)->default_value(options.time),
+                    "virtual (arrivals as traced) or fast (all at time 0)")(
+      "replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")(
+      "router", po::value(&options.router)->default_value(options.router),
+      "round-robin, least-outstanding or prefix-affinity")(
+      "max-imbalance", po::value(&options.max_imbalance)->default_value(options.max_imbalance),
+      "prefix-affinity: outstanding requests a replica may have over the least loaded")(
+      "allocator", po::value(&options.allocator)->default_value(options.allocator),
+      "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")(
+      "usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
+      "price of one GPU-hour (0 = the hardware preset's indicative price)")("quiet,q", po::bool_switch(&options.quiet),
+                                                                            "no progress bar");
   add_trace_input_options(description, options.trace);
   add_trace_request_options(description, options.requests);
   add_run_report_options(description, options.report);
@@ -91,7 +91,8 @@ int run_simulate(const std::vector<std::string>& args) {
     throw po::error("the model's context length is unknown: give --max-model-len");
   }
   engine::EngineConfig config = engine_config_from(
-      options.engine, static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(context, 1 << 20), options.engine.max_model_len)));
+      options.engine,
+      static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(context, 1 << 20), options.engine.max_model_len)));
   if (options.allocator == "contiguous") {
     // One block per sequence holding its whole context, reserved up front: what serving systems
     // before vLLM did. Nothing is shared, so the prefix cache has nothing to offer.
@@ -162,7 +163,8 @@ int run_simulate(const std::vector<std::string>& args) {
   const double duration = result.end_time - result.start_time;
   int64_t output_tokens = 0;
   for (const engine::RequestOutput& output : result.outputs) {
-    for (const engine::Completion& completion : output.completions) output_tokens += static_cast<int64_t>(completion.tokens.size());
+    for (const engine::Completion& completion : output.completions)
+      output_tokens += static_cast<int64_t>(completion.tokens.size());
   }
   const double gpu_hours = num_gpus * duration / 3600.0;
   if (usd_per_gpu_hour <= 0.0) {

@@ -80,11 +80,13 @@ void run_jsonl(const tokenizer::Tokenizer& tokenizer, const TokenizeOptions& opt
       throw std::runtime_error(where + ": not valid JSON: " + error.what());
     }
     if (options.decode) {
-      if (!request.contains("ids") || !request["ids"].is_array()) throw std::runtime_error(where + ": expected {\"ids\": [...]}");
+      if (!request.contains("ids") || !request["ids"].is_array())
+        throw std::runtime_error(where + ": expected {\"ids\": [...]}");
       const auto ids = request["ids"].get<std::vector<TokenId>>();
       std::cout << dump({{"text", tokenizer.decode(ids, {options.no_special})}}) << "\n";
     } else {
-      if (!request.contains("text") || !request["text"].is_string()) throw std::runtime_error(where + ": expected {\"text\": \"...\"}");
+      if (!request.contains("text") || !request["text"].is_string())
+        throw std::runtime_error(where + ": expected {\"text\": \"...\"}");
       const std::string text = request["text"].get<std::string>();
       std::cout << dump({{"ids", tokenizer.encode(text, {!options.no_add_special, !options.no_special})}}) << "\n";
     }
@@ -96,21 +98,21 @@ void run_jsonl(const tokenizer::Tokenizer& tokenizer, const TokenizeOptions& opt
 int run_tokenize(const std::vector<std::string>& args) {
   TokenizeOptions options;
   po::options_description description("pagedllm tokenize options");
-  description.add_options()
-      ("help,h", "show this help")
-      ("tokenizer", po::value(&options.tokenizer_path)->required(),
-       "tokenizer.json, a model directory holding one, or a .gguf file")
-      ("text", po::value(&options.text), "text to encode (with --decode: token ids, e.g. \"1 2 3\")")
-      ("input-jsonl", po::value(&options.input_jsonl),
-       "file of {\"text\": ...} lines (with --decode: {\"ids\": [...]}); - for stdin; prints one JSON line each")
-      ("decode", po::bool_switch(&options.decode), "ids to text instead of text to ids")
-      ("no-special", po::bool_switch(&options.no_special),
-       "encode: special tokens in the text are plain text; decode: leave special tokens out")
-      ("no-add-special", po::bool_switch(&options.no_add_special), "encode: no BOS / EOS from the post-processor")
-      ("export-tokenizer-json", po::value(&options.export_path), "write the tokenizer as a HF tokenizer.json");
+  description.add_options()("help,h", "show this help")(
+      "tokenizer", po::value(&options.tokenizer_path)->required(),
+      "tokenizer.json, a model directory holding one, or a .gguf file")(
+      "text", po::value(&options.text), "text to encode (with --decode: token ids, e.g. \"1 2 3\")")(
+      "input-jsonl", po::value(&options.input_jsonl),
+      "file of {\"text\": ...} lines (with --decode: {\"ids\": [...]}); - for stdin; prints one JSON line each")(
+      "decode", po::bool_switch(&options.decode), "ids to text instead of text to ids")(
+      "no-special", po::bool_switch(&options.no_special),
+      "encode: special tokens in the text are plain text; decode: leave special tokens out")(
+      "no-add-special", po::bool_switch(&options.no_add_special), "encode: no BOS / EOS from the post-processor")(
+      "export-tokenizer-json", po::value(&options.export_path), "write the tokenizer as a HF tokenizer.json");
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  if (values.count("text") && values.count("input-jsonl")) throw std::invalid_argument("give --text or --input-jsonl, not both");
+  if (values.count("text") && values.count("input-jsonl"))
+    throw std::invalid_argument("give --text or --input-jsonl, not both");
   if (!values.count("text") && !values.count("input-jsonl") && !values.count("export-tokenizer-json")) {
     throw std::invalid_argument("give --text, --input-jsonl or --export-tokenizer-json");
   }

@@ -16,10 +16,10 @@ namespace pagedllm::cli {
 
 struct TraceInputOptions {
   std::string path;
-  std::string format = "pagedllm";         // pagedllm | sharegpt | azure | burstgpt | mooncake
-  bool strict = false;                     // the first bad line is fatal
-  bool refuse_out_of_order = false;        // else arrivals are sorted with a warning
-  int64_t max_requests = 0;                // keep the first N (by arrival); 0 = all
+  std::string format = "pagedllm";   // pagedllm | sharegpt | azure | burstgpt | mooncake
+  bool strict = false;               // the first bad line is fatal
+  bool refuse_out_of_order = false;  // else arrivals are sorted with a warning
+  int64_t max_requests = 0;          // keep the first N (by arrival); 0 = all
   bool sharegpt_no_filter = false;
   std::string burstgpt_model;
   std::string burstgpt_log_type;

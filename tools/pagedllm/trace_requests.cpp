@@ -21,19 +21,18 @@ trace::OverLength parse_over_length(const std::string& text) {
 void add_trace_request_options(po::options_description& description, TraceRequestOptions& options,
                                bool length_and_eos) {
   po::options_description group("requests from the trace");
-  group.add_options()
-      ("rate-scale", po::value(&options.rate_scale)->default_value(options.rate_scale),
-       "multiply the request rate (divide arrival times)")
-      ("seed", po::value(&options.seed)->default_value(options.seed), "synthetic prompt content and sampling seeds");
+  group.add_options()("rate-scale", po::value(&options.rate_scale)->default_value(options.rate_scale),
+                      "multiply the request rate (divide arrival times)")(
+      "seed", po::value(&options.seed)->default_value(options.seed), "synthetic prompt content and sampling seeds");
   if (length_and_eos) {
-    group.add_options()
-        ("over-length",
-         po::value(&options.over_length)->default_value(options.over_length)->notifier([](const std::string& text) {
-           parse_over_length(text);
-         }),
-         "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")
-        ("respect-eos", po::bool_switch(&options.respect_eos),
-         "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)");
+    group.add_options()(
+        "over-length",
+        po::value(&options.over_length)->default_value(options.over_length)->notifier([](const std::string& text) {
+          parse_over_length(text);
+        }),
+        "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")(
+        "respect-eos", po::bool_switch(&options.respect_eos),
+        "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)");
   }
   description.add(group);
 }
@@ -75,8 +74,10 @@ trace::MaterializedTrace ModelTrace::requests(const TraceRequestOptions& options
 }
 
 ModelTrace read_model_trace(const ModelTraceOptions& options, std::ostream& log) {
-  ModelTrace result{.bundle = frontend::open_model(resolve_model_argument(options.model)), .read_report = {},
-                    .trace = {}, .path = options.trace.path};
+  ModelTrace result{.bundle = frontend::open_model(resolve_model_argument(options.model)),
+                    .read_report = {},
+                    .trace = {},
+                    .path = options.trace.path};
   result.trace = read_trace_input(options.trace, token_counter(&result.bundle.tokenizer), result.read_report, log);
   return result;
 }

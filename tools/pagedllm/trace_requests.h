@@ -20,15 +20,15 @@
 namespace pagedllm::cli {
 
 struct TraceRequestOptions {
-  double rate_scale = 1.0;          // 2 = twice the trace's request rate
-  uint64_t seed = 0;                // synthetic prompt content, and seeds of sampled requests without one
+  double rate_scale = 1.0;           // 2 = twice the trace's request rate
+  uint64_t seed = 0;                 // synthetic prompt content, and seeds of sampled requests without one
   std::string over_length = "clip";  // prompts beyond max-model-len: clip | reject
-  bool respect_eos = false;         // off: every request generates its trace's output length
+  bool respect_eos = false;          // off: every request generates its trace's output length
 };
 
 // --rate-scale and --seed; with `length_and_eos`, --over-length and --respect-eos too.
-void add_trace_request_options(boost::program_options::options_description& description,
-                               TraceRequestOptions& options, bool length_and_eos = true);
+void add_trace_request_options(boost::program_options::options_description& description, TraceRequestOptions& options,
+                               bool length_and_eos = true);
 
 // What the requests are for: the engine's context limit and the model's vocabulary, and its
 // tokenizer where there is one (a shape preset has none: then a text prompt is an error).

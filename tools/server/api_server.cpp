@@ -27,10 +27,13 @@ ApiError not_found(const std::string& message, std::string code = "") {
 // cache: 400), the server stopping (503), or a failed step (500, our bug).
 ApiError api_error(frontend::RequestError kind, const std::string& message) {
   switch (kind) {
-    case frontend::RequestError::shutting_down: return ApiError(503, "service_unavailable", "", "", message);
-    case frontend::RequestError::engine_failed: return ApiError(500, "internal_server_error", "", "", message);
+    case frontend::RequestError::shutting_down:
+      return ApiError(503, "service_unavailable", "", "", message);
+    case frontend::RequestError::engine_failed:
+      return ApiError(500, "internal_server_error", "", "", message);
     case frontend::RequestError::invalid_request:
-    case frontend::RequestError::none: break;
+    case frontend::RequestError::none:
+      break;
   }
   return ApiError(400, "invalid_request_error", "", "", message);
 }
@@ -77,11 +80,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   bool submit(std::vector<frontend::ValidatedRequest> requests) {
     auto self = shared_from_this();
     for (size_t prompt = 0; prompt < requests.size(); ++prompt) {
-      std::optional<sched::RequestId> id = engine_.submit(std::move(requests[prompt]), [self, prompt](frontend::RequestUpdate&& update) {
-        self->exchange_->post([self, prompt, update = std::move(update)]() mutable {
-          self->on_update(prompt, std::move(update));
-        });
-      });
+      std::optional<sched::RequestId> id =
+          engine_.submit(std::move(requests[prompt]), [self, prompt](frontend::RequestUpdate&& update) {
+            self->exchange_->post(
+                [self, prompt, update = std::move(update)]() mutable { self->on_update(prompt, std::move(update)); });
+          });
       if (!id) {
         finished_ = true;  // the caller answers; updates of prompts already submitted are dropped
         for (const sched::RequestId submitted : ids_) engine_.abort(submitted);
@@ -274,7 +277,8 @@ void ApiServer::handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange
   } catch (const chat::ChatTemplateError& error) {
     respond_error(*exchange, invalid_request("messages", error.what()));
   } catch (const std::exception& error) {
-    respond_error(*exchange, ApiError(500, "internal_server_error", "", "", std::string("internal error: ") + error.what()));
+    respond_error(*exchange,
+                  ApiError(500, "internal_server_error", "", "", std::string("internal error: ") + error.what()));
   }
 }
 
@@ -298,11 +302,13 @@ void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exc
   }
   if (allow.empty()) throw not_found("no route " + request.method + " " + path);  // after the key check, as vLLM
   const bool get_route = allow.starts_with("GET");
-  const bool method_allowed = get_route ? request.method == "GET" || request.method == "HEAD"  // HttpServer drops a HEAD's body
-                                        : request.method == "POST";
+  const bool method_allowed =
+      get_route ? request.method == "GET" || request.method == "HEAD"  // HttpServer drops a HEAD's body
+                : request.method == "POST";
   if (!method_allowed) {
     exchange->add_header("Allow", allow);
-    throw ApiError(405, "invalid_request_error", "", "", request.method + " is not allowed on " + path + " (" + allow + ")");
+    throw ApiError(405, "invalid_request_error", "", "",
+                   request.method + " is not allowed on " + path + " (" + allow + ")");
   }
   if (path == "/health") {
     frontend::ServingEngine* engine = engine_.load();
@@ -427,7 +433,8 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     // before any is submitted.
     requests.push_back(engine_.load()->validate(std::move(serving)));
   }
-  setup.header = {.id = make_request_id(chat ? "chatcmpl" : "cmpl"), .created = unix_seconds(), .model = generation.model};
+  setup.header = {
+      .id = make_request_id(chat ? "chatcmpl" : "cmpl"), .created = unix_seconds(), .model = generation.model};
   setup.chat = chat;
   setup.stream = generation.stream;
   setup.include_usage = generation.include_usage;
@@ -446,8 +453,9 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     if (!engine.alive()) {
       throw ApiError(503, "service_unavailable", "", "", "the engine loop died: " + engine.failure());
     }
-    throw ApiError(503, "service_unavailable", "", "",
-                   "the server's queue is full (" + std::to_string(engine.num_pending()) + " requests pending): retry later")
+    throw ApiError(
+        503, "service_unavailable", "", "",
+        "the server's queue is full (" + std::to_string(engine.num_pending()) + " requests pending): retry later")
         .retry_after(kQueueFullRetrySeconds);
   }
 }
@@ -469,8 +477,9 @@ void ApiServer::tokenize(const HttpRequest& request, const std::shared_ptr<Excha
       }
       add_special_tokens = body["add_special_tokens"].get<bool>();
     }
-    tokens = add_special_tokens ? frontend::encode_prompt(bundle_, body["prompt"].get<std::string>())
-                                : bundle_.tokenizer.encode(body["prompt"].get<std::string>(), {.add_special_tokens = false});
+    tokens = add_special_tokens
+                 ? frontend::encode_prompt(bundle_, body["prompt"].get<std::string>())
+                 : bundle_.tokenizer.encode(body["prompt"].get<std::string>(), {.add_special_tokens = false});
   } else {
     throw invalid_request("prompt", "give prompt (a string) or messages");
   }
@@ -482,10 +491,12 @@ void ApiServer::tokenize(const HttpRequest& request, const std::shared_ptr<Excha
 
 void ApiServer::detokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange) {
   const nlohmann::json body = parse_json_body(request.body);
-  if (!body.contains("tokens") || !body["tokens"].is_array()) throw invalid_request("tokens", "tokens: expected an array of token ids");
+  if (!body.contains("tokens") || !body["tokens"].is_array())
+    throw invalid_request("tokens", "tokens: expected an array of token ids");
   std::vector<TokenId> tokens;
   for (const nlohmann::json& token : body["tokens"]) {
-    if (!token.is_number_integer() || token.get<int64_t>() < 0 || token.get<int64_t>() >= bundle_.tokenizer.num_tokens()) {
+    if (!token.is_number_integer() || token.get<int64_t>() < 0 ||
+        token.get<int64_t>() >= bundle_.tokenizer.num_tokens()) {
       throw invalid_request("tokens", "tokens: every entry must be a token id in [0, " +
                                           std::to_string(bundle_.tokenizer.num_tokens()) + ")");
     }

@@ -8,12 +8,12 @@
 #include <string>
 
 #include "core/frontend/model_bundle.h"
+#include "core/frontend/serving_engine.h"
 #include "tools/server/cors.h"
 #include "tools/server/http_server.h"
 #include "tools/server/openai_request.h"
 #include "tools/server/openai_response.h"
 #include "tools/server/server_metrics.h"
-#include "core/frontend/serving_engine.h"
 
 namespace pagedllm::server {
 
@@ -21,8 +21,8 @@ struct ApiServerConfig {
   std::string served_model_name;  // the id of GET /v1/models; requests must name it
   std::string api_key;            // "" = no authentication
   ProtocolLimits limits;
-  std::string version;            // GET /version's answer (the binary's version)
-  CorsConfig cors;                // cross-origin access (none unless origins are named)
+  std::string version;  // GET /version's answer (the binary's version)
+  CorsConfig cors;      // cross-origin access (none unless origins are named)
 };
 
 class ApiServer {

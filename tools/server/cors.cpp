@@ -94,11 +94,13 @@ PreflightAnswer answer_cors_preflight(const CorsConfig& config, const HttpReques
   const std::string requested_headers = header(request, "access-control-request-headers");
   std::vector<std::string> refused;
   if (!origin_allowed(config, origin)) refused.emplace_back("origin");
-  if (!contains(config.allowed_methods, "*") && !contains(config.allowed_methods, method)) refused.emplace_back("method");
+  if (!contains(config.allowed_methods, "*") && !contains(config.allowed_methods, method))
+    refused.emplace_back("method");
   PreflightAnswer answer;
   const bool any_header = contains(config.allowed_headers, "*");
   if (any_header) {
-    if (!trim(requested_headers).empty()) answer.headers.emplace_back("Access-Control-Allow-Headers", requested_headers);
+    if (!trim(requested_headers).empty())
+      answer.headers.emplace_back("Access-Control-Allow-Headers", requested_headers);
   } else {
     std::set<std::string> allowed = kSafelistedHeaders;
     for (const std::string& name : config.allowed_headers) allowed.insert(lower(name));

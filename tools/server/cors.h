@@ -16,10 +16,10 @@
 namespace pagedllm::server {
 
 struct CorsConfig {
-  std::vector<std::string> allowed_origins;                // "*" = any; empty = no cross-origin access
-  std::vector<std::string> allowed_methods = {"*"};        // "*" = any method
-  std::vector<std::string> allowed_headers = {"*"};        // "*" = any request header
-  bool allow_credentials = false;                          // cookies and Authorization across origins
+  std::vector<std::string> allowed_origins;          // "*" = any; empty = no cross-origin access
+  std::vector<std::string> allowed_methods = {"*"};  // "*" = any method
+  std::vector<std::string> allowed_headers = {"*"};  // "*" = any request header
+  bool allow_credentials = false;                    // cookies and Authorization across origins
 };
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
@@ -32,9 +32,9 @@ std::vector<std::string> parse_cors_list(const std::string& value, const std::st
 bool is_cors_preflight(const HttpRequest& request);
 
 struct PreflightAnswer {
-  int status = 200;         // 200, or 400 when the origin, method or headers are not allowed
-  std::string body;         // "OK", or what was refused
-  HeaderList headers;       // the Access-Control-* headers
+  int status = 200;    // 200, or 400 when the origin, method or headers are not allowed
+  std::string body;    // "OK", or what was refused
+  HeaderList headers;  // the Access-Control-* headers
 };
 // The answer to a preflight. Only when CORS is enabled (some origin allowed).
 PreflightAnswer answer_cors_preflight(const CorsConfig& config, const HttpRequest& request);

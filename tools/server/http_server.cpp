@@ -50,9 +50,9 @@ std::string protocol_error(int status, const std::string& message) {
     if (c == '"' || c == '\\') escaped += '\\';
     if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
   }
-  return whole_response(status, "application/json",
-                        R"({"error":{"message":")" + escaped + R"(","type":"invalid_request_error","param":null,"code":null}})",
-                        false);
+  return whole_response(
+      status, "application/json",
+      R"({"error":{"message":")" + escaped + R"(","type":"invalid_request_error","param":null,"code":null}})", false);
 }
 
 // Bytes a connection may have queued for a slow client before it is treated as gone.
@@ -179,14 +179,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // While an exchange is open, a read-readiness wait tells when the client goes away: readable
   // with nothing to read is the end of its stream.
   void watch_peer() {
-    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), id = exchange_id_](
-                                                            beast::error_code error) {
-      if (error || id != self->exchange_id_ || !self->exchange_open_) return;
-      beast::error_code available_error;
-      const size_t available = self->stream_.socket().available(available_error);
-      if (available_error || available == 0) self->peer_lost();
-      // Otherwise the client sent its next request early (pipelining): it is read after this one.
-    });
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this(), id = exchange_id_](beast::error_code error) {
+                                  if (error || id != self->exchange_id_ || !self->exchange_open_) return;
+                                  beast::error_code available_error;
+                                  const size_t available = self->stream_.socket().available(available_error);
+                                  if (available_error || available == 0) self->peer_lost();
+                                  // Otherwise the client sent its next request early (pipelining): it is read after
+                                  // this one.
+                                });
   }
 
   void peer_lost() {
@@ -285,7 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::string> outbox_;  // bytes to write, in order
   size_t num_outbox_bytes_ = 0;
   bool writing_ = false;
-  bool ending_ = false;             // the last write of the exchange is queued
+  bool ending_ = false;  // the last write of the exchange is queued
   bool keep_alive_ = true;
   bool chunked_ = true;        // the client speaks HTTP/1.1: a stream may use chunked coding
   bool head_request_ = false;  // the open exchange answers a HEAD: headers only
@@ -299,7 +300,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 class ConnectionExchange final : public Exchange {
  public:
-  ConnectionExchange(std::shared_ptr<Connection> connection, uint64_t id) : connection_(std::move(connection)), id_(id) {}
+  ConnectionExchange(std::shared_ptr<Connection> connection, uint64_t id)
+      : connection_(std::move(connection)), id_(id) {}
 
   void respond(int status, std::string content_type, std::string body) override {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_, status, type = std::move(content_type),
@@ -313,15 +315,17 @@ class ConnectionExchange final : public Exchange {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_] { c->start_stream(id); });
   }
   void send_chunk(std::string data) override {
-    asio::dispatch(connection_->executor(), [c = connection_, id = id_, data = std::move(data)] { c->send_chunk(id, data); });
+    asio::dispatch(connection_->executor(),
+                   [c = connection_, id = id_, data = std::move(data)] { c->send_chunk(id, data); });
   }
   void end_stream() override {
     asio::dispatch(connection_->executor(), [c = connection_, id = id_] { c->end_stream(id); });
   }
   void post(std::function<void()> work) override { connection_->post(std::move(work)); }
   void on_disconnect(std::function<void()> callback) override {
-    asio::dispatch(connection_->executor(),
-                   [c = connection_, id = id_, callback = std::move(callback)]() mutable { c->set_on_disconnect(id, std::move(callback)); });
+    asio::dispatch(connection_->executor(), [c = connection_, id = id_, callback = std::move(callback)]() mutable {
+      c->set_on_disconnect(id, std::move(callback));
+    });
   }
 
  private:

@@ -18,9 +18,9 @@
 namespace pagedllm::server {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query as sent
-  std::string path;    // target without the query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // path and query as sent
+  std::string path;                            // target without the query
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
 };
@@ -60,9 +60,9 @@ struct HttpServerConfig {
 };
 
 struct HttpServerStats {
-  std::atomic<int64_t> num_connections{0};  // open now
-  std::atomic<int64_t> num_requests{0};     // served so far
-  std::atomic<int64_t> num_disconnects{0};  // exchanges whose client left before the end
+  std::atomic<int64_t> num_connections{0};     // open now
+  std::atomic<int64_t> num_requests{0};        // served so far
+  std::atomic<int64_t> num_disconnects{0};     // exchanges whose client left before the end
   std::atomic<int64_t> num_open_exchanges{0};  // requests read and not yet fully answered
 };
 
@@ -74,11 +74,11 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  void start();  // the I/O threads
+  void start();           // the I/O threads
   void stop_accepting();  // closes the listener; open connections go on
-  void stop();   // closes the listener, stops the I/O threads and joins them; connections close
-                 // when the server is destroyed
-  void wait();   // until stop() (from a signal handler's thread, say)
+  void stop();            // closes the listener, stops the I/O threads and joins them; connections close
+                          // when the server is destroyed
+  void wait();            // until stop() (from a signal handler's thread, say)
   uint16_t port() const { return port_; }
   const HttpServerStats& stats() const { return stats_; }
   boost::asio::io_context& io_context() { return io_context_; }

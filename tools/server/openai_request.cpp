@@ -17,7 +17,7 @@ using nlohmann::json;
 namespace {
 
 constexpr int32_t kMaxCompletionLogprobs = 5;  // OpenAI's bound for the legacy "logprobs"
-constexpr size_t kMaxQuotedBytes = 64;          // of a client's string repeated in an error message
+constexpr size_t kMaxQuotedBytes = 64;         // of a client's string repeated in an error message
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // A client's string, quoted, cut to a few dozen bytes at a character boundary.
@@ -309,7 +309,8 @@ constexpr Field kFields[] = {
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.priority = int32_in(v, -kInt32Max, kInt32Max);
      }},
-    {"stream", kBoth, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.stream = v.boolean(); }},
+    {"stream", kBoth,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.stream = v.boolean(); }},
     {"stream_options", kBoth,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        v.expect_object();
@@ -334,7 +335,8 @@ constexpr Field kFields[] = {
        out.generation.logprobs = true;
      }},
     {"echo", kCompletions, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.echo = v.boolean(); }},
-    {"best_of", kCompletions, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.best_of = v.integer(); }},
+    {"best_of", kCompletions,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.best_of = v.integer(); }},
     // An empty suffix asks for nothing.
     {"suffix", kCompletions,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
@@ -345,7 +347,9 @@ constexpr Field kFields[] = {
     // vLLM's extras: how the prompt ends. Continuing the final (assistant) message replaces the
     // generation prompt; the template checks that the final message is the assistant's.
     {"add_generation_prompt", kChat,
-     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.prompt_options.add_generation_prompt = v.boolean(); }},
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
+       out.prompt_options.add_generation_prompt = v.boolean();
+     }},
     {"continue_final_message", kChat,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.prompt_options.continue_final_message = v.boolean();
@@ -354,7 +358,8 @@ constexpr Field kFields[] = {
     // and the current name wins when both are given (vLLM).
     {"max_completion_tokens", kChat,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_max_tokens(v, out); }},
-    {"logprobs", kChat, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.chat_logprobs = v.boolean(); }},
+    {"logprobs", kChat,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.chat_logprobs = v.boolean(); }},
     {"top_logprobs", kChat,
      [](const JsonValue& v, const ProtocolLimits& limits, Parsed& out) {
        out.top_logprobs = int32_in(v, 0, limits.max_logprobs);

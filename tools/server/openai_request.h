@@ -17,10 +17,10 @@
 namespace pagedllm::server {
 
 struct ProtocolLimits {
-  int32_t max_n = 128;               // parallel samples per request
-  int32_t max_logprobs = 20;         // top logprobs per token (completions: 5, as OpenAI)
+  int32_t max_n = 128;        // parallel samples per request
+  int32_t max_logprobs = 20;  // top logprobs per token (completions: 5, as OpenAI)
   int32_t max_stop_sequences = 16;
-  int32_t max_prompts = 256;         // prompts in one /v1/completions batch
+  int32_t max_prompts = 256;  // prompts in one /v1/completions batch
 };
 
 // What both endpoints share. max_tokens stays unset when the client gave none: the server then
@@ -33,9 +33,9 @@ struct GenerationRequest {
                                    // server fills bad_words_token_ids from bad_words
   std::optional<int32_t> max_tokens;
   bool stream = false;
-  bool include_usage = false;      // stream_options.include_usage (only with stream)
-  bool logprobs = false;           // chat: return logprobs; completions: logprobs was given
-  int32_t priority = 0;            // vLLM's extra: lower runs first (needs --scheduling-policy priority)
+  bool include_usage = false;               // stream_options.include_usage (only with stream)
+  bool logprobs = false;                    // chat: return logprobs; completions: logprobs was given
+  int32_t priority = 0;                     // vLLM's extra: lower runs first (needs --scheduling-policy priority)
   bool skip_special_tokens = true;          // vLLM's extra: special tokens left out of the text
   bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
   // vLLM's extra: keep only the prompt's last this-many tokens; -1 = max_model_len.

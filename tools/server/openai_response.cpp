@@ -110,11 +110,11 @@ json completion_response(const ResponseHeader& header, const std::vector<ChoiceD
 
 json completion_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool with_logprobs) {
   json out = header_fields(header, "text_completion");
-  out["choices"] = json::array({json{
-      {"index", choice.index},
-      {"text", choice.text},
-      {"logprobs", chunk_has_logprobs(choice, with_logprobs) ? completion_logprobs(choice) : json(nullptr)},
-      {"finish_reason", finish_reason(choice)}}});
+  out["choices"] = json::array(
+      {json{{"index", choice.index},
+            {"text", choice.text},
+            {"logprobs", chunk_has_logprobs(choice, with_logprobs) ? completion_logprobs(choice) : json(nullptr)},
+            {"finish_reason", finish_reason(choice)}}});
   return out;
 }
 
@@ -140,11 +140,11 @@ json chat_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool wi
   json delta = json::object();
   if (first_of_choice) delta["role"] = "assistant";
   if (first_of_choice || !choice.text.empty()) delta["content"] = choice.text;
-  out["choices"] = json::array({json{
-      {"index", choice.index},
-      {"delta", std::move(delta)},
-      {"logprobs", chunk_has_logprobs(choice, with_logprobs) ? chat_logprobs(choice) : json(nullptr)},
-      {"finish_reason", finish_reason(choice)}}});
+  out["choices"] =
+      json::array({json{{"index", choice.index},
+                        {"delta", std::move(delta)},
+                        {"logprobs", chunk_has_logprobs(choice, with_logprobs) ? chat_logprobs(choice) : json(nullptr)},
+                        {"finish_reason", finish_reason(choice)}}});
   return out;
 }
 

@@ -14,7 +14,6 @@
 
 namespace pagedllm::server {
 
-
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
@@ -37,8 +36,8 @@ struct ChoiceDelta {
 };
 
 struct ResponseHeader {
-  std::string id;      // "cmpl-..." or "chatcmpl-..."
-  int64_t created = 0; // unix seconds
+  std::string id;       // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 

@@ -23,9 +23,12 @@ bool valid_name(std::string_view name, bool allow_colon) {
 
 const char* type_name(MetricType type) {
   switch (type) {
-    case MetricType::counter: return "counter";
-    case MetricType::gauge: return "gauge";
-    case MetricType::histogram: return "histogram";
+    case MetricType::counter:
+      return "counter";
+    case MetricType::gauge:
+      return "gauge";
+    case MetricType::histogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -93,10 +96,10 @@ Histogram::Histogram(std::vector<double> upper_bounds)
 
 void Histogram::observe(double value) {
   // The bucket search needs no lock: the bounds never change. NaN counts only in +Inf.
-  const auto bucket = std::isnan(value) ? upper_bounds_.size()
-                                        : static_cast<size_t>(std::lower_bound(upper_bounds_.begin(),
-                                                                               upper_bounds_.end(), value) -
-                                                              upper_bounds_.begin());
+  const auto bucket = std::isnan(value)
+                          ? upper_bounds_.size()
+                          : static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) -
+                                                upper_bounds_.begin());
   std::lock_guard lock(mutex_);
   ++bucket_counts_[bucket];
   sum_ += value;
@@ -167,9 +170,9 @@ void MetricsRegistry::check_new_family(const FamilyConfig& config, MetricType ty
       throw std::invalid_argument(config.name + ": label '" + label + "' given twice");
   }
   for (const Entry& entry : families_) {
-    const FamilyConfig& other = entry.counter     ? entry.counter->config()
-                                : entry.gauge     ? entry.gauge->config()
-                                                  : entry.histogram->config();
+    const FamilyConfig& other = entry.counter ? entry.counter->config()
+                                : entry.gauge ? entry.gauge->config()
+                                              : entry.histogram->config();
     if (other.name == config.name) throw std::invalid_argument("metric " + config.name + " registered twice");
   }
 }

@@ -25,7 +25,7 @@ inline constexpr std::string_view kPrometheusContentType = "text/plain; version=
 using Labels = std::vector<std::pair<std::string, std::string>>;  // name -> value, in this order
 
 struct FamilyConfig {
-  std::string name;            // [a-zA-Z_:][a-zA-Z0-9_:]*, used as is (give counters their _total)
+  std::string name;  // [a-zA-Z_:][a-zA-Z0-9_:]*, used as is (give counters their _total)
   std::string help;
   Labels const_labels;         // on every sample of the family
   std::string variable_label;  // "" = none; else the label that with(value) sets
@@ -56,8 +56,8 @@ class Gauge {
 class Histogram {
  public:
   struct Snapshot {
-    std::vector<double> upper_bounds;      // finite, increasing; +Inf is implied
-    std::vector<uint64_t> cumulative;      // one per bound, then one for +Inf (== count)
+    std::vector<double> upper_bounds;  // finite, increasing; +Inf is implied
+    std::vector<uint64_t> cumulative;  // one per bound, then one for +Inf (== count)
     double sum = 0.0;
     uint64_t count = 0;
   };

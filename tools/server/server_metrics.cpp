@@ -6,55 +6,69 @@ namespace pagedllm::server {
 namespace {
 
 // vLLM's buckets for these histograms (seconds).
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
                                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
-                                         1.0,  2.5,   5.0,  7.5,   10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kRequestBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,  15.0, 20.0,
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kRequestBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 }  // namespace
 
 ServerMetrics::ServerMetrics(const std::string& model_name)
-    : num_running_(registry_.gauge({"pagedllm:num_requests_running", "Requests in the running batch.",
-                                    {{"model_name", model_name}}, ""})),
-      num_waiting_(registry_.gauge({"pagedllm:num_requests_waiting", "Requests waiting to be scheduled.",
-                                    {{"model_name", model_name}}, ""})),
-      num_swapped_(registry_.gauge({"pagedllm:num_requests_swapped", "Requests swapped out to host memory.",
-                                    {{"model_name", model_name}}, ""})),
-      kv_usage_(registry_.gauge({"pagedllm:kv_cache_usage_perc", "KV cache usage: 1 means 100 percent.",
-                                 {{"model_name", model_name}}, ""})),
+    : num_running_(registry_.gauge(
+          {"pagedllm:num_requests_running", "Requests in the running batch.", {{"model_name", model_name}}, ""})),
+      num_waiting_(registry_.gauge(
+          {"pagedllm:num_requests_waiting", "Requests waiting to be scheduled.", {{"model_name", model_name}}, ""})),
+      num_swapped_(registry_.gauge(
+          {"pagedllm:num_requests_swapped", "Requests swapped out to host memory.", {{"model_name", model_name}}, ""})),
+      kv_usage_(registry_.gauge(
+          {"pagedllm:kv_cache_usage_perc", "KV cache usage: 1 means 100 percent.", {{"model_name", model_name}}, ""})),
       prefix_queries_(registry_.counter({"pagedllm:prefix_cache_queries_total",
-                                         "Prompt tokens looked up in the prefix cache.", {{"model_name", model_name}}, ""})),
-      prefix_hits_(registry_.counter({"pagedllm:prefix_cache_hits_total", "Prompt tokens served from the prefix cache.",
-                                      {{"model_name", model_name}}, ""})),
+                                         "Prompt tokens looked up in the prefix cache.",
+                                         {{"model_name", model_name}},
+                                         ""})),
+      prefix_hits_(registry_.counter({"pagedllm:prefix_cache_hits_total",
+                                      "Prompt tokens served from the prefix cache.",
+                                      {{"model_name", model_name}},
+                                      ""})),
       prompt_tokens_(registry_.counter({"pagedllm:prompt_tokens_total",
                                         "Prompt tokens of requests that produced a token (vLLM's meaning: whole "
                                         "prompts, prefix-cache hits included).",
-                                        {{"model_name", model_name}}, ""})),
+                                        {{"model_name", model_name}},
+                                        ""})),
       prompt_tokens_computed_(registry_.counter({"pagedllm:prompt_tokens_computed_total",
                                                  "Prompt tokens computed: recomputation after preemption included, "
                                                  "prefix-cache hits not.",
-                                                 {{"model_name", model_name}}, ""})),
-      generation_tokens_(registry_.counter({"pagedllm:generation_tokens_total", "Tokens generated.",
-                                            {{"model_name", model_name}}, ""})),
-      preemptions_(registry_.add_counter({"pagedllm:num_preemptions_total", "Preemptions, by mode.",
-                                          {{"model_name", model_name}}, "mode"})),
-      finished_(registry_.add_counter({"pagedllm:request_success_total", "Requests finished, by finish reason.",
-                                       {{"model_name", model_name}}, "finished_reason"})),
+                                                 {{"model_name", model_name}},
+                                                 ""})),
+      generation_tokens_(registry_.counter(
+          {"pagedllm:generation_tokens_total", "Tokens generated.", {{"model_name", model_name}}, ""})),
+      preemptions_(registry_.add_counter(
+          {"pagedllm:num_preemptions_total", "Preemptions, by mode.", {{"model_name", model_name}}, "mode"})),
+      finished_(registry_.add_counter({"pagedllm:request_success_total",
+                                       "Requests finished, by finish reason.",
+                                       {{"model_name", model_name}},
+                                       "finished_reason"})),
       time_to_first_token_(registry_.histogram({"pagedllm:time_to_first_token_seconds",
                                                 "Time from arrival to the first output token.",
-                                                {{"model_name", model_name}}, ""},
+                                                {{"model_name", model_name}},
+                                                ""},
                                                kTtftBuckets)),
       inter_token_latency_(registry_.histogram({"pagedllm:inter_token_latency_seconds",
                                                 "Time between two outputs of a request.",
-                                                {{"model_name", model_name}}, ""},
+                                                {{"model_name", model_name}},
+                                                ""},
                                                kItlBuckets)),
       e2e_latency_(registry_.histogram({"pagedllm:e2e_request_latency_seconds",
-                                        "Time from arrival to the last output token.", {{"model_name", model_name}}, ""},
+                                        "Time from arrival to the last output token.",
+                                        {{"model_name", model_name}},
+                                        ""},
                                        kRequestBuckets)),
       queue_time_(registry_.histogram({"pagedllm:request_queue_time_seconds",
-                                       "Time from arrival to the first scheduling.", {{"model_name", model_name}}, ""},
+                                       "Time from arrival to the first scheduling.",
+                                       {{"model_name", model_name}},
+                                       ""},
                                       kRequestBuckets)) {
   // Every mode and reason from the start, so that rate() sees them from zero.
   preemptions_.with("swap");
@@ -75,8 +89,8 @@ void ServerMetrics::on_step(const Snapshot& snapshot) {
   generation_tokens_.inc(static_cast<double>(snapshot.counters.generation_tokens - last_.counters.generation_tokens));
   preemptions_.with("swap").inc(
       static_cast<double>(snapshot.counters.preemptions_swap - last_.counters.preemptions_swap));
-  preemptions_.with("recompute").inc(
-      static_cast<double>(snapshot.counters.preemptions_recompute - last_.counters.preemptions_recompute));
+  preemptions_.with("recompute")
+      .inc(static_cast<double>(snapshot.counters.preemptions_recompute - last_.counters.preemptions_recompute));
   last_ = snapshot;
 }
 

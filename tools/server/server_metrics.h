@@ -5,8 +5,8 @@
 #include <mutex>
 #include <string>
 
-#include "tools/server/prometheus.h"
 #include "core/frontend/serving_engine.h"
+#include "tools/server/prometheus.h"
 
 namespace pagedllm::server {
 

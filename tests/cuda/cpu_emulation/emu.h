@@ -13,9 +13,9 @@
 // change a result at this granularity (within a warp, between barriers) stay for racecheck on a
 // GPU. Float math is the host's.
 #pragma once
-#include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <ucontext.h>
 #include <algorithm>
 #include <bit>
@@ -68,8 +68,9 @@ inline Schedule schedule_from_env() {
   std::abort();
 }
 inline const Schedule schedule = schedule_from_env();
-inline std::mt19937_64 schedule_rng(std::getenv("EMU_SEED") != nullptr ? std::strtoull(std::getenv("EMU_SEED"), nullptr, 10)
-                                                                       : 1);
+inline std::mt19937_64 schedule_rng(std::getenv("EMU_SEED") != nullptr
+                                        ? std::strtoull(std::getenv("EMU_SEED"), nullptr, 10)
+                                        : 1);
 inline void order_round(std::vector<int>& order) {
   std::iota(order.begin(), order.end(), 0);
   if (schedule == Schedule::reverse) std::reverse(order.begin(), order.end());
@@ -140,7 +141,8 @@ inline void run_block(int nthreads) {
     if (!ran && !released) {
       std::fprintf(stderr, "EMU DEADLOCK: block (%u,%u,%u): %d live, %d at __syncthreads\n", cur_block.x, cur_block.y,
                    cur_block.z, live, block_waiting);
-      for (int t = 0; t < nthreads; ++t) std::fprintf(stderr, "  t%d state %d\n", t, static_cast<int>(fibers[static_cast<size_t>(t)].state));
+      for (int t = 0; t < nthreads; ++t)
+        std::fprintf(stderr, "  t%d state %d\n", t, static_cast<int>(fibers[static_cast<size_t>(t)].state));
       std::abort();
     }
   }
@@ -203,9 +205,13 @@ inline int up_src(int lane, int offset, int width) {
 inline void __syncthreads() { emu::yield(emu::State::block_wait); }
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::yield(emu::State::warp_wait); }
 template <typename T>
-T __shfl_xor_sync(unsigned, T v, int offset, int width = 32) { return emu::shfl(v, emu::xor_src, offset, width); }
+T __shfl_xor_sync(unsigned, T v, int offset, int width = 32) {
+  return emu::shfl(v, emu::xor_src, offset, width);
+}
 template <typename T>
-T __shfl_up_sync(unsigned, T v, int offset, int width = 32) { return emu::shfl(v, emu::up_src, offset, width); }
+T __shfl_up_sync(unsigned, T v, int offset, int width = 32) {
+  return emu::shfl(v, emu::up_src, offset, width);
+}
 inline float rsqrtf_emu(float x) { return 1.0f / std::sqrt(x); }
 #define rsqrtf rsqrtf_emu
 inline float __fmul_rn(float a, float b) { return a * b; }

@@ -49,7 +49,8 @@ struct GraphCounts {
   long captures = 0;
   long launches = 0;
   ~GraphCounts() {
-    if (captures > 0) std::fprintf(stderr, "emulation: %ld graphs captured, %ld graph launches replayed\n", captures, launches);
+    if (captures > 0)
+      std::fprintf(stderr, "emulation: %ld graphs captured, %ld graph launches replayed\n", captures, launches);
   }
 };
 inline GraphCounts graph_counts;
@@ -88,10 +89,12 @@ inline constexpr size_t kTotalBytes = size_t{8} << 30;  // cudaMemGetInfo: 8 GiB
 #define cudaMemcpyAsync(d, s, n, k, st) emu_rt::memcpy_async((d), (s), (n))
 #define cudaMemcpy2DAsync(d, dp, s, sp, w, h, k, st) emu_rt::memcpy_2d((d), (dp), (s), (sp), (w), (h))
 #define cudaSetDevice(d) cudaSuccess
-#define cudaStreamCreateWithFlags(ps, f) (*(ps) = reinterpret_cast<cudaStream_t>(&emu_rt::dummy_stream_storage), cudaSuccess)
+#define cudaStreamCreateWithFlags(ps, f) \
+  (*(ps) = reinterpret_cast<cudaStream_t>(&emu_rt::dummy_stream_storage), cudaSuccess)
 #define cudaStreamDestroy(s) cudaSuccess
 #define cudaStreamSynchronize(s) emu_rt::sync()
-#define cudaMemGetInfo(pf, pt) (*(pf) = emu_rt::kTotalBytes - (size_t{1} << 30), *(pt) = emu_rt::kTotalBytes, cudaSuccess)
+#define cudaMemGetInfo(pf, pt) \
+  (*(pf) = emu_rt::kTotalBytes - (size_t{1} << 30), *(pt) = emu_rt::kTotalBytes, cudaSuccess)
 #define cudaStreamBeginCapture(s, m) emu_rt::begin_capture()
 #define cudaStreamEndCapture(s, pg) emu_rt::end_capture(pg)
 #define cudaGraphInstantiate(pe, g, f) emu_rt::instantiate((pe), (g))

@@ -33,7 +33,8 @@ void GemmRunner::linear(const LinearParams& params, cudaStream_t) {
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < m; ++row) {
       std::vector<float> x(static_cast<std::size_t>(k));
-      for (int64_t i = 0; i < k; ++i) x[static_cast<std::size_t>(i)] = load(p.dtype, p.x, static_cast<std::size_t>(row * ldx + i));
+      for (int64_t i = 0; i < k; ++i)
+        x[static_cast<std::size_t>(i)] = load(p.dtype, p.x, static_cast<std::size_t>(row * ldx + i));
       for (int64_t col = 0; col < n; ++col) {
         const float* wr = w.data() + col * k;
         float acc = 0.0f;

@@ -31,8 +31,7 @@ void PropertyRun::check_match(const ModelSeq& seq, const PrefixMatch& match) {
     const int32_t full = std::min(other.num_tokens() / bs, max_hits);
     int32_t j = 0;
     while (j < full && manager_.device_pool().meta(table[static_cast<size_t>(j)]).is_cached &&
-           std::equal(seq.prompt.begin() + j * bs, seq.prompt.begin() + (j + 1) * bs,
-                      other.tokens.begin() + j * bs)) {
+           std::equal(seq.prompt.begin() + j * bs, seq.prompt.begin() + (j + 1) * bs, other.tokens.begin() + j * bs)) {
       ++j;
     }
     must_hit = std::max(must_hit, j);
@@ -180,8 +179,7 @@ PropertyRun::PoolTally PropertyRun::verify_pool(Tier tier) {
 void PropertyRun::verify_stats(const PoolTally& device) {
   const KvStats s = manager_.stats();
   require(s.num_sequences == static_cast<int32_t>(seqs_.size()) && s.block_size == config_.block_size &&
-              s.num_device_blocks == config_.num_device_blocks &&
-              s.num_host_blocks == config_.num_host_blocks &&
+              s.num_device_blocks == config_.num_device_blocks && s.num_host_blocks == config_.num_host_blocks &&
               s.num_free_device_blocks == num_free(Tier::device) && s.num_free_host_blocks == num_free(Tier::host),
           "stats() sizes differ from the pools");
   require(s.num_filled_device_slots == device.filled, "stats().num_filled_device_slots differs from the tables");

@@ -9,13 +9,20 @@ namespace pagedllm::kv::property_test {
 
 bool PropertyRun::op_misuse() {
   switch (rng_.below(7)) {
-    case 0: return misuse_unknown_sequence();
-    case 1: return misuse_double_free();
-    case 2: return misuse_append_swapped();
-    case 3: return misuse_bad_allocate();
-    case 4: return misuse_bad_fork();
-    case 5: return misuse_bad_swap_group();
-    default: return misuse_bad_query();
+    case 0:
+      return misuse_unknown_sequence();
+    case 1:
+      return misuse_double_free();
+    case 2:
+      return misuse_append_swapped();
+    case 3:
+      return misuse_bad_allocate();
+    case 4:
+      return misuse_bad_fork();
+    case 5:
+      return misuse_bad_swap_group();
+    default:
+      return misuse_bad_query();
   }
 }
 
@@ -29,16 +36,36 @@ bool PropertyRun::misuse_unknown_sequence() {
   note("unknown sequence", id, static_cast<int64_t>(call));
   const char* what = "call on an unknown sequence";
   switch (call) {
-    case 0: expect_refused(Expect::misuse, what, [&] { manager_.append_slots(id, std::span(&token, 1)); }); break;
-    case 1: expect_refused(Expect::misuse, what, [&] { manager_.free(id); }); break;
-    case 2: expect_refused(Expect::misuse, what, [&] { manager_.fork(id, next_id_); }); break;
-    case 3: expect_refused(Expect::misuse, what, [&] { manager_.num_blocks_to_append(id, 1); }); break;
-    case 4: expect_refused(Expect::misuse, what, [&] { manager_.swap_out(group); }); break;
-    case 5: expect_refused(Expect::misuse, what, [&] { manager_.swap_in(group); }); break;
-    case 6: expect_refused(Expect::misuse, what, [&] { manager_.try_swap_out(group); }); break;
-    case 7: expect_refused(Expect::misuse, what, [&] { manager_.try_swap_in(group, {}); }); break;
-    case 8: expect_refused(Expect::misuse, what, [&] { manager_.block_table(id); }); break;
-    default: expect_refused(Expect::misuse, what, [&] { manager_.num_tokens(id); }); break;
+    case 0:
+      expect_refused(Expect::misuse, what, [&] { manager_.append_slots(id, std::span(&token, 1)); });
+      break;
+    case 1:
+      expect_refused(Expect::misuse, what, [&] { manager_.free(id); });
+      break;
+    case 2:
+      expect_refused(Expect::misuse, what, [&] { manager_.fork(id, next_id_); });
+      break;
+    case 3:
+      expect_refused(Expect::misuse, what, [&] { manager_.num_blocks_to_append(id, 1); });
+      break;
+    case 4:
+      expect_refused(Expect::misuse, what, [&] { manager_.swap_out(group); });
+      break;
+    case 5:
+      expect_refused(Expect::misuse, what, [&] { manager_.swap_in(group); });
+      break;
+    case 6:
+      expect_refused(Expect::misuse, what, [&] { manager_.try_swap_out(group); });
+      break;
+    case 7:
+      expect_refused(Expect::misuse, what, [&] { manager_.try_swap_in(group, {}); });
+      break;
+    case 8:
+      expect_refused(Expect::misuse, what, [&] { manager_.block_table(id); });
+      break;
+    default:
+      expect_refused(Expect::misuse, what, [&] { manager_.num_tokens(id); });
+      break;
   }
   ++counts_.refused_unknown;
   return true;
@@ -59,8 +86,7 @@ bool PropertyRun::misuse_append_swapped() {
   new_tokens_.clear();
   for (int32_t i = rng_.between(1, 2 * config_.block_size); i > 0; --i) new_tokens_.push_back(random_token());
   note("append to swapped", seq->id, static_cast<int64_t>(new_tokens_.size()));
-  expect_refused(Expect::misuse, "append to a swapped sequence",
-                 [&] { manager_.append_slots(seq->id, new_tokens_); });
+  expect_refused(Expect::misuse, "append to a swapped sequence", [&] { manager_.append_slots(seq->id, new_tokens_); });
   ++counts_.refused_swapped_append;
   return true;
 }
@@ -92,8 +118,7 @@ bool PropertyRun::misuse_bad_allocate() {
       expect_refused(Expect::misuse, "allocate of 0 tokens", [&] { manager_.allocate(next_id_, prompt, 0); });
       break;
     case 2:
-      expect_refused(Expect::misuse, "allocate past the prompt",
-                     [&] { manager_.allocate(next_id_, prompt, len + 1); });
+      expect_refused(Expect::misuse, "allocate past the prompt", [&] { manager_.allocate(next_id_, prompt, len + 1); });
       break;
     default:
       expect_refused(Expect::misuse, "allocate of an empty prompt",
@@ -166,8 +191,12 @@ bool PropertyRun::misuse_bad_query() {
     case 0:
       expect_refused(Expect::misuse, "negative token count", [&] { manager_.num_blocks_to_append(id, -1); });
       break;
-    case 1: expect_refused(Expect::misuse, "slot past the end", [&] { manager_.slot(id, n); }); break;
-    default: expect_refused(Expect::misuse, "negative slot", [&] { manager_.slot(id, -1); }); break;
+    case 1:
+      expect_refused(Expect::misuse, "slot past the end", [&] { manager_.slot(id, n); });
+      break;
+    default:
+      expect_refused(Expect::misuse, "negative slot", [&] { manager_.slot(id, -1); });
+      break;
   }
   ++counts_.refused_bad_args;
   return true;

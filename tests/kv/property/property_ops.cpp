@@ -52,8 +52,7 @@ void PropertyRun::draw_huge_prompt(ModelSeq& seq) {
 
 AllocStatus PropertyRun::expected_status(int32_t whole_blocks, int32_t needed) const {
   if (whole_blocks > config_.num_device_blocks - manager_.watermark_blocks()) return AllocStatus::never;
-  return num_free(Tier::device) - needed >= manager_.watermark_blocks() ? AllocStatus::ok
-                                                                         : AllocStatus::later;
+  return num_free(Tier::device) - needed >= manager_.watermark_blocks() ? AllocStatus::ok : AllocStatus::later;
 }
 
 bool PropertyRun::op_allocate(bool chunked) {
@@ -99,7 +98,8 @@ bool PropertyRun::op_allocate(bool chunked) {
     // A refusal changes nothing.
     require(manager_.try_allocate(seq.id, prompt, num_tokens, admission).status == status,
             "try_allocate disagrees with allocation_status");
-    require(!manager_.contains(seq.id) && num_free(Tier::device) == free_before, "a refused try_allocate changed state");
+    require(!manager_.contains(seq.id) && num_free(Tier::device) == free_before,
+            "a refused try_allocate changed state");
     if (!huge && !rng_.percent(kForcePercent)) return false;
     if (needed > free_before) {
       note("allocate refused", seq.id, num_tokens);
@@ -178,8 +178,8 @@ bool PropertyRun::op_prefill_chunk() {
   if (seq == nullptr) return false;
   const int32_t left = seq->prompt_left();
   const int32_t n = rng_.percent(40) ? left : rng_.between(1, left);
-  const auto chunk = std::span<const TokenId>(seq->prompt).subspan(static_cast<size_t>(seq->num_tokens()),
-                                                                   static_cast<size_t>(n));
+  const auto chunk =
+      std::span<const TokenId>(seq->prompt).subspan(static_cast<size_t>(seq->num_tokens()), static_cast<size_t>(n));
   return append(*seq, chunk, "prefill chunk", counts_.prefill_chunk);
 }
 

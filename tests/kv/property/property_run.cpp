@@ -34,8 +34,7 @@ PropertyRun::PropertyRun(const RunConfig& config, std::streambuf* log_target)
 
 void PropertyRun::run() {
   try {
-    require(manager_.watermark_blocks() ==
-                static_cast<int32_t>(config_.watermark * config_.num_device_blocks),
+    require(manager_.watermark_blocks() == static_cast<int32_t>(config_.watermark * config_.num_device_blocks),
             "watermark_blocks");
     verify();
     while (counts_.ops < config_.num_ops) {
@@ -98,17 +97,28 @@ bool PropertyRun::random_op() {
 
 bool PropertyRun::run_op(OpKind kind) {
   switch (kind) {
-    case OpKind::allocate: return op_allocate(false);
-    case OpKind::allocate_chunk: return op_allocate(true);
-    case OpKind::prefill_chunk: return op_prefill_chunk();
-    case OpKind::decode: return op_decode(false);
-    case OpKind::multi_append: return op_decode(true);
-    case OpKind::fork: return op_fork();
-    case OpKind::free: return op_free();
-    case OpKind::swap_out: return op_swap_out();
-    case OpKind::swap_in: return op_swap_in();
-    case OpKind::reset_prefix_cache: return op_reset_prefix_cache();
-    case OpKind::misuse: return op_misuse();
+    case OpKind::allocate:
+      return op_allocate(false);
+    case OpKind::allocate_chunk:
+      return op_allocate(true);
+    case OpKind::prefill_chunk:
+      return op_prefill_chunk();
+    case OpKind::decode:
+      return op_decode(false);
+    case OpKind::multi_append:
+      return op_decode(true);
+    case OpKind::fork:
+      return op_fork();
+    case OpKind::free:
+      return op_free();
+    case OpKind::swap_out:
+      return op_swap_out();
+    case OpKind::swap_in:
+      return op_swap_in();
+    case OpKind::reset_prefix_cache:
+      return op_reset_prefix_cache();
+    case OpKind::misuse:
+      return op_misuse();
   }
   return false;
 }

@@ -33,8 +33,17 @@ class PropertyFailure : public std::runtime_error {
 };
 
 enum class OpKind : uint8_t {
-  allocate, allocate_chunk, prefill_chunk, decode, multi_append, fork, free, swap_out, swap_in,
-  reset_prefix_cache, misuse,
+  allocate,
+  allocate_chunk,
+  prefill_chunk,
+  decode,
+  multi_append,
+  fork,
+  free,
+  swap_out,
+  swap_in,
+  reset_prefix_cache,
+  misuse,
 };
 
 struct OpWeight {
@@ -102,7 +111,8 @@ class PropertyRun {
   [[noreturn]] void fail(const std::string& what) const;
 
   void require(bool ok, const char* what) const {
-    if (!ok) [[unlikely]] fail(what);
+    if (!ok) [[unlikely]]
+      fail(what);
   }
 
   // --- refused calls ---------------------------------------------------------------------------
@@ -137,7 +147,7 @@ class PropertyRun {
   // After an allocation: the free blocks it took, the table it built (the hit blocks, fresh ones).
   struct AllocationDone {
     PrefixMatch match;
-    int32_t needed = 0;       // free blocks it was to take
+    int32_t needed = 0;  // free blocks it was to take
     int32_t free_before = 0;
     int32_t slots = 0;
     bool chunked = false;
@@ -230,9 +240,9 @@ class PropertyRun {
   std::array<TraceEntry, kTraceLength> trace_{};
 
   // Recomputed by verify() after every operation, so valid at the start of the next one.
-  std::array<std::vector<int32_t>, 2> refs_;   // per tier: tables holding each block
-  std::array<std::vector<int32_t>, 2> fills_;  // per tier: the holders' fill of each block, -1 if none
-  std::array<std::vector<uint8_t>, 2> marks_;  // per tier scratch, all zero between uses
+  std::array<std::vector<int32_t>, 2> refs_;         // per tier: tables holding each block
+  std::array<std::vector<int32_t>, 2> fills_;        // per tier: the holders' fill of each block, -1 if none
+  std::array<std::vector<uint8_t>, 2> marks_;        // per tier scratch, all zero between uses
   std::array<std::vector<int32_t>, 2> group_index_;  // per tier: block -> group_blocks_ index + 1, else 0
 
   // Scratch buffers reused across operations.
@@ -240,8 +250,8 @@ class PropertyRun {
   std::vector<SeqId> group_;
   std::vector<BlockId> group_blocks_;
   std::vector<int32_t> group_block_refs_;
-  std::vector<int32_t> group_entries_;   // per table entry of the group: index into group_blocks_
-  std::vector<BlockId> group_targets_;   // per group block: where the swap puts it
+  std::vector<int32_t> group_entries_;  // per table entry of the group: index into group_blocks_
+  std::vector<BlockId> group_targets_;  // per group block: where the swap puts it
   std::vector<BlockId> cached_blocks_;
   std::vector<BlockId> old_table_;
   std::vector<BlockId> free_list_;

@@ -24,9 +24,7 @@ struct ModelSeq {
   std::vector<KvValue> kv;      // the KV each of those positions must hold
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
-  int32_t prompt_left() const {
-    return std::max(0, static_cast<int32_t>(prompt.size()) - num_tokens());
-  }
+  int32_t prompt_left() const { return std::max(0, static_cast<int32_t>(prompt.size()) - num_tokens()); }
   void push(TokenId token) {
     kv.push_back(next_kv(kv.empty() ? first_kv(salt) : kv.back(), token));
     tokens.push_back(token);
@@ -69,28 +67,24 @@ struct OpCounts {
   int64_t refused_swap_in_full = 0;
 
   int64_t refusals() const {
-    return refused_unknown + refused_double_free + refused_swapped_append + refused_bad_args +
-           refused_alloc_full + refused_append_full + refused_host_full + refused_swap_in_full;
+    return refused_unknown + refused_double_free + refused_swapped_append + refused_bad_args + refused_alloc_full +
+           refused_append_full + refused_host_full + refused_swap_in_full;
   }
 };
 
 inline std::string summary(const OpCounts& c, const KvStats& stats) {
   std::ostringstream out;
   out << "ops=" << c.ops << " allocate=" << c.allocate << " allocate_chunk=" << c.allocate_chunk
-      << " prefill_chunk=" << c.prefill_chunk << " decode=" << c.decode
-      << " multi_append=" << c.multi_append << " fork=" << c.fork
-      << " copy_on_write=" << c.copy_on_write << " free=" << c.frees
-      << " swap_out=" << c.swap_out << " swap_in=" << c.swap_in
-      << " swap_in_copied=" << c.swap_in_copied << " swap_in_reused=" << c.swap_in_reused
-      << " swap_in_reused_free=" << c.swap_in_reused_free
-      << " reset_prefix_cache=" << c.reset_prefix_cache << " prefix_hit_allocs=" << c.prefix_hit_allocs
-      << " prefix_hit_tokens=" << c.prefix_hit_tokens << " salted_allocs=" << c.salted_allocs
-      << " evictions=" << stats.evictions << " forced_ok=" << c.forced_ok
-      << " refusals=" << c.refusals() << " (unknown=" << c.refused_unknown
-      << " double_free=" << c.refused_double_free << " swapped_append=" << c.refused_swapped_append
-      << " bad_args=" << c.refused_bad_args << " alloc_full=" << c.refused_alloc_full
-      << " append_full=" << c.refused_append_full << " host_full=" << c.refused_host_full
-      << " swap_in_full=" << c.refused_swap_in_full << ")";
+      << " prefill_chunk=" << c.prefill_chunk << " decode=" << c.decode << " multi_append=" << c.multi_append
+      << " fork=" << c.fork << " copy_on_write=" << c.copy_on_write << " free=" << c.frees << " swap_out=" << c.swap_out
+      << " swap_in=" << c.swap_in << " swap_in_copied=" << c.swap_in_copied << " swap_in_reused=" << c.swap_in_reused
+      << " swap_in_reused_free=" << c.swap_in_reused_free << " reset_prefix_cache=" << c.reset_prefix_cache
+      << " prefix_hit_allocs=" << c.prefix_hit_allocs << " prefix_hit_tokens=" << c.prefix_hit_tokens
+      << " salted_allocs=" << c.salted_allocs << " evictions=" << stats.evictions << " forced_ok=" << c.forced_ok
+      << " refusals=" << c.refusals() << " (unknown=" << c.refused_unknown << " double_free=" << c.refused_double_free
+      << " swapped_append=" << c.refused_swapped_append << " bad_args=" << c.refused_bad_args
+      << " alloc_full=" << c.refused_alloc_full << " append_full=" << c.refused_append_full
+      << " host_full=" << c.refused_host_full << " swap_in_full=" << c.refused_swap_in_full << ")";
   return out.str();
 }
 

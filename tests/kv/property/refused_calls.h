@@ -54,13 +54,12 @@ struct Snapshot {
 inline auto stats_key(const KvStats& s) {
   return std::tie(s.block_size, s.num_sequences, s.num_device_blocks, s.num_free_device_blocks,
                   s.num_cached_device_blocks, s.num_cached_free_device_blocks, s.num_host_blocks,
-                  s.num_free_host_blocks, s.num_filled_device_slots, s.prefix_query_tokens,
-                  s.prefix_hit_tokens, s.evictions);
+                  s.num_free_host_blocks, s.num_filled_device_slots, s.prefix_query_tokens, s.prefix_hit_tokens,
+                  s.evictions);
 }
 
 inline auto meta_key(const BlockMeta& m) {
-  return std::tie(m.hash, m.ref_count, m.num_hashed_tokens, m.prev_free, m.next_free, m.has_hash,
-                  m.is_cached);
+  return std::tie(m.hash, m.ref_count, m.num_hashed_tokens, m.prev_free, m.next_free, m.has_hash, m.is_cached);
 }
 
 inline bool same_meta(const std::vector<BlockMeta>& a, const std::vector<BlockMeta>& b) {
@@ -70,9 +69,8 @@ inline bool same_meta(const std::vector<BlockMeta>& a, const std::vector<BlockMe
 
 inline bool same_snapshot(const Snapshot& a, const Snapshot& b) {
   return stats_key(a.stats) == stats_key(b.stats) && a.ids == b.ids && a.tables == b.tables &&
-         a.device_free == b.device_free && a.host_free == b.host_free &&
-         same_meta(a.device_meta, b.device_meta) && same_meta(a.host_meta, b.host_meta) &&
-         a.log_bytes == b.log_bytes;
+         a.device_free == b.device_free && a.host_free == b.host_free && same_meta(a.device_meta, b.device_meta) &&
+         same_meta(a.host_meta, b.host_meta) && a.log_bytes == b.log_bytes;
 }
 
 enum class Expect : uint8_t { misuse, full };  // KvCacheError proper, or KvCacheFullError
