@@ -127,12 +127,15 @@ BOOST_AUTO_TEST_CASE(the_victim_is_the_last_running_group_the_step_has_not_sched
     std::vector<bool> scheduled;
     int victim;  // -1: none
   };
+  // clang-format off
   const Row rows[] = {
       {{false, false, false, false}, 3},  // from the back
       {{false, false, false, true}, 2},   // the back one is already in the plan
-      {{false, true, false, true}, 2},   {{false, true, true, true}, 0},
-      {{true, true, true, true}, -1},  // every one scheduled: nobody to preempt
+      {{false, true, false, true}, 2},
+      {{false, true, true, true}, 0},
+      {{true, true, true, true}, -1},     // every one scheduled: nobody to preempt
   };
+  // clang-format on
   constexpr int64_t kStep = 7;
   for (const Row& row : rows) {
     std::vector<sched::SequenceGroup> groups;

@@ -82,50 +82,58 @@ int run_bench(const std::vector<std::string>& args) {
       "pagedllm bench: load on an OpenAI-compatible server, with vLLM's serving metrics\n"
       "  pagedllm bench --trace traces/sharegpt_like.jsonl [--base-url http://127.0.0.1:8000] [--request-rate 4]\n"
       "  pagedllm bench --dataset random --num-prompts 200 --input-len 512 --output-len 128 --max-concurrency 32");
-  description.add_options()("help,h", "show this help")(
-      "base-url", po::value(&options.base_url)->default_value(options.base_url), "the server: http://host:port")(
-      "endpoint", po::value(&options.endpoint)->default_value(options.endpoint),
-      "/v1/completions or /v1/chat/completions (text prompts only)")(
-      "model", po::value(&options.model), "the model named in requests (default: the first of GET /v1/models)")(
-      "api-key", po::value(&options.api_key), "sent as Authorization: Bearer KEY")(
-      "trace", po::value(&options.trace.path), "the trace to send (its arrival times, unless --request-rate)")(
-      "dataset", po::value(&options.dataset), "random: vLLM's random dataset (without --trace)")(
-      "num-prompts", po::value(&options.random.num_prompts)->default_value(options.random.num_prompts),
-      "random: requests")("input-len", po::value(&options.random.input_len)->default_value(options.random.input_len),
-                          "random: prompt tokens")(
-      "output-len", po::value(&options.random.output_len)->default_value(options.random.output_len),
-      "random: output tokens")("random-range-ratio", po::value(&options.random.range_ratio)->default_value(0.0),
-                               "random: lengths uniform in [len * (1 - r), len * (1 + r)]")(
-      "random-prefix-len", po::value(&options.random.prefix_len)->default_value(0),
-      "random: tokens of a prefix every prompt shares")(
-      "request-rate", po::value(&options.request_rate)->default_value(options.request_rate),
-      "requests per second (inf: all at once); with --trace, replaces its arrival times")(
-      "burstiness", po::value(&options.burstiness)->default_value(1.0),
-      "gamma shape of the arrival gaps (1 = Poisson, < 1 burstier)")(
-      "rate-scale", po::value(&options.rate_scale)->default_value(1.0), "--trace: divide its arrival times")(
-      "max-concurrency", po::value(&options.max_concurrency)->default_value(0),
-      "requests in flight at most (0 = unlimited)")("seed", po::value(&options.seed)->default_value(0),
-                                                    "arrivals, random lengths and synthetic prompt content")(
-      "ignore-eos", po::value(&options.ignore_eos)->default_value(true, "true"),
-      "send \"ignore_eos\": true so outputs have the requested lengths (false: let requests stop at EOS)")(
-      "synthetic-token-range", po::value(&options.synthetic_token_range)->default_value(options.synthetic_token_range),
-      "BEGIN:END, the token ids of prompts given only by length (the API cannot tell the vocabulary; the "
-      "default suits any vocabulary of 900+ tokens whose special tokens lie outside it, the tiny model's included)")(
-      "extra-body", po::value(&options.extra_body), "JSON object merged into every request body")(
-      "timeout", po::value(&options.request_timeout)->default_value(0.0),
-      "seconds a request may take in all (0 = no limit)")(
-      "idle-timeout", po::value(&options.idle_timeout)->default_value(options.idle_timeout),
-      "seconds a request may wait for the server's next bytes")("quiet,q", po::bool_switch(&options.quiet),
-                                                                "no progress bar");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("base-url", po::value(&options.base_url)->default_value(options.base_url), "the server: http://host:port")
+      ("endpoint", po::value(&options.endpoint)->default_value(options.endpoint),
+       "/v1/completions or /v1/chat/completions (text prompts only)")
+      ("model", po::value(&options.model), "the model named in requests (default: the first of GET /v1/models)")
+      ("api-key", po::value(&options.api_key), "sent as Authorization: Bearer KEY")
+      ("trace", po::value(&options.trace.path), "the trace to send (its arrival times, unless --request-rate)")
+      ("dataset", po::value(&options.dataset), "random: vLLM's random dataset (without --trace)")
+      ("num-prompts", po::value(&options.random.num_prompts)->default_value(options.random.num_prompts),
+       "random: requests")
+      ("input-len", po::value(&options.random.input_len)->default_value(options.random.input_len),
+       "random: prompt tokens")
+      ("output-len", po::value(&options.random.output_len)->default_value(options.random.output_len),
+       "random: output tokens")
+      ("random-range-ratio", po::value(&options.random.range_ratio)->default_value(0.0),
+       "random: lengths uniform in [len * (1 - r), len * (1 + r)]")
+      ("random-prefix-len", po::value(&options.random.prefix_len)->default_value(0),
+       "random: tokens of a prefix every prompt shares")
+      ("request-rate", po::value(&options.request_rate)->default_value(options.request_rate),
+       "requests per second (inf: all at once); with --trace, replaces its arrival times")
+      ("burstiness", po::value(&options.burstiness)->default_value(1.0),
+       "gamma shape of the arrival gaps (1 = Poisson, < 1 burstier)")
+      ("rate-scale", po::value(&options.rate_scale)->default_value(1.0), "--trace: divide its arrival times")
+      ("max-concurrency", po::value(&options.max_concurrency)->default_value(0),
+       "requests in flight at most (0 = unlimited)")
+      ("seed", po::value(&options.seed)->default_value(0), "arrivals, random lengths and synthetic prompt content")
+      ("ignore-eos", po::value(&options.ignore_eos)->default_value(true, "true"),
+       "send \"ignore_eos\": true so outputs have the requested lengths (false: let requests stop at EOS)")
+      ("synthetic-token-range", po::value(&options.synthetic_token_range)->default_value(options.synthetic_token_range),
+       "BEGIN:END, the token ids of prompts given only by length (the API cannot tell the vocabulary; the "
+       "default suits any vocabulary of 900+ tokens whose special tokens lie outside it, the tiny model's included)")
+      ("extra-body", po::value(&options.extra_body), "JSON object merged into every request body")
+      ("timeout", po::value(&options.request_timeout)->default_value(0.0),
+       "seconds a request may take in all (0 = no limit)")
+      ("idle-timeout", po::value(&options.idle_timeout)->default_value(options.idle_timeout),
+       "seconds a request may wait for the server's next bytes")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  // clang-format on
   add_trace_input_options(description, options.trace, false);
   // replay's report options, with help that fits a run without an engine to summarize.
   po::options_description report("report");
-  report.add_options()("goodput", po::value(&options.report.goodput)->multitoken(),
-                       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")(
-      "percentiles", po::value(&options.report.percentiles)->default_value(options.report.percentiles),
-      "latency percentiles to report, comma-separated")(
-      "output-json,o", po::value(&options.report.output_json),
-      "write the config, the metrics and per-request latencies to this JSON file");
+  // clang-format off
+  report.add_options()
+      ("goodput", po::value(&options.report.goodput)->multitoken(),
+       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")
+      ("percentiles", po::value(&options.report.percentiles)->default_value(options.report.percentiles),
+       "latency percentiles to report, comma-separated")
+      ("output-json,o", po::value(&options.report.output_json),
+       "write the config, the metrics and per-request latencies to this JSON file");
+  // clang-format on
   description.add(report);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;

@@ -87,21 +87,25 @@ std::string gguf_token_text(const model::GgufFile& file, const std::string& key)
 int run_chat_template(const std::vector<std::string>& args) {
   ChatTemplateOptions options;
   po::options_description description("pagedllm chat-template options");
-  description.add_options()("help,h", "show this help")("template-file", po::value(&options.template_file),
-                                                        "a Jinja chat template (recognised) or a .json user format")(
-      "template-name", po::value(&options.template_name),
-      "a built-in format: chatml, llama3, llama3.1, mistral, mistral-v1")(
-      "gguf", po::value(&options.gguf_path), "use the tokenizer.chat_template of this GGUF file")(
-      "messages-json", po::value(&options.messages_path),
-      "the conversation: [{\"role\": \"system|user|assistant\", \"content\": \"...\"}, ...]")(
-      "no-generation-prompt", po::bool_switch(&options.no_generation_prompt),
-      "do not append the assistant turn opening")(
-      "continue-final-message", po::bool_switch(&options.continue_final_message),
-      "leave the final assistant message open for the model to continue (implies --no-generation-prompt)")(
-      "bos", po::value<std::string>(), "BOS token text (default: the GGUF's, else empty)")(
-      "eos", po::value<std::string>(), "EOS token text (default: the GGUF's, else empty)")(
-      "date", po::value<std::string>(), "the date Llama 3.1 templates print (default: theirs)")(
-      "describe", po::bool_switch(&options.describe), "print the recognised format as JSON");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("template-file", po::value(&options.template_file),
+       "a Jinja chat template (recognised) or a .json user format")
+      ("template-name", po::value(&options.template_name),
+       "a built-in format: chatml, llama3, llama3.1, mistral, mistral-v1")
+      ("gguf", po::value(&options.gguf_path), "use the tokenizer.chat_template of this GGUF file")
+      ("messages-json", po::value(&options.messages_path),
+       "the conversation: [{\"role\": \"system|user|assistant\", \"content\": \"...\"}, ...]")
+      ("no-generation-prompt", po::bool_switch(&options.no_generation_prompt),
+       "do not append the assistant turn opening")
+      ("continue-final-message", po::bool_switch(&options.continue_final_message),
+       "leave the final assistant message open for the model to continue (implies --no-generation-prompt)")
+      ("bos", po::value<std::string>(), "BOS token text (default: the GGUF's, else empty)")
+      ("eos", po::value<std::string>(), "EOS token text (default: the GGUF's, else empty)")
+      ("date", po::value<std::string>(), "the date Llama 3.1 templates print (default: theirs)")
+      ("describe", po::bool_switch(&options.describe), "print the recognised format as JSON");
+  // clang-format on
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (values.count("bos")) options.bos = values["bos"].as<std::string>();

@@ -72,11 +72,13 @@ int run_check(const std::vector<std::string>& args) {
       "pagedllm check: run a trace through several executors in lockstep (the simulator's clock, one token\n"
       "script) and compare their KV event logs byte for byte\n"
       "  pagedllm check --trace traces/mooncake_like.jsonl --executors sim,cpu --num-gpu-blocks-override 256");
-  description.add_options()("help,h", "show this help")(
-      "executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")(
-      "model,m", po::value(&options.input.model)->default_value(options.input.model),
-      "the model cpu runs ('tiny' = embedded)")("kv-events-dir", po::value(&options.kv_events_dir),
-                                                "also write each executor's log to DIR/<executor>.jsonl");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("executors", po::value(&options.executors)->default_value(options.executors), "comma-separated: sim, cpu, cuda")
+      ("model,m", po::value(&options.input.model)->default_value(options.input.model), "the model cpu runs ('tiny' = embedded)")
+      ("kv-events-dir", po::value(&options.kv_events_dir), "also write each executor's log to DIR/<executor>.jsonl");
+  // clang-format on
   add_trace_input_options(description, options.input.trace);
   add_trace_request_options(description, options.input.requests, /*length_and_eos=*/false);
   add_engine_options(description, options.engine);

@@ -10,10 +10,12 @@ namespace po = boost::program_options;
 
 void add_cuda_options(po::options_description& description, CudaOptions& options) {
   po::options_description cuda("cuda executor");
-  cuda.add_options()("dtype", po::value(&options.dtype)->default_value(options.dtype),
-                     "cuda: bf16 or fp16 (weights, activations, KV)")(
-      "cuda-device", po::value(&options.device)->default_value(options.device), "cuda: the device index")(
-      "enforce-eager", po::bool_switch(&options.enforce_eager), "cuda: no CUDA graphs for decode steps");
+  // clang-format off
+  cuda.add_options()
+      ("dtype", po::value(&options.dtype)->default_value(options.dtype), "cuda: bf16 or fp16 (weights, activations, KV)")
+      ("cuda-device", po::value(&options.device)->default_value(options.device), "cuda: the device index")
+      ("enforce-eager", po::bool_switch(&options.enforce_eager), "cuda: no CUDA graphs for decode steps");
+  // clang-format on
   description.add(cuda);
 }
 

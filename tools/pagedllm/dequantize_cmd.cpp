@@ -147,11 +147,15 @@ int run_dequantize(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm dequantize FILE.gguf --out DIR [--tensor NAME ...] [--list]\n"
       "writes each tensor as DIR/<name>.f32 (raw little-endian float32) and DIR/index.json");
-  description.add_options()("help,h", "show this help")("file", po::value(&options.gguf_path)->required(),
-                                                        "the GGUF file")("out,o", po::value(&options.out_dir),
-                                                                         "output directory (created if missing)")(
-      "tensor,t", po::value(&options.tensor_names)->composing(), "only this tensor (repeatable; default: all)")(
-      "list", po::bool_switch(&options.list), "list the tensors and write nothing");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("file", po::value(&options.gguf_path)->required(), "the GGUF file")
+      ("out,o", po::value(&options.out_dir), "output directory (created if missing)")
+      ("tensor,t", po::value(&options.tensor_names)->composing(),
+       "only this tensor (repeatable; default: all)")
+      ("list", po::bool_switch(&options.list), "list the tensors and write nothing");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;

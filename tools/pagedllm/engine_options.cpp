@@ -8,30 +8,30 @@ namespace po = boost::program_options;
 
 void add_engine_options(po::options_description& description, EngineOptions& options) {
   po::options_description engine("engine (vLLM's names and defaults)");
-  engine.add_options()("block-size", po::value(&options.block_size)->default_value(options.block_size),
-                       "tokens per KV block")("num-gpu-blocks-override",
-                                              po::value(&options.num_gpu_blocks_override)->default_value(0),
-                                              "device KV blocks, instead of sizing them from memory")(
-      "max-model-len", po::value(&options.max_model_len)->default_value(0),
-      "prompt + output tokens per request (0 = the model's)")(
-      "max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
-      "sequences running at once")(
-      "max-num-batched-tokens",
-      po::value(&options.max_num_batched_tokens)->default_value(options.max_num_batched_tokens),
-      "token budget of one step")("enable-chunked-prefill", po::bool_switch(&options.enable_chunked_prefill),
-                                  "split prompts across steps to fit the token budget (the default)")(
-      "no-enable-chunked-prefill", po::bool_switch(&options.disable_chunked_prefill), "schedule whole prompts only")(
-      "no-chunked-prefill", po::bool_switch(&options.disable_chunked_prefill_alias), "the same (an older spelling)")(
-      "enable-prefix-caching", po::bool_switch(&options.enable_prefix_caching),
-      "share the KV blocks of common prompt prefixes between requests (the default)")(
-      "no-enable-prefix-caching", po::bool_switch(&options.disable_prefix_caching),
-      "never share KV blocks between requests")(
-      "no-prefix-caching", po::bool_switch(&options.disable_prefix_caching_alias), "the same (an older spelling)")(
-      "preemption-mode", po::value(&options.preemption_mode)->default_value(options.preemption_mode),
-      "auto (swap for n > 1 / beams, recompute otherwise), swap or recompute")(
-      "scheduling-policy", po::value(&options.scheduling_policy)->default_value(options.scheduling_policy),
-      "fcfs or priority")("watermark", po::value(&options.watermark)->default_value(options.watermark),
-                          "fraction of device blocks admissions leave free");
+  // clang-format off
+  engine.add_options()
+      ("block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")
+      ("num-gpu-blocks-override", po::value(&options.num_gpu_blocks_override)->default_value(0),
+       "device KV blocks, instead of sizing them from memory")
+      ("max-model-len", po::value(&options.max_model_len)->default_value(0), "prompt + output tokens per request (0 = the model's)")
+      ("max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs), "sequences running at once")
+      ("max-num-batched-tokens", po::value(&options.max_num_batched_tokens)->default_value(options.max_num_batched_tokens),
+       "token budget of one step")
+      ("enable-chunked-prefill", po::bool_switch(&options.enable_chunked_prefill),
+       "split prompts across steps to fit the token budget (the default)")
+      ("no-enable-chunked-prefill", po::bool_switch(&options.disable_chunked_prefill), "schedule whole prompts only")
+      ("no-chunked-prefill", po::bool_switch(&options.disable_chunked_prefill_alias), "the same (an older spelling)")
+      ("enable-prefix-caching", po::bool_switch(&options.enable_prefix_caching),
+       "share the KV blocks of common prompt prefixes between requests (the default)")
+      ("no-enable-prefix-caching", po::bool_switch(&options.disable_prefix_caching),
+       "never share KV blocks between requests")
+      ("no-prefix-caching", po::bool_switch(&options.disable_prefix_caching_alias), "the same (an older spelling)")
+      ("preemption-mode", po::value(&options.preemption_mode)->default_value(options.preemption_mode),
+       "auto (swap for n > 1 / beams, recompute otherwise), swap or recompute")
+      ("scheduling-policy", po::value(&options.scheduling_policy)->default_value(options.scheduling_policy), "fcfs or priority")
+      ("watermark", po::value(&options.watermark)->default_value(options.watermark),
+       "fraction of device blocks admissions leave free");
+  // clang-format on
   description.add(engine);
 }
 

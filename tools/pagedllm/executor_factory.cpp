@@ -26,47 +26,55 @@ double swap_space_gib_for(const ExecutorOptions& options, const std::string& exe
 
 void add_cpu_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description cpu("cpu executor");
-  cpu.add_options()("threads", po::value(&options.num_threads)->default_value(options.num_threads),
-                    "cpu: OpenMP threads (0 = all cores)")(
-      "kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib),
-      "cpu: fp32 KV cache memory");
+  // clang-format off
+  cpu.add_options()
+      ("threads", po::value(&options.num_threads)->default_value(options.num_threads), "cpu: OpenMP threads (0 = all cores)")
+      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory");
+  // clang-format on
   description.add(cpu);
 }
 
 void add_sim_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description sim("simulator");
-  sim.add_options()("hardware", po::value(&options.hardware)->default_value(options.hardware),
-                    ("sim: " + sim::hardware_names()).c_str())(
-      "sim-model", po::value(&options.sim_model),
-      ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())(
-      "tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
-      "sim: GPUs per replica")(
-      "profile", po::value(&options.profile),
-      "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
-      "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")(
-      "profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
-      "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")(
-      "profile-quiet", po::bool_switch(&options.profile_quiet),
-      "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
-      "step times of the machine as busy as it was while profiling (times the profile's load factor)");
+  // clang-format off
+  sim.add_options()
+      ("hardware", po::value(&options.hardware)->default_value(options.hardware),
+       ("sim: " + sim::hardware_names()).c_str())
+      ("sim-model", po::value(&options.sim_model),
+       ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())
+      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
+       "sim: GPUs per replica")
+      ("profile", po::value(&options.profile),
+       "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
+       "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")
+      ("profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
+       "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
+      ("profile-quiet", po::bool_switch(&options.profile_quiet),
+       "sim with --profile: predict an undisturbed machine (the tables' lower quartiles) rather than the mean "
+       "step times of the machine as busy as it was while profiling (times the profile's load factor)");
+  // clang-format on
   description.add(sim);
 }
 
 void add_memory_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description memory("memory");
-  memory.add_options()("gpu-memory-utilization",
-                       po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
-                       "sim, cuda: fraction of GPU memory for weights, activations and KV")(
-      "swap-space", po::value<double>()->notifier([&options](double gib) { options.swap_space_gib = gib; }),
-      "GiB of host memory for swapped-out KV, per GPU (default: cpu 0.25, sim and cuda 4 as vLLM)");
+  // clang-format off
+  memory.add_options()
+      ("gpu-memory-utilization", po::value(&options.gpu_memory_utilization)->default_value(options.gpu_memory_utilization),
+       "sim, cuda: fraction of GPU memory for weights, activations and KV")
+      ("swap-space", po::value<double>()->notifier([&options](double gib) { options.swap_space_gib = gib; }),
+       "GiB of host memory for swapped-out KV, per GPU (default: cpu 0.25, sim and cuda 4 as vLLM)");
+  // clang-format on
   description.add(memory);
 }
 
 void add_executor_options(po::options_description& description, ExecutorOptions& options) {
   po::options_description executor("executor");
-  executor.add_options()(
-      "executor", po::value(&options.executor)->default_value(options.executor),
-      "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)");
+  // clang-format off
+  executor.add_options()
+      ("executor", po::value(&options.executor)->default_value(options.executor),
+       "cpu (the CPU reference engine, real weights), cuda (the GPU engine) or sim (the simulator's cost model)");
+  // clang-format on
   description.add(executor);
   add_cpu_options(description, options);
   add_sim_options(description, options);

@@ -86,25 +86,26 @@ int run_generate(const std::vector<std::string>& args) {
   uint64_t seed = 0;
   po::options_description description(
       "pagedllm generate: text out of prompts or chat messages, on the CPU reference engine or the GPU");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&options.model)->required(),
-      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "prompt,p", po::value(&options.prompts), "a raw prompt (repeatable: one request each)")(
-      "chat,c", po::value(&options.chats), "a user message, rendered with the chat template (repeatable)")(
-      "system", po::value(&options.system), "a system message before every --chat")(
-      "messages-json", po::value(&options.messages_json), "a whole conversation: [{\"role\", \"content\"}, ...]")(
-      "chat-template", po::value(&options.chat_template),
-      "override the model's chat format: chatml, llama3, llama3.1, mistral, mistral-v1, or a file")(
-      "max-tokens,n", po::value(&options.sampling.max_tokens)->default_value(128), "output tokens at most")(
-      "temperature,t", po::value(&options.sampling.temperature)->default_value(0.0f),
-      "0 = greedy (the default: reproducible)")("top-p", po::value(&options.sampling.top_p)->default_value(1.0f), "")(
-      "top-k", po::value(&options.sampling.top_k)->default_value(0), "0 = off")(
-      "min-p", po::value(&options.sampling.min_p)->default_value(0.0f), "")(
-      "repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")(
-      "seed", po::value(&seed), "random stream seed (default: from the request id)")(
-      "samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")(
-      "stop", po::value(&options.sampling.stop), "a stop string: the text ends before it (repeatable)")(
-      "no-stream", "print whole outputs when done, even for one request");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("prompt,p", po::value(&options.prompts), "a raw prompt (repeatable: one request each)")
+      ("chat,c", po::value(&options.chats), "a user message, rendered with the chat template (repeatable)")
+      ("system", po::value(&options.system), "a system message before every --chat")
+      ("messages-json", po::value(&options.messages_json), "a whole conversation: [{\"role\", \"content\"}, ...]")
+      ("chat-template", po::value(&options.chat_template), "override the model's chat format: chatml, llama3, llama3.1, mistral, mistral-v1, or a file")
+      ("max-tokens,n", po::value(&options.sampling.max_tokens)->default_value(128), "output tokens at most")
+      ("temperature,t", po::value(&options.sampling.temperature)->default_value(0.0f), "0 = greedy (the default: reproducible)")
+      ("top-p", po::value(&options.sampling.top_p)->default_value(1.0f), "")
+      ("top-k", po::value(&options.sampling.top_k)->default_value(0), "0 = off")
+      ("min-p", po::value(&options.sampling.min_p)->default_value(0.0f), "")
+      ("repetition-penalty", po::value(&options.sampling.repetition_penalty)->default_value(1.0f), "")
+      ("seed", po::value(&seed), "random stream seed (default: from the request id)")
+      ("samples", po::value(&options.sampling.n)->default_value(1), "parallel samples per prompt")
+      ("stop", po::value(&options.sampling.stop), "a stop string: the text ends before it (repeatable)")
+      ("no-stream", "print whole outputs when done, even for one request");
+  // clang-format on
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
   add_cuda_options(description, options.executor.cuda);

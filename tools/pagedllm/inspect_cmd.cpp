@@ -70,11 +70,13 @@ int run_inspect(const std::vector<std::string>& args) {
   bool list_tensors = false;
   bool load = false;
   po::options_description options("pagedllm inspect MODEL: config, tensors, tokenizer and chat format");
-  options.add_options()("help,h", "show this help")(
-      "model", po::value(&model_argument)->required(),
-      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "tensors", po::bool_switch(&list_tensors), "list every tensor")(
-      "load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
+  // clang-format off
+  options.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("tensors", po::bool_switch(&list_tensors), "list every tensor")
+      ("load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map values;

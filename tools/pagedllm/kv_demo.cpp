@@ -250,14 +250,17 @@ int run_kv_demo(const std::vector<std::string>& args) {
   options.cache.num_device_blocks = 48;
   options.cache.num_host_blocks = 64;
   po::options_description description("pagedllm kv-demo options");
-  description.add_options()("help,h", "show this help")(
-      "block-size", po::value(&options.cache.block_size)->default_value(16), "tokens per KV block")(
-      "device-blocks", po::value(&options.cache.num_device_blocks)->default_value(48), "device-tier blocks")(
-      "host-blocks", po::value(&options.cache.num_host_blocks)->default_value(64), "host (swap) blocks")(
-      "max-new-tokens", po::value(&options.max_new_tokens)->default_value(160), "tokens each sample generates")(
-      "samples", po::value(&options.num_samples)->default_value(3), "parallel samples of the second request")(
-      "event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")(
-      "json", po::bool_switch(&options.json), "print the final statistics as JSON");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("block-size", po::value(&options.cache.block_size)->default_value(16), "tokens per KV block")
+      ("device-blocks", po::value(&options.cache.num_device_blocks)->default_value(48), "device-tier blocks")
+      ("host-blocks", po::value(&options.cache.num_host_blocks)->default_value(64), "host (swap) blocks")
+      ("max-new-tokens", po::value(&options.max_new_tokens)->default_value(160), "tokens each sample generates")
+      ("samples", po::value(&options.num_samples)->default_value(3), "parallel samples of the second request")
+      ("event-log", po::value(&options.event_log_path), "write the KV event log (JSONL) to this file")
+      ("json", po::bool_switch(&options.json), "print the final statistics as JSON");
+  // clang-format on
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (options.max_new_tokens < 1 || options.num_samples < 1) {

@@ -45,22 +45,24 @@ int run_make_model(const std::vector<std::string>& args) {
   po::options_description options(
       "pagedllm make-model: write a tiny Llama-family checkpoint "
       "(safetensors + config.json + tokenizer.json, and GGUF)");
-  options.add_options()("help,h", "show this help")("out,o", po::value(&out)->required(), "output directory")(
-      "seed", po::value(&spec.seed)->default_value(spec.seed), "weights seed")(
-      "vocab-size", po::value(&spec.vocab_size)->default_value(spec.vocab_size),
-      "BPE vocabulary size (special tokens included)")(
-      "hidden-size", po::value(&spec.hidden_size)->default_value(spec.hidden_size), "")(
-      "layers", po::value(&spec.num_layers)->default_value(spec.num_layers), "")(
-      "heads", po::value(&spec.num_heads)->default_value(spec.num_heads), "query heads")(
-      "kv-heads", po::value(&spec.num_kv_heads)->default_value(spec.num_kv_heads), "key/value heads")(
-      "head-dim", po::value(&spec.head_dim)->default_value(spec.head_dim), "")(
-      "intermediate-size", po::value(&spec.intermediate_size)->default_value(spec.intermediate_size), "MLP width")(
-      "max-positions", po::value(&spec.max_position_embeddings)->default_value(spec.max_position_embeddings),
-      "context length")("rope-theta", po::value(&spec.rope_theta)->default_value(spec.rope_theta), "")(
-      "tie-embeddings", po::bool_switch(&spec.tie_word_embeddings), "share the embedding with the output head")(
-      "safetensors-dtype", po::value(&safetensors_dtype)->default_value(safetensors_dtype), "f32 | f16 | bf16")(
-      "gguf-type", po::value(&gguf_type)->default_value(gguf_type),
-      "2-D weights in the GGUF: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1");
+  // clang-format off
+  options.add_options()
+      ("help,h", "show this help")
+      ("out,o", po::value(&out)->required(), "output directory")
+      ("seed", po::value(&spec.seed)->default_value(spec.seed), "weights seed")
+      ("vocab-size", po::value(&spec.vocab_size)->default_value(spec.vocab_size), "BPE vocabulary size (special tokens included)")
+      ("hidden-size", po::value(&spec.hidden_size)->default_value(spec.hidden_size), "")
+      ("layers", po::value(&spec.num_layers)->default_value(spec.num_layers), "")
+      ("heads", po::value(&spec.num_heads)->default_value(spec.num_heads), "query heads")
+      ("kv-heads", po::value(&spec.num_kv_heads)->default_value(spec.num_kv_heads), "key/value heads")
+      ("head-dim", po::value(&spec.head_dim)->default_value(spec.head_dim), "")
+      ("intermediate-size", po::value(&spec.intermediate_size)->default_value(spec.intermediate_size), "MLP width")
+      ("max-positions", po::value(&spec.max_position_embeddings)->default_value(spec.max_position_embeddings), "context length")
+      ("rope-theta", po::value(&spec.rope_theta)->default_value(spec.rope_theta), "")
+      ("tie-embeddings", po::bool_switch(&spec.tie_word_embeddings), "share the embedding with the output head")
+      ("safetensors-dtype", po::value(&safetensors_dtype)->default_value(safetensors_dtype), "f32 | f16 | bf16")
+      ("gguf-type", po::value(&gguf_type)->default_value(gguf_type), "2-D weights in the GGUF: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1");
+  // clang-format on
   po::variables_map values;
   if (!parse_options(args, options, values)) return 0;
   spec.safetensors_dtype = parse_safetensors_dtype_option(safetensors_dtype);

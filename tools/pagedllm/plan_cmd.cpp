@@ -163,20 +163,19 @@ int run_plan(const std::vector<std::string>& args) {
       "target rate, over a sweep of engine settings (simulated)\n"
       "  pagedllm plan --trace T --model llama-2-7b --hardware h100-sxm --slo ttft_p99=500,tpot_p99=50 \\\n"
       "      --target-rate 20 --sweep max-num-seqs=64,256 --sweep tp=1,2");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&options.model)->default_value(options.model), "a shape preset or a model")(
-      "slo", po::value(&options.slo)->required(),
-      "objectives in ms: ttft_p99=500,tpot_p99=50 (stats: mean p50 p90 p99)")(
-      "target-rate", po::value(&options.target_rate)->default_value(0.0),
-      "requests per second to serve (replicas, cost)")(
-      "usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")(
-      "precision", po::value(&options.precision)->default_value(options.precision),
-      "relative precision of the rate search")(
-      "sweep", po::value(&options.sweeps)->multitoken(),
-      "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")(
-      "output-json,o", po::value(&options.output_json),
-      "every configuration and its rate-latency curve as JSON "
-      "(tools/plot_plan.py draws it)");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model), "a shape preset or a model")
+      ("slo", po::value(&options.slo)->required(), "objectives in ms: ttft_p99=500,tpot_p99=50 (stats: mean p50 p90 p99)")
+      ("target-rate", po::value(&options.target_rate)->default_value(0.0), "requests per second to serve (replicas, cost)")
+      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")
+      ("precision", po::value(&options.precision)->default_value(options.precision), "relative precision of the rate search")
+      ("sweep", po::value(&options.sweeps)->multitoken(),
+       "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")
+      ("output-json,o", po::value(&options.output_json), "every configuration and its rate-latency curve as JSON "
+                                                        "(tools/plot_plan.py draws it)");
+  // clang-format on
   add_trace_input_options(description, options.trace);
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);

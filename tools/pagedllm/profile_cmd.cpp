@@ -112,25 +112,28 @@ int run_profile(const std::vector<std::string>& args) {
       "  pagedllm profile --executor cpu [--model tiny] [--threads N] [--block-size 16] [--quick] -o profile.json\n"
       "The timings are the executor's own step times (what a --time virtual replay advances by); the\n"
       "engine's time around each step is recorded too, for wall-clock predictions");
-  description.add_options()("help,h", "show this help")(
-      "executor", po::value(&options.executor)->default_value(options.executor),
-      "the executor to time: cpu (the CPU reference engine) or cuda (the GPU engine)")(
-      "model,m", po::value(&options.model)->default_value(options.model),
-      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "threads", po::value(&options.num_threads)->default_value(0),
-      "cpu: OpenMP threads (0 = all cores); use the value the replays you predict will use")(
-      "block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")(
-      "max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
-      "the largest number of decode sequences timed in one step")(
-      "repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
-      "timed steps per shape and pass (the lower quartile over all passes is kept)")(
-      "warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
-      "untimed steps before each shape's timed ones")(
-      "passes", po::value(&options.num_passes)->default_value(options.num_passes),
-      "passes over the decode and prefill grids (a shape's timed steps are pooled)")(
-      "quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")(
-      "output,o", po::value(&options.output)->required(), "the profile to write (JSON)")(
-      "quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("executor", po::value(&options.executor)->default_value(options.executor),
+       "the executor to time: cpu (the CPU reference engine) or cuda (the GPU engine)")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("threads", po::value(&options.num_threads)->default_value(0),
+       "cpu: OpenMP threads (0 = all cores); use the value the replays you predict will use")
+      ("block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")
+      ("max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
+       "the largest number of decode sequences timed in one step")
+      ("repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
+       "timed steps per shape and pass (the lower quartile over all passes is kept)")
+      ("warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
+       "untimed steps before each shape's timed ones")
+      ("passes", po::value(&options.num_passes)->default_value(options.num_passes),
+       "passes over the decode and prefill grids (a shape's timed steps are pooled)")
+      ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
+      ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
+  // clang-format on
   add_cuda_options(description, options.cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;

@@ -81,17 +81,20 @@ int run_replay(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm replay: a request trace through the engine, with vLLM's serving metrics\n"
       "  pagedllm replay --trace traces/sharegpt_like.jsonl [--executor cpu|cuda|sim] [--time virtual|real|fast]");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&options.input.model)->default_value(options.input.model),
-      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "time", po::value(&options.time)->default_value(options.time),
-      "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
-      "fast (every request at time 0)")("kv-events", po::value(&options.kv_events),
-                                        "write the KV event log (JSONL) to this file")(
-      "check-profile", po::value(&options.check_profile),
-      "cpu: price every real step with this measured profile too and report its error by step kind (the "
-      "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")(
-      "quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.input.model)->default_value(options.input.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("time", po::value(&options.time)->default_value(options.time),
+       "virtual (the executor's step times, idle gaps skipped), real (wall clock, waits for arrivals), "
+       "fast (every request at time 0)")
+      ("kv-events", po::value(&options.kv_events), "write the KV event log (JSONL) to this file")
+      ("check-profile", po::value(&options.check_profile),
+       "cpu: price every real step with this measured profile too and report its error by step kind (the "
+       "simulator's error on the real schedule; --profile-quiet and --profile-engine-overhead apply)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  // clang-format on
   add_trace_input_options(description, options.input.trace);
   add_trace_request_options(description, options.input.requests);
   add_run_report_options(description, options.report);

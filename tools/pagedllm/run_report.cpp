@@ -18,12 +18,15 @@ namespace po = boost::program_options;
 
 void add_run_report_options(po::options_description& description, RunReportOptions& options) {
   po::options_description report("report");
-  report.add_options()("goodput", po::value(&options.goodput)->multitoken(),
-                       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")(
-      "percentiles", po::value(&options.percentiles)->default_value(options.percentiles),
-      "latency percentiles to report, comma-separated")("output-json,o", po::value(&options.output_json),
-                                                        "write metrics, engine summary, timeline and per-request "
+  // clang-format off
+  report.add_options()
+      ("goodput", po::value(&options.goodput)->multitoken(),
+       "service-level objectives for goodput, in ms: ttft:MS tpot:MS e2el:MS (as vLLM)")
+      ("percentiles", po::value(&options.percentiles)->default_value(options.percentiles),
+       "latency percentiles to report, comma-separated")
+      ("output-json,o", po::value(&options.output_json), "write metrics, engine summary, timeline and per-request "
                                                         "latencies to this JSON file (tools/plot_replay.py plots it)");
+  // clang-format on
   description.add(report);
 }
 

@@ -128,13 +128,15 @@ int run_score(const std::vector<std::string>& args) {
   std::string executor = "cpu";
   CudaOptions cuda;
   po::options_description description("pagedllm score: logits of every position, CPU reference forward pass or GPU");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&model_argument)->required(),
-      "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")(
-      "output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")(
-      "executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")(
-      "threads", po::value(&num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("input-jsonl", po::value(&input)->required(), "one {\"ids\": [...]} per line")
+      ("output-dir", po::value(&output_dir)->required(), "where <line>.f32 and index.json go")
+      ("executor", po::value(&executor)->default_value(executor), "cpu (fp32 reference) or cuda")
+      ("threads", po::value(&num_threads)->default_value(0), "cpu: OpenMP threads (0 = all cores)");
+  // clang-format on
   add_cuda_options(description, cuda);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;

@@ -49,31 +49,32 @@ int run_serve(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm serve: an OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
       "  pagedllm serve --model M [--host 127.0.0.1] [--port 8000] [--api-key K] [engine options]");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&options.model)->default_value(options.model),
-      "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")(
-      "served-model-name", po::value(&options.served_model_name),
-      "the model id clients name (default: --model as given)")(
-      "chat-template", po::value(&options.chat_template),
-      "a named chat format or a template file instead of the model's")(
-      "host", po::value(&options.http.host)->default_value(options.http.host),
-      "address to bind (0.0.0.0 for every interface: mind who can reach it)")(
-      "port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")(
-      "api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")(
-      "allowed-origins", po::value(&options.allowed_origins),
-      "origins whose web pages may call the API (CORS), as a JSON list or comma-separated; '*' for any "
-      "(vLLM's default; here none unless given)")(
-      "allowed-methods", po::value(&options.allowed_methods)->default_value(options.allowed_methods),
-      "CORS: methods allowed across origins")(
-      "allowed-headers", po::value(&options.allowed_headers)->default_value(options.allowed_headers),
-      "CORS: request headers allowed across origins")("allow-credentials", po::bool_switch(&options.allow_credentials),
-                                                      "CORS: allow cookies and credentials")(
-      "max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
-      "requests queued or running at most; beyond it 503")(
-      "io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads),
-      "HTTP threads")("max-body-bytes",
-                      po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
-                      "larger request bodies get 413");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       "a .gguf file, a Hugging Face directory, a fetched model's name, or 'tiny' (the embedded test model)")
+      ("served-model-name", po::value(&options.served_model_name),
+       "the model id clients name (default: --model as given)")
+      ("chat-template", po::value(&options.chat_template), "a named chat format or a template file instead of the model's")
+      ("host", po::value(&options.http.host)->default_value(options.http.host),
+       "address to bind (0.0.0.0 for every interface: mind who can reach it)")
+      ("port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")
+      ("api-key", po::value(&options.api_key), "require `Authorization: Bearer KEY` on /v1 routes")
+      ("allowed-origins", po::value(&options.allowed_origins),
+       "origins whose web pages may call the API (CORS), as a JSON list or comma-separated; '*' for any "
+       "(vLLM's default; here none unless given)")
+      ("allowed-methods", po::value(&options.allowed_methods)->default_value(options.allowed_methods),
+       "CORS: methods allowed across origins")
+      ("allowed-headers", po::value(&options.allowed_headers)->default_value(options.allowed_headers),
+       "CORS: request headers allowed across origins")
+      ("allow-credentials", po::bool_switch(&options.allow_credentials), "CORS: allow cookies and credentials")
+      ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
+       "requests queued or running at most; beyond it 503")
+      ("io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads), "HTTP threads")
+      ("max-body-bytes", po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
+       "larger request bodies get 413");
+  // clang-format on
   add_engine_options(description, options.engine);
   add_executor_options(description, options.executor);
   add_cuda_options(description, options.executor.cuda);

@@ -49,21 +49,23 @@ int run_simulate(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm simulate: a trace through simulated GPUs running the engine's own scheduler and KV manager\n"
       "  pagedllm simulate --trace T --model llama-2-7b --hardware h100-sxm [--tp N] [--replicas R --router ...]");
-  description.add_options()("help,h", "show this help")(
-      "model,m", po::value(&options.model)->default_value(options.model),
-      ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'")
-          .c_str())("time", po::value(&options.time)->default_value(options.time),
-                    "virtual (arrivals as traced) or fast (all at time 0)")(
-      "replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")(
-      "router", po::value(&options.router)->default_value(options.router),
-      "round-robin, least-outstanding or prefix-affinity")(
-      "max-imbalance", po::value(&options.max_imbalance)->default_value(options.max_imbalance),
-      "prefix-affinity: outstanding requests a replica may have over the least loaded")(
-      "allocator", po::value(&options.allocator)->default_value(options.allocator),
-      "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")(
-      "usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
-      "price of one GPU-hour (0 = the hardware preset's indicative price)")("quiet,q", po::bool_switch(&options.quiet),
-                                                                            "no progress bar");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("model,m", po::value(&options.model)->default_value(options.model),
+       ("a shape preset (" + model::model_shape_names() + ") or a model directory, .gguf, fetched name or 'tiny'").c_str())
+      ("time", po::value(&options.time)->default_value(options.time), "virtual (arrivals as traced) or fast (all at time 0)")
+      ("replicas", po::value(&options.num_replicas)->default_value(1), "engine replicas (each --tp GPUs)")
+      ("router", po::value(&options.router)->default_value(options.router),
+       "round-robin, least-outstanding or prefix-affinity")
+      ("max-imbalance", po::value(&options.max_imbalance)->default_value(options.max_imbalance),
+       "prefix-affinity: outstanding requests a replica may have over the least loaded")
+      ("allocator", po::value(&options.allocator)->default_value(options.allocator),
+       "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")
+      ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
+       "price of one GPU-hour (0 = the hardware preset's indicative price)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
+  // clang-format on
   add_trace_input_options(description, options.trace);
   add_trace_request_options(description, options.requests);
   add_run_report_options(description, options.report);

@@ -98,17 +98,20 @@ void run_jsonl(const tokenizer::Tokenizer& tokenizer, const TokenizeOptions& opt
 int run_tokenize(const std::vector<std::string>& args) {
   TokenizeOptions options;
   po::options_description description("pagedllm tokenize options");
-  description.add_options()("help,h", "show this help")(
-      "tokenizer", po::value(&options.tokenizer_path)->required(),
-      "tokenizer.json, a model directory holding one, or a .gguf file")(
-      "text", po::value(&options.text), "text to encode (with --decode: token ids, e.g. \"1 2 3\")")(
-      "input-jsonl", po::value(&options.input_jsonl),
-      "file of {\"text\": ...} lines (with --decode: {\"ids\": [...]}); - for stdin; prints one JSON line each")(
-      "decode", po::bool_switch(&options.decode), "ids to text instead of text to ids")(
-      "no-special", po::bool_switch(&options.no_special),
-      "encode: special tokens in the text are plain text; decode: leave special tokens out")(
-      "no-add-special", po::bool_switch(&options.no_add_special), "encode: no BOS / EOS from the post-processor")(
-      "export-tokenizer-json", po::value(&options.export_path), "write the tokenizer as a HF tokenizer.json");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("tokenizer", po::value(&options.tokenizer_path)->required(),
+       "tokenizer.json, a model directory holding one, or a .gguf file")
+      ("text", po::value(&options.text), "text to encode (with --decode: token ids, e.g. \"1 2 3\")")
+      ("input-jsonl", po::value(&options.input_jsonl),
+       "file of {\"text\": ...} lines (with --decode: {\"ids\": [...]}); - for stdin; prints one JSON line each")
+      ("decode", po::bool_switch(&options.decode), "ids to text instead of text to ids")
+      ("no-special", po::bool_switch(&options.no_special),
+       "encode: special tokens in the text are plain text; decode: leave special tokens out")
+      ("no-add-special", po::bool_switch(&options.no_add_special), "encode: no BOS / EOS from the post-processor")
+      ("export-tokenizer-json", po::value(&options.export_path), "write the tokenizer as a HF tokenizer.json");
+  // clang-format on
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (values.count("text") && values.count("input-jsonl"))

@@ -115,15 +115,18 @@ int run_convert(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm trace convert: a public trace (ShareGPT, Azure, BurstGPT, Mooncake) to pagedllm's JSONL\n"
       "  pagedllm trace convert --format azure --input AzureLLMInferenceTrace_code.csv --output azure.jsonl");
-  description.add_options()("help,h", "show this help")(
-      "input,i", po::value(&input.path)->required(), "the file to convert")("output,o", po::value(&output)->required(),
-                                                                            "the JSONL trace to write ('-' = stdout)")(
-      "tokenizer", po::value(&tokenizer_model)->default_value(tokenizer_model),
-      "sharegpt: the model whose tokenizer counts tokens ('tiny' = the embedded test model)")(
-      "request-rate", po::value(&rate)->default_value(0.0),
-      "re-time arrivals: gamma gaps with this mean rate (req/s); 0 = keep the trace's times")(
-      "burstiness", po::value(&burstiness)->default_value(1.0), "gamma shape of re-timed arrivals (1 = Poisson)")(
-      "seed", po::value(&seed)->default_value(0), "of the re-timed arrivals");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("input,i", po::value(&input.path)->required(), "the file to convert")
+      ("output,o", po::value(&output)->required(), "the JSONL trace to write ('-' = stdout)")
+      ("tokenizer", po::value(&tokenizer_model)->default_value(tokenizer_model),
+       "sharegpt: the model whose tokenizer counts tokens ('tiny' = the embedded test model)")
+      ("request-rate", po::value(&rate)->default_value(0.0),
+       "re-time arrivals: gamma gaps with this mean rate (req/s); 0 = keep the trace's times")
+      ("burstiness", po::value(&burstiness)->default_value(1.0), "gamma shape of re-timed arrivals (1 = Poisson)")
+      ("seed", po::value(&seed)->default_value(0), "of the re-timed arrivals");
+  // clang-format on
   add_trace_input_options(description, input, false);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
@@ -160,33 +163,34 @@ int run_synth(const std::vector<std::string>& args) {
   po::options_description description(
       "pagedllm trace synth: a trace from distributions (defaults: ShareGPT-like lengths, vLLM paper's means)\n"
       "  pagedllm trace synth --num-requests 1000 --request-rate 4 --output sharegpt_like.jsonl");
-  description.add_options()("help,h", "show this help")("output,o", po::value(&output)->required(),
-                                                        "the JSONL trace to write ('-' = stdout)")(
-      "seed", po::value(&config.seed)->default_value(0), "")(
-      "num-requests,n", po::value(&config.num_requests)->default_value(0), "lone requests (or use --sessions)")(
-      "request-rate", po::value(&config.request_rate)->default_value(0.0),
-      "mean arrivals per second (0 = all at time 0)")(
-      "burstiness", po::value(&config.burstiness)->default_value(1.0),
-      "gamma shape of inter-arrival gaps: 1 = Poisson, < 1 burstier, > 1 more regular")(
-      "prompt-len", po::value(&prompt_spec)->default_value(prompt_spec),
-      "fixed:N, uniform:MIN:MAX, lognormal:MEAN:SIGMA or fit:TRACE.jsonl (user message per turn)")(
-      "output-len", po::value(&output_spec)->default_value(output_spec), "as --prompt-len")(
-      "prompt-min", po::value(&prompt_min)->default_value(prompt_min), "")(
-      "prompt-max", po::value(&prompt_max)->default_value(prompt_max), "")(
-      "output-min", po::value(&output_min)->default_value(output_min), "")(
-      "output-max", po::value(&output_max)->default_value(output_max), "")(
-      "system-prompt-len", po::value(&config.system_prompt_len)->default_value(0),
-      "tokens every prompt starts with (shared prefix)")("sessions",
-                                                         po::value(&config.sessions.num_sessions)->default_value(0),
-                                                         "multi-turn conversations, Mooncake style")(
-      "turns", po::value(&turns)->default_value(turns), "MIN:MAX turns per session")(
-      "think-time", po::value(&config.sessions.mean_think_time)->default_value(0.0), "mean seconds between turns")(
-      "parallel-fraction", po::value(&config.mix.parallel_fraction)->default_value(0.0), "requests with n > 1")(
-      "parallel-n", po::value(&config.mix.parallel_n)->default_value(2), "")(
-      "beam-fraction", po::value(&config.mix.beam_fraction)->default_value(0.0), "requests with beam search")(
-      "beam-width", po::value(&config.mix.beam_width)->default_value(2), "")(
-      "prefix-block-tokens", po::value(&config.prefix_block_tokens)->default_value(trace::kDefaultPrefixBlockTokens),
-      "tokens per prefix block id");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("output,o", po::value(&output)->required(), "the JSONL trace to write ('-' = stdout)")
+      ("seed", po::value(&config.seed)->default_value(0), "")
+      ("num-requests,n", po::value(&config.num_requests)->default_value(0), "lone requests (or use --sessions)")
+      ("request-rate", po::value(&config.request_rate)->default_value(0.0), "mean arrivals per second (0 = all at time 0)")
+      ("burstiness", po::value(&config.burstiness)->default_value(1.0),
+       "gamma shape of inter-arrival gaps: 1 = Poisson, < 1 burstier, > 1 more regular")
+      ("prompt-len", po::value(&prompt_spec)->default_value(prompt_spec),
+       "fixed:N, uniform:MIN:MAX, lognormal:MEAN:SIGMA or fit:TRACE.jsonl (user message per turn)")
+      ("output-len", po::value(&output_spec)->default_value(output_spec), "as --prompt-len")
+      ("prompt-min", po::value(&prompt_min)->default_value(prompt_min), "")
+      ("prompt-max", po::value(&prompt_max)->default_value(prompt_max), "")
+      ("output-min", po::value(&output_min)->default_value(output_min), "")
+      ("output-max", po::value(&output_max)->default_value(output_max), "")
+      ("system-prompt-len", po::value(&config.system_prompt_len)->default_value(0),
+       "tokens every prompt starts with (shared prefix)")
+      ("sessions", po::value(&config.sessions.num_sessions)->default_value(0), "multi-turn conversations, Mooncake style")
+      ("turns", po::value(&turns)->default_value(turns), "MIN:MAX turns per session")
+      ("think-time", po::value(&config.sessions.mean_think_time)->default_value(0.0), "mean seconds between turns")
+      ("parallel-fraction", po::value(&config.mix.parallel_fraction)->default_value(0.0), "requests with n > 1")
+      ("parallel-n", po::value(&config.mix.parallel_n)->default_value(2), "")
+      ("beam-fraction", po::value(&config.mix.beam_fraction)->default_value(0.0), "requests with beam search")
+      ("beam-width", po::value(&config.mix.beam_width)->default_value(2), "")
+      ("prefix-block-tokens", po::value(&config.prefix_block_tokens)->default_value(trace::kDefaultPrefixBlockTokens),
+       "tokens per prefix block id");
+  // clang-format on
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   if (config.request_rate == 0.0) config.request_rate = std::numeric_limits<double>::infinity();
@@ -211,9 +215,12 @@ int run_stats(const std::vector<std::string>& args) {
   std::string tokenizer_model = std::string(kDefaultModelName);
   bool json = false;
   po::options_description description("pagedllm trace stats: counts, rates, length percentiles, prefix sharing");
-  description.add_options()("help,h", "show this help")(
-      "tokenizer", po::value(&tokenizer_model)->default_value(tokenizer_model), "sharegpt: counts tokens")(
-      "json", po::bool_switch(&json), "print JSON");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("tokenizer", po::value(&tokenizer_model)->default_value(tokenizer_model), "sharegpt: counts tokens")
+      ("json", po::bool_switch(&json), "print JSON");
+  // clang-format on
   add_trace_input_options(description, input);
   po::positional_options_description positional;
   positional.add("trace", 1);

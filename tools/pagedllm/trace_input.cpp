@@ -11,19 +11,24 @@ namespace po = boost::program_options;
 
 void add_trace_input_options(po::options_description& description, TraceInputOptions& options, bool path_option) {
   po::options_description input("trace input");
+  // clang-format off
   if (path_option) input.add_options()("trace", po::value(&options.path)->required(), "the trace file");
-  input.add_options()("format", po::value(&options.format)->default_value(options.format),
-                      "pagedllm (JSONL, docs/TRACE_FORMAT.md), sharegpt, azure, burstgpt or mooncake")(
-      "strict", po::bool_switch(&options.strict), "stop at the first malformed line instead of skipping it")(
-      "refuse-out-of-order", po::bool_switch(&options.refuse_out_of_order),
-      "fail on arrivals out of order instead of sorting them")(
-      "max-requests", po::value(&options.max_requests)->default_value(0), "keep the first N requests (0 = all)")(
-      "sharegpt-no-filter", po::bool_switch(&options.sharegpt_no_filter),
-      "sharegpt: keep pairs vLLM's length filters drop (< 4 tokens, prompt > 1024, total > 2048)")(
-      "burstgpt-model", po::value(&options.burstgpt_model), "burstgpt: keep only this Model (ChatGPT, GPT-4)")(
-      "burstgpt-log-type", po::value(&options.burstgpt_log_type), "burstgpt: keep only this Log Type")(
-      "mooncake-block-tokens", po::value(&options.mooncake_block_tokens)->default_value(options.mooncake_block_tokens),
-      "mooncake: prompt tokens per hash id");
+  // clang-format on
+  // clang-format off
+  input.add_options()
+      ("format", po::value(&options.format)->default_value(options.format),
+       "pagedllm (JSONL, docs/TRACE_FORMAT.md), sharegpt, azure, burstgpt or mooncake")
+      ("strict", po::bool_switch(&options.strict), "stop at the first malformed line instead of skipping it")
+      ("refuse-out-of-order", po::bool_switch(&options.refuse_out_of_order),
+       "fail on arrivals out of order instead of sorting them")
+      ("max-requests", po::value(&options.max_requests)->default_value(0), "keep the first N requests (0 = all)")
+      ("sharegpt-no-filter", po::bool_switch(&options.sharegpt_no_filter),
+       "sharegpt: keep pairs vLLM's length filters drop (< 4 tokens, prompt > 1024, total > 2048)")
+      ("burstgpt-model", po::value(&options.burstgpt_model), "burstgpt: keep only this Model (ChatGPT, GPT-4)")
+      ("burstgpt-log-type", po::value(&options.burstgpt_log_type), "burstgpt: keep only this Log Type")
+      ("mooncake-block-tokens", po::value(&options.mooncake_block_tokens)->default_value(options.mooncake_block_tokens),
+       "mooncake: prompt tokens per hash id");
+  // clang-format on
   description.add(input);
 }
 

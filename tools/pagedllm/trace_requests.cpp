@@ -21,18 +21,23 @@ trace::OverLength parse_over_length(const std::string& text) {
 void add_trace_request_options(po::options_description& description, TraceRequestOptions& options,
                                bool length_and_eos) {
   po::options_description group("requests from the trace");
-  group.add_options()("rate-scale", po::value(&options.rate_scale)->default_value(options.rate_scale),
-                      "multiply the request rate (divide arrival times)")(
-      "seed", po::value(&options.seed)->default_value(options.seed), "synthetic prompt content and sampling seeds");
+  // clang-format off
+  group.add_options()
+      ("rate-scale", po::value(&options.rate_scale)->default_value(options.rate_scale),
+       "multiply the request rate (divide arrival times)")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "synthetic prompt content and sampling seeds");
+  // clang-format on
   if (length_and_eos) {
-    group.add_options()(
-        "over-length",
-        po::value(&options.over_length)->default_value(options.over_length)->notifier([](const std::string& text) {
-          parse_over_length(text);
-        }),
-        "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")(
-        "respect-eos", po::bool_switch(&options.respect_eos),
-        "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)");
+    // clang-format off
+    group.add_options()
+        ("over-length",
+         po::value(&options.over_length)->default_value(options.over_length)->notifier([](const std::string& text) {
+           parse_over_length(text);
+         }),
+         "requests beyond max-model-len: clip (keep the prompt's head) or reject (counted as failed)")
+        ("respect-eos", po::bool_switch(&options.respect_eos),
+         "let requests stop at EOS (default: generate the trace's output length, as --ignore-eos)");
+    // clang-format on
   }
   description.add(group);
 }
