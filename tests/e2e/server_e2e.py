@@ -160,11 +160,24 @@ def features(server):
     # Greedy, so that the tokens do not depend on the request's place in this run: the legacy
     # format's top_logprobs are maps by text, and two alternatives that decode alike would merge.
     status, body = server.post("/v1/completions", {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4,
-                                                   "logprobs": 3, "echo": True, "temperature": 0})
+                                                   "logprobs": 3, "temperature": 0})
     logprobs = body["choices"][0]["logprobs"] if status == 200 else None
     check(status == 200 and len(logprobs["tokens"]) == 4 and all(len(t) == 3 for t in logprobs["top_logprobs"]),
           "completion logprobs: 4 tokens, 3 alternatives each")
     check(all(lp <= 0 for lp in logprobs["token_logprobs"]), "completion logprobs are log-probabilities")
+    # Fields this server does not act on are refused, not ignored: echo with logprobs (OpenAI then
+    # scores the prompt too), vLLM's structured output and prompt logprobs, and unknown fields.
+    for route, extra, param in [
+            ("/v1/completions", {"logprobs": 3, "echo": True}, "echo"),
+            ("/v1/completions", {"guided_json": {"type": "object"}}, "guided_json"),
+            ("/v1/completions", {"response_format": {"type": "json_object"}}, "response_format"),
+            ("/v1/chat/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
+            ("/v1/chat/completions", {"structured_outputs": {"choice": ["a", "b"]}}, "structured_outputs"),
+            ("/v1/chat/completions", {"temprature": 0.5}, "temprature")]:
+        body = dict({"model": "tiny", "max_tokens": 2}, **extra)
+        body.update({"prompt": "Hi"} if route == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})
+        status, reply = server.post(route, body)
+        check(status == 400 and reply["error"]["param"] == param, f"{route} refuses {param}: {status} {reply}")
 
     status, body = server.post("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "Hi"}],
                                                         "max_tokens": 6, "logprobs": True, "top_logprobs": 2})

@@ -433,8 +433,10 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     // before any is submitted.
     requests.push_back(engine_.load()->validate(std::move(serving)));
   }
-  setup.header = {
-      .id = make_request_id(chat ? "chatcmpl" : "cmpl"), .created = unix_seconds(), .model = generation.model};
+  setup.header = {.id = generation.request_id ? std::string(chat ? "chatcmpl-" : "cmpl-") + *generation.request_id
+                                              : make_request_id(chat ? "chatcmpl" : "cmpl"),
+                  .created = unix_seconds(),
+                  .model = generation.model};
   setup.chat = chat;
   setup.stream = generation.stream;
   setup.include_usage = generation.include_usage;

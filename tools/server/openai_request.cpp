@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/common/json_value.h"
+#include "tools/server/openai_refused_fields.h"
 
 namespace pagedllm::server {
 
@@ -210,85 +211,83 @@ void read_max_tokens(const JsonValue& value, Parsed& out) {
 
 // --- the field table ---------------------------------------------------------------------------
 // Every field either endpoint reads, in the order they are read (a later reader may use what an
-// earlier one set; cross-field rules run after the table). Fields this server does not know are
-// ignored: OpenAI's clients and SDKs send extras (metadata, store, service_tier) that change
-// nothing a client relies on. Fields whose silent omission would change the result are listed
-// with a reader that refuses them.
-
-enum Endpoints : uint8_t { kCompletions = 1, kChat = 2, kBoth = 3 };
+// earlier one set; cross-field rules run after the table). A member of the body that no reader
+// of its route takes goes to refuse_unread_field (openai_refused_fields.cpp): a field of OpenAI's
+// or vLLM's schemas that this server does not act on passes only when its value asks for nothing,
+// and any other member is refused as unknown.
 
 using Reader = void (*)(const JsonValue& value, const ProtocolLimits& limits, Parsed& out);
 
 struct Field {
   std::string_view name;
-  Endpoints endpoints;
+  RequestRoutes endpoints;
   Reader read;
 };
 
 constexpr Field kFields[] = {
-    {"model", kBoth, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.model = v.string(); }},
-    {"n", kBoth,
+    {"model", kBothRoutes, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.model = v.string(); }},
+    {"n", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits& limits, Parsed& out) {
        out.generation.sampling.n = int32_in(v, 1, limits.max_n);
      }},
     // OpenAI's range; the engine takes any non-negative temperature.
-    {"temperature", kBoth,
+    {"temperature", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.temperature = static_cast<float>(v.number_in(0.0, 2.0));
      }},
     // The engine's validation checks the ranges of these (once, for every frontend).
-    {"top_p", kBoth,
+    {"top_p", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.sampling.top_p = finite_float(v); }},
-    {"top_k", kBoth,
+    {"top_k", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.top_k = int32_in(v, -kInt32Max, kInt32Max);
      }},
-    {"min_p", kBoth,
+    {"min_p", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.sampling.min_p = finite_float(v); }},
-    {"presence_penalty", kBoth,
+    {"presence_penalty", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.presence_penalty = finite_float(v);
      }},
-    {"frequency_penalty", kBoth,
+    {"frequency_penalty", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.frequency_penalty = finite_float(v);
      }},
-    {"repetition_penalty", kBoth,
+    {"repetition_penalty", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.repetition_penalty = finite_float(v);
      }},
     // vLLM takes any signed 64-bit seed; a negative one keeps its bits (two's complement).
-    {"seed", kBoth,
+    {"seed", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.seed = static_cast<uint64_t>(v.integer());
      }},
-    {"stop", kBoth, read_stop},
-    {"stop_token_ids", kBoth,
+    {"stop", kBothRoutes, read_stop},
+    {"stop_token_ids", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        v.expect_array();
        for (size_t i = 0; i < v.size(); ++i) out.generation.sampling.stop_token_ids.push_back(v.at(i).token_id());
      }},
-    {"ignore_eos", kBoth,
+    {"ignore_eos", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.sampling.ignore_eos = v.boolean(); }},
-    {"min_tokens", kBoth,
+    {"min_tokens", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.min_tokens = int32_in(v, 0, kInt32Max);
      }},
     // vLLM's beam search: n beams, all returned, best first (temperature, top_p, top_k, min_p and
     // the penalties do not apply to it).
-    {"length_penalty", kBoth,
+    {"length_penalty", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.sampling.length_penalty = finite_float(v);
      }},
-    {"use_beam_search", kBoth,
+    {"use_beam_search", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.use_beam_search = v.boolean(); }},
-    {"skip_special_tokens", kBoth,
+    {"skip_special_tokens", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.skip_special_tokens = v.boolean(); }},
-    {"include_stop_str_in_output", kBoth,
+    {"include_stop_str_in_output", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.include_stop_str_in_output = v.boolean();
      }},
-    {"bad_words", kBoth,
+    {"bad_words", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        v.expect_array();
        for (size_t i = 0; i < v.size(); ++i) {
@@ -299,90 +298,104 @@ constexpr Field kFields[] = {
          out.generation.bad_words.push_back(word);
        }
      }},
-    {"truncate_prompt_tokens", kBoth,
+    {"truncate_prompt_tokens", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        const int32_t keep = int32_in(v, -1, kInt32Max);
        if (keep == 0) v.fail("must be -1 (the model's context length) or at least 1, got 0");
        out.generation.truncate_prompt_tokens = keep;
      }},
-    {"priority", kBoth,
+    {"priority", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.generation.priority = int32_in(v, -kInt32Max, kInt32Max);
      }},
-    {"stream", kBoth,
+    {"stream", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.generation.stream = v.boolean(); }},
-    {"stream_options", kBoth,
+    {"stream_options", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        v.expect_object();
        if (!out.generation.stream) v.fail("only allowed when stream is true");
        // Other keys (include_obfuscation, vLLM's continuous_usage_stats) change nothing here.
        if (const auto usage = v.find("include_usage")) out.generation.include_usage = usage->boolean();
      }},
-    {"user", kBoth, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.string(); }},  // checked, then ignored
-    {"logit_bias", kBoth, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_logit_bias(v, out); }},
-    {"allowed_token_ids", kBoth,
+    // Identifiers for the client's own bookkeeping and OpenAI's abuse monitoring: checked, and
+    // by their meaning they change no output.
+    {"user", kBothRoutes, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.string(); }},
+    {"safety_identifier", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.string(); }},
+    {"metadata", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.expect_object(); }},
+    // A routing hint for OpenAI's prompt cache; this server's prefix cache needs none.
+    {"prompt_cache_key", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.string(); }},
+    // vLLM's extra: the response id becomes "cmpl-<id>" / "chatcmpl-<id>".
+    {"request_id", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
+       if (v.string().empty()) v.fail("must not be empty");
+       out.generation.request_id = v.string();
+     }},
+    {"logit_bias", kBothRoutes, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_logit_bias(v, out); }},
+    {"allowed_token_ids", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        v.expect_array();
        if (v.size() == 0) v.fail("must not be empty (leave it out to allow every token)");
        for (size_t i = 0; i < v.size(); ++i) out.generation.sampling.allowed_token_ids.push_back(v.at(i).token_id());
      }},
     // Completions only.
-    {"prompt", kCompletions, read_prompt},
-    {"max_tokens", kBoth, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_max_tokens(v, out); }},
-    {"logprobs", kCompletions,
+    {"prompt", kCompletionsRoute, read_prompt},
+    {"max_tokens", kBothRoutes, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_max_tokens(v, out); }},
+    {"logprobs", kCompletionsRoute,
      [](const JsonValue& v, const ProtocolLimits& limits, Parsed& out) {
        out.generation.sampling.logprobs = int32_in(v, 0, std::min(kMaxCompletionLogprobs, limits.max_logprobs));
        out.generation.logprobs = true;
      }},
-    {"echo", kCompletions, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.echo = v.boolean(); }},
-    {"best_of", kCompletions,
+    {"echo", kCompletionsRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.echo = v.boolean(); }},
+    {"best_of", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.best_of = v.integer(); }},
     // An empty suffix asks for nothing.
-    {"suffix", kCompletions,
+    {"suffix", kCompletionsRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (!v.string().empty()) refuse_unsupported(v.path());
      }},
     // Chat only.
-    {"messages", kChat, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_messages(v, out); }},
+    {"messages", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_messages(v, out); }},
     // vLLM's extras: how the prompt ends. Continuing the final (assistant) message replaces the
     // generation prompt; the template checks that the final message is the assistant's.
-    {"add_generation_prompt", kChat,
+    {"add_generation_prompt", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.prompt_options.add_generation_prompt = v.boolean();
      }},
-    {"continue_final_message", kChat,
+    {"continue_final_message", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) {
        out.prompt_options.continue_final_message = v.boolean();
      }},
     // max_completion_tokens is the current name, max_tokens the deprecated one: both are checked,
     // and the current name wins when both are given (vLLM).
-    {"max_completion_tokens", kChat,
+    {"max_completion_tokens", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_max_tokens(v, out); }},
-    {"logprobs", kChat,
+    {"logprobs", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.chat_logprobs = v.boolean(); }},
-    {"top_logprobs", kChat,
+    {"top_logprobs", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits& limits, Parsed& out) {
        out.top_logprobs = int32_in(v, 0, limits.max_logprobs);
      }},
     // Tools and structured output: refused rather than ignored, since ignoring them would return
     // something the client did not ask for. The spellings that mean "none" pass.
-    {"tools", kChat,
+    {"tools", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (v.size() > 0) refuse_unsupported(v.path());
      }},
-    {"functions", kChat,
+    // With no tools there is nothing to call in parallel.
+    {"parallel_tool_calls", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.boolean(); }},
+    {"functions", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (v.size() > 0) refuse_unsupported(v.path());
      }},
-    {"tool_choice", kChat,
+    {"tool_choice", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (!(v.json().is_string() && v.string() == "none")) v.fail("not supported by this server (only \"none\")");
      }},
-    {"function_call", kChat,
+    {"function_call", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (!(v.json().is_string() && v.string() == "none")) v.fail("not supported by this server (only \"none\")");
      }},
-    {"response_format", kChat,
+    {"response_format", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        v.expect_object();
        const std::optional<JsonValue> type = v.find("type");
@@ -391,7 +404,14 @@ constexpr Field kFields[] = {
      }},
 };
 
-Parsed parse_request(const json& body, const ProtocolLimits& limits, Endpoints endpoint) {
+bool reads(std::string_view name, RequestRoutes route) {
+  for (const Field& field : kFields) {
+    if (field.name == name && (field.endpoints & route) != 0) return true;
+  }
+  return false;
+}
+
+Parsed parse_request(const json& body, const ProtocolLimits& limits, RequestRoutes endpoint) {
   const JsonValue request(body, "", {.whole_numbers_as_integers = true});  // pydantic's rule, so vLLM's
   if (!body.is_object()) {
     throw invalid_request("", "the request body must be a JSON object, got " + json_type_name(body));
@@ -402,9 +422,13 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, Endpoints e
       if ((field.endpoints & endpoint) == 0) continue;
       if (const std::optional<JsonValue> value = request.find(field.name)) field.read(*value, limits, out);
     }
+    for (const auto& [name, member] : body.items()) {
+      if (member.is_null() || reads(name, endpoint)) continue;
+      refuse_unread_field(name, request.derived(member, name), endpoint);
+    }
     // Required fields, and the rules between fields.
     required(request, "model");
-    required(request, endpoint == kChat ? "messages" : "prompt");
+    required(request, endpoint == kChatRoute ? "messages" : "prompt");
     GenerationRequest& generation = out.generation;
     if (out.use_beam_search) {
       generation.sampling.beam_width = generation.sampling.n;
@@ -423,6 +447,10 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, Endpoints e
     if (out.prompt_options.continue_final_message && out.prompt_options.add_generation_prompt) {
       refuse("continue_final_message", "cannot be true while add_generation_prompt is true (set it to false)");
     }
+    // OpenAI's echo with logprobs scores the prompt's tokens too, which needs prompt logprobs.
+    if (out.echo && generation.logprobs) {
+      refuse("echo", "not supported together with logprobs (prompt logprobs are not returned)");
+    }
     if (out.top_logprobs && !out.chat_logprobs) refuse("top_logprobs", "requires logprobs to be true");
     if (out.chat_logprobs) {
       generation.logprobs = true;
@@ -437,12 +465,12 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, Endpoints e
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, const ProtocolLimits& limits) {
-  Parsed parsed = parse_request(body, limits, kCompletions);
+  Parsed parsed = parse_request(body, limits, kCompletionsRoute);
   return CompletionRequest{std::move(parsed.generation), std::move(parsed.prompts), parsed.echo};
 }
 
 ChatRequest parse_chat_request(const json& body, const ProtocolLimits& limits) {
-  Parsed parsed = parse_request(body, limits, kChat);
+  Parsed parsed = parse_request(body, limits, kChatRoute);
   return ChatRequest{std::move(parsed.generation), std::move(parsed.messages), parsed.prompt_options};
 }
 

@@ -40,7 +40,8 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;  // vLLM's extra: the text keeps the stop string
   // vLLM's extra: keep only the prompt's last this-many tokens; -1 = max_model_len.
   std::optional<int32_t> truncate_prompt_tokens;
-  std::vector<std::string> bad_words;  // vLLM's extra: tokenized by the server (encode_bad_words)
+  std::vector<std::string> bad_words;     // vLLM's extra: tokenized by the server (encode_bad_words)
+  std::optional<std::string> request_id;  // vLLM's extra: the response id's suffix
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
@@ -61,12 +62,13 @@ struct ChatRequest {
   chat::ChatPromptOptions prompt;           // add_generation_prompt, continue_final_message
 };
 
-// Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, an
-// unknown or unsupported field where silence would mislead (e.g. "tools", "suffix", "best_of" >
-// n, "response_format" other than text), n above the limit.
+// Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, n above
+// the limit, a field this server does not act on whose value asks for something ("tools",
+// "suffix", "best_of" > n, "response_format" other than text, "guided_json", "prompt_logprobs";
+// openai_refused_fields.h), or a field in neither OpenAI's nor vLLM's schema.
 // The param is the field's path ("max_tokens", "messages[1].content[0].type", "prompt[2]") and
 // the message starts with it ("max_tokens: expected an integer, got string"). JSON null in an
-// optional field means absent. Unknown fields are ignored (clients send extras). Types are strict,
+// optional field means absent. Types are strict,
 // except that a float with no fractional part (2.0) passes as an integer (pydantic's rule, so
 // vLLM's). A negative seed keeps its bits: static_cast<uint64_t>. sampling.max_tokens is set
 // only when the client gave max_tokens (else it keeps its default and the server sets it).

@@ -1,0 +1,118 @@
+#include "tools/server/openai_refused_fields.h"
+
+#include <span>
+#include <string>
+
+namespace pagedllm::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Whether a value asks for nothing: the one spelling (besides null) that a client may send for a
+// feature it does not use.
+using AsksNothing = bool (*)(const json& value);
+
+bool never(const json&) { return false; }
+bool is_false(const json& value) { return value.is_boolean() && !value.get<bool>(); }
+bool is_true(const json& value) { return value.is_boolean() && value.get<bool>(); }
+bool is_empty(const json& value) {
+  return (value.is_array() || value.is_object() || value.is_string()) && value.empty();
+}
+
+struct RefusedField {
+  std::string_view name;
+  RequestRoutes routes;
+  AsksNothing asks_nothing;
+  std::string_view why;  // completes "not supported by this server: ..."
+};
+
+// Sources: OpenAI's CreateCompletionRequest and CreateChatCompletionRequest, vLLM's
+// CompletionRequest and ChatCompletionRequest (vllm/entrypoints/openai/protocol.py). Fields this
+// server acts on are read by openai_request.cpp's table and never reach this one.
+constexpr RefusedField kRefusedFields[] = {
+    // OpenAI.
+    {"audio", kChatRoute, never, "no audio output"},
+    {"modalities", kChatRoute, [](const json& v) { return v.is_array() && v.size() == 1 && v[0] == "text"; },
+     "text output only (\"text\")"},
+    {"prediction", kChatRoute, never, "no predicted outputs"},
+    {"reasoning_effort", kChatRoute, never, "no reasoning controls"},
+    {"verbosity", kChatRoute, never, "no verbosity control"},
+    {"web_search_options", kChatRoute, never, "no web search"},
+    {"store", kChatRoute, is_false, "completions are not stored (only false)"},
+    {"service_tier", kChatRoute, [](const json& v) { return v == "auto" || v == "default"; },
+     "one tier (only \"auto\" or \"default\")"},
+    // vLLM: prompt logprobs and token-id outputs.
+    {"prompt_logprobs", kBothRoutes, never, "prompt logprobs are not returned"},
+    {"return_tokens_as_token_ids", kBothRoutes, is_false, "logprob tokens are always text (only false)"},
+    {"return_token_ids", kBothRoutes, is_false, "token ids are not returned (only false)"},
+    // vLLM: structured output.
+    {"guided_json", kBothRoutes, never, "no structured output"},
+    {"guided_regex", kBothRoutes, never, "no structured output"},
+    {"guided_choice", kBothRoutes, never, "no structured output"},
+    {"guided_grammar", kBothRoutes, never, "no structured output"},
+    {"structural_tag", kBothRoutes, never, "no structured output"},
+    {"structured_outputs", kBothRoutes, never, "no structured output"},
+    {"guided_decoding_backend", kBothRoutes, never, "no structured output"},
+    {"guided_whitespace_pattern", kBothRoutes, never, "no structured output"},
+    // vLLM: prompt construction.
+    {"echo", kChatRoute, is_false, "a chat reply does not repeat the last message (only false)"},
+    {"documents", kChatRoute, never, "no documents passed to the chat template"},
+    {"chat_template", kChatRoute, never, "the model's chat template is used"},
+    {"chat_template_kwargs", kChatRoute, is_empty, "no extra chat template arguments"},
+    {"mm_processor_kwargs", kBothRoutes, is_empty, "text-only models"},
+    {"media_io_kwargs", kChatRoute, is_empty, "text-only models"},
+    {"prompt_embeds", kCompletionsRoute, never, "no prompt embeddings"},
+    // The tokenizer's own rule decides special tokens: the chat template's tokens for chat (vLLM's
+    // default false), the model's BOS for completions (vLLM's default true).
+    {"add_special_tokens", kChatRoute, is_false, "the chat template places special tokens (only false)"},
+    {"add_special_tokens", kCompletionsRoute, is_true, "the model's BOS rule applies (only true)"},
+    {"spaces_between_special_tokens", kBothRoutes, is_true, "only true"},
+    {"include_reasoning", kChatRoute, is_true, "no reasoning parser (only true)"},
+    // vLLM: engine extensions.
+    {"logits_processors", kBothRoutes, is_empty, "no logits processors"},
+    {"cache_salt", kBothRoutes, never, "the prefix cache is not salted per request"},
+    {"kv_transfer_params", kBothRoutes, never, "no KV transfer"},
+    {"vllm_xargs", kBothRoutes, is_empty, "no extensions"},
+};
+
+// Every field one route's reader table reads or the refusal table lists, for naming a field sent
+// to the wrong route.
+constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo", "suffix", "prompt_embeds"};
+constexpr std::string_view kChatOnly[] = {"messages",
+                                          "add_generation_prompt",
+                                          "continue_final_message",
+                                          "max_completion_tokens",
+                                          "top_logprobs",
+                                          "tools",
+                                          "functions",
+                                          "tool_choice",
+                                          "function_call",
+                                          "parallel_tool_calls",
+                                          "metadata",
+                                          "safety_identifier",
+                                          "prompt_cache_key"};
+
+bool listed(std::string_view name, std::span<const std::string_view> names) {
+  for (std::string_view n : names) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void refuse_unread_field(std::string_view name, const JsonValue& value, RequestRoutes route) {
+  for (const RefusedField& field : kRefusedFields) {
+    if (field.name != name || (field.routes & route) == 0) continue;
+    if (field.asks_nothing(value.json())) return;
+    value.fail("not supported by this server: " + std::string(field.why));
+  }
+  const bool other_route = route == kChatRoute ? listed(name, kCompletionsOnly) : listed(name, kChatOnly);
+  if (other_route) {
+    value.fail(std::string("not a field of ") + (route == kChatRoute ? "/v1/chat/completions" : "/v1/completions"));
+  }
+  value.fail("unknown field (in neither OpenAI's nor vLLM's request schema)");
+}
+
+}  // namespace pagedllm::server
