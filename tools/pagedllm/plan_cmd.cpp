@@ -1,8 +1,8 @@
 // `pagedllm plan`: capacity planning on the simulator. For each engine configuration (a sweep
 // over block size, max-num-seqs, max-num-batched-tokens and tensor parallelism), the highest
 // request rate one replica sustains within the latency SLOs (binary search on the trace's rate
-// scale; a rate at which the queue keeps growing does not count, see queue_is_stable), the
-// replicas a target rate needs, and what it costs.
+// scale; each rate simulated on the trace tiled until the queue reaches its steady state, and
+// judged there: sim/steady_state.h), the replicas a target rate needs, and what it costs.
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "core/metrics/request_records.h"
 #include "core/metrics/serving_metrics.h"
 #include "core/trace/materialize.h"
+#include "sim/steady_state.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/executor_factory.h"
@@ -105,24 +106,7 @@ SweepAxis parse_sweep(const std::string& text) {
   return axis;
 }
 
-// A finite trace can meet a latency SLO at a rate no replica sustains: the queue just has not
-// grown long yet when the trace ends. Stationary queueing shows as a stationary TTFT: the last
-// quarter of the requests (by arrival) may wait at most twice as long as the first, plus 100 ms.
-bool queue_is_stable(const std::vector<metrics::RequestRecord>& records) {
-  std::vector<const metrics::RequestRecord*> done;
-  for (const metrics::RequestRecord& record : records) {
-    if (record.success) done.push_back(&record);
-  }
-  std::sort(done.begin(), done.end(), [](const auto* a, const auto* b) { return a->send_time < b->send_time; });
-  const size_t quarter = done.size() / 4;
-  if (quarter == 0) return true;
-  const auto mean_ttft = [&](size_t begin) {
-    double sum = 0.0;
-    for (size_t i = begin; i < begin + quarter; ++i) sum += done[i]->first_token_time - done[i]->send_time;
-    return sum / static_cast<double>(quarter);
-  };
-  return mean_ttft(done.size() - quarter) <= 2.0 * mean_ttft(0) + 0.1;
-}
+constexpr size_t kFewRequests = 100;
 
 struct PlanOptions {
   TraceInputOptions trace;
@@ -131,6 +115,7 @@ struct PlanOptions {
   double target_rate = 0.0;
   double usd_per_gpu_hour = 0.0;
   double precision = 0.02;
+  sim::SteadyStateConfig steady_state;
   std::vector<std::string> sweeps;
   std::string output_json;
   EngineOptions engine;
@@ -141,7 +126,11 @@ struct Evaluation {
   double rate_scale = 0.0;
   double request_rate = 0.0;  // offered, per replica
   bool feasible = false;
-  bool sustained = false;                   // the queue did not keep growing (see queue_is_stable)
+  bool sustained = false;    // the queue did not keep growing (sim/steady_state.h)
+  int64_t num_requests = 0;  // simulated: the trace tiled
+  double delay_growth = 0.0;
+  double waiting_growth = 0.0;
+  std::string shortfall;                    // why the span was too short to judge ("" = it was long enough)
   std::map<std::string, double> values_ms;  // per SLO term
   double output_throughput = 0.0;
   double request_throughput = 0.0;
@@ -171,6 +160,15 @@ int run_plan(const std::vector<std::string>& args) {
       ("target-rate", po::value(&options.target_rate)->default_value(0.0), "requests per second to serve (replicas, cost)")
       ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0), "0 = the hardware preset's price")
       ("precision", po::value(&options.precision)->default_value(options.precision), "relative precision of the rate search")
+      ("min-span-service-times", po::value(&options.steady_state.min_span_in_service_times)
+           ->default_value(options.steady_state.min_span_in_service_times),
+       "each rate's arrivals span at least this many mean service times (the trace is repeated)")
+      ("min-requests", po::value(&options.steady_state.min_requests)->default_value(options.steady_state.min_requests),
+       "each rate simulates at least this many requests (the trace is repeated)")
+      ("max-requests", po::value(&options.steady_state.max_requests)->default_value(options.steady_state.max_requests),
+       "and at most this many")
+      ("max-growth", po::value(&options.steady_state.max_growth)->default_value(options.steady_state.max_growth),
+       "largest upward trend of queueing delay (s/s) and waiting count (per arrival) over the run's second half")
       ("sweep", po::value(&options.sweeps)->multitoken(),
        "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")
       ("output-json,o", po::value(&options.output_json), "every configuration and its rate-latency curve as JSON "
@@ -223,6 +221,15 @@ int run_plan(const std::vector<std::string>& args) {
        .tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr},
       std::cerr);
 
+  // Each rate repeats the trace until its queue settles, so a short trace gives a rate; but its
+  // request mix is then only as representative as its few samples.
+  if (requests.requests.size() < kFewRequests) {
+    std::fprintf(stderr,
+                 "plan: warning: the trace has %zu requests; each rate simulates it repeated, so its request "
+                 "lengths rest on %zu samples (give %zu or more for a representative mix)\n",
+                 requests.requests.size(), requests.requests.size(), kFewRequests);
+  }
+
   // Every combination of the sweep's values (none: the options as given).
   std::vector<std::map<std::string, int32_t>> combinations{{}};
   for (const SweepAxis& axis : axes) {
@@ -251,21 +258,27 @@ int run_plan(const std::vector<std::string>& args) {
     config.cache.num_device_blocks = engine_options.num_gpu_blocks_override;
     const SimBackend backend = make_sim_backend(executor_options, model.shape, model_config, config);
     config.cache = backend.cache;
-    std::vector<sched::Request> scaled = requests.requests;
-    for (sched::Request& request : scaled) request.arrival_time /= rate_scale;
-    const SimRunOutput run = run_simulation({.config = config,
-                                             .cost_model = backend.cost_model,
-                                             .vocab_size = vocab_size,
-                                             .num_replicas = 1,
-                                             .router = {},
-                                             .on_progress = {}},
-                                            std::move(scaled));
-    const std::vector<metrics::RequestRecord> records = metrics::to_request_records(run.result);
-    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(records);
+    const auto simulate = [&](std::vector<sched::Request> tiled) {
+      return run_simulation({.config = config,
+                             .cost_model = backend.cost_model,
+                             .vocab_size = vocab_size,
+                             .num_replicas = 1,
+                             .router = {},
+                             .on_progress = {}},
+                            std::move(tiled))
+          .result;
+    };
+    const sim::SteadyStateReport steady =
+        sim::run_to_steady_state(requests.requests, rate_scale, simulate, options.steady_state);
+    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(steady.window);
     Evaluation evaluation;
     evaluation.rate_scale = rate_scale;
     evaluation.request_rate = base_rate * rate_scale;
-    evaluation.sustained = queue_is_stable(records);
+    evaluation.sustained = steady.sustained;
+    evaluation.num_requests = steady.num_requests;
+    evaluation.delay_growth = steady.delay_growth;
+    evaluation.waiting_growth = steady.waiting_growth;
+    evaluation.shortfall = steady.shortfall;
     evaluation.feasible = serving.num_completed > 0 && evaluation.sustained;
     for (const SloTerm& term : slo) {
       const double value = statistic_ms(serving, term);
@@ -310,6 +323,10 @@ int run_plan(const std::vector<std::string>& args) {
       }
     }
     row.best = low;
+    if (low && !low->shortfall.empty()) {
+      row.note = "warning: too short to judge the steady state at the rate found: " + low->shortfall +
+                 "; raise --max-requests";
+    }
     std::sort(row.curve.begin(), row.curve.end(),
               [](const Evaluation& a, const Evaluation& b) { return a.rate_scale < b.rate_scale; });
     rows.push_back(std::move(row));
@@ -351,6 +368,10 @@ int run_plan(const std::vector<std::string>& args) {
                                 {"request_rate", point.request_rate},
                                 {"feasible", point.feasible},
                                 {"sustained", point.sustained},
+                                {"simulated_requests", point.num_requests},
+                                {"delay_growth", point.delay_growth},
+                                {"waiting_growth", point.waiting_growth},
+                                {"span_shortfall", point.shortfall},
                                 {"latency_ms", point.values_ms},
                                 {"output_throughput", point.output_throughput}});
     }
