@@ -23,7 +23,7 @@ struct DecodeCounters {
   int64_t appends = 0;
   int64_t admissions = 0;
   int64_t deferred = 0;     // admissions put off to a later step for lack of blocks
-  int64_t preemptions = 0;  // running sequences freed because can_append failed
+  int64_t preemptions = 0;  // running sequences freed because no block was free for a slot
   int64_t cached_tokens = 0;
 };
 

@@ -93,8 +93,9 @@ void print_decode(const BenchConfig& config, const DecodeResults& decode) {
   const StepSummary baseline = decode.baseline.summary(sequences);
   const StepSummary paged_log = decode.paged_log.summary(sequences);
   std::printf(
-      "2. Decode step: block work for %d running sequences (%d-token prompts), per step: can_append + append\n"
-      "   of 1 token each, %.0f%% finish and are replaced by new prompts (%.0f%% share a %d-token prefix);\n"
+      "2. Decode step: block work for %d running sequences (%d-token prompts), per step: a slot for 1 token\n"
+      "   each (try_append_slots; the baseline: can_append + append), %.0f%% finish and are replaced by new\n"
+      "   prompts (%.0f%% share a %d-token prefix);\n"
       "   %d steps x %d runs per variant, each step timed on its own, variants alternating every %d steps\n",
       sequences, config.prompt_tokens, config.finish_fraction * 100.0, config.shared_fraction * 100.0,
       config.shared_prefix_tokens, config.steps, config.repeats, kChunkSteps);

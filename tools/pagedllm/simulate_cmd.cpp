@@ -48,7 +48,8 @@ int run_simulate(const std::vector<std::string>& args) {
   SimulateOptions options;
   po::options_description description(
       "pagedllm simulate: a trace through simulated GPUs running the engine's own scheduler and KV manager\n"
-      "  pagedllm simulate --trace T --model llama-2-7b --hardware h100-sxm [--tp N] [--replicas R --router ...]");
+      "  pagedllm simulate --trace T --model llama-2-7b --hardware h100-sxm [--tensor-parallel-size N] [--replicas R "
+      "--router ...]");
   // clang-format off
   description.add_options()
       ("help,h", "show this help")
