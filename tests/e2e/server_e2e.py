@@ -3,7 +3,7 @@
 OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
 mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it,
-the API key, and a graceful shutdown.
+the API key, and a graceful shutdown (drain, timeout, second signal).
 
     tests/e2e/server_e2e.py PAGEDLLM_BINARY
 """
@@ -584,20 +584,73 @@ def priority_scheduling():
         server.stop()
 
 
-def graceful_shutdown():
-    """SIGTERM with a stream in flight: it ends with an error event and [DONE]; the server exits 0."""
-    server = Server()
-    sock, data = open_long_stream(server.port)
-    server.process.terminate()
+def open_stream(port, body):
+    """A streaming completion over a raw socket, once its first text arrived: (socket, bytes read)."""
+    payload = json.dumps(dict(body, stream=True)).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+    data = b""
+    while b'"text"' not in data:
+        data += sock.recv(65536)
+    return sock, data
+
+
+def read_stream_end(sock, data):
     while b"data: [DONE]" not in data:
         chunk = sock.recv(65536)
         if not chunk:
             break
         data += chunk
     sock.close()
+    return data
+
+
+# Four samples of 2,000 tokens take a few seconds on the tiny model (longer under the sanitizers).
+LONG = {"model": "tiny", "prompt": "Tell me", "max_tokens": 2000, "ignore_eos": True, "n": 4}
+ENDLESS = dict(LONG, n=64)  # a minute or more
+
+
+def graceful_shutdown():
+    """SIGTERM drains: /health and new requests 503 at once, the stream in flight completes, exit 0.
+    A drain that outlasts --shutdown-timeout ends the rest with the shutdown error; a second SIGTERM
+    stops at once."""
+    server = Server("--shutdown-timeout", "300")
+    sock, data = open_stream(server.port, LONG)
+    server.process.terminate()
+    health = None
+    deadline = time.time() + 5
+    while time.time() < deadline and health != 503:
+        health, _ = server.request("GET", "/health")
+    check(health == 503, "SIGTERM: /health turns 503 while the stream is in flight")
+    status, body = server.post("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2})
+    check(status == 503 and "shutting down" in body["error"]["message"],
+          f"SIGTERM: a new request gets 503 while draining: {status}")
+    data = read_stream_end(sock, data)
+    check(b"shutting down" not in data and data.count(b'"finish_reason":"length"') == 4 and b"data: [DONE]" in data,
+          "SIGTERM: the stream in flight runs to completion (4 samples, length)")
+    check(server.process.wait(timeout=60) == 0, "SIGTERM: the server exits with status 0 after the drain")
+
+    server = Server("--shutdown-timeout", "1")
+    sock, data = open_stream(server.port, ENDLESS)
+    start = time.time()
+    server.process.terminate()
+    data = read_stream_end(sock, data)
     check(b"shutting down" in data and b"data: [DONE]" in data,
-          "SIGTERM: the open stream gets the shutdown error and [DONE]")
-    check(server.process.wait(timeout=20) == 0, "SIGTERM: the server exits with status 0")
+          "--shutdown-timeout 1: the unfinished stream gets the shutdown error and [DONE]")
+    check(server.process.wait(timeout=30) == 0 and time.time() - start < 20,
+          f"--shutdown-timeout 1: exit 0 soon after ({time.time() - start:.1f} s)")
+
+    server = Server()
+    sock, data = open_stream(server.port, ENDLESS)
+    start = time.time()
+    server.process.terminate()
+    time.sleep(0.3)
+    server.process.terminate()
+    code = server.process.wait(timeout=30)
+    sock.close()
+    check(code == 0 and time.time() - start < 10,
+          f"a second SIGTERM stops at once, not after the 30 s drain ({time.time() - start:.1f} s)")
 
 
 def main():

@@ -200,6 +200,56 @@ BOOST_AUTO_TEST_CASE(invalid_registrations_are_rejected) {
   BOOST_CHECK_THROW(plain.with("x"), std::logic_error);
 }
 
+BOOST_AUTO_TEST_CASE(aliases_render_the_same_series_under_another_name_after_every_family) {
+  MetricsRegistry registry;
+  auto& preemptions =
+      registry.add_counter({"pagedllm:num_preemptions_total", "Preemptions.", {{"model_name", "tiny"}}, "mode"});
+  auto& usage = registry.gauge({"pagedllm:kv_cache_usage_perc", "KV usage.", {{"model_name", "tiny"}}, ""});
+  auto& ttft = registry.histogram({"pagedllm:ttft_seconds", "TTFT.", {}, ""}, {0.5});
+  registry.add_alias({.name = "vllm:num_preemptions_total",
+                      .family = "pagedllm:num_preemptions_total",
+                      .help = "Summed.",
+                      .sum_over_variable_label = true});
+  registry.add_alias({.name = "vllm:kv_cache_usage_perc", .family = "pagedllm:kv_cache_usage_perc", .help = "U."});
+  registry.add_alias({.name = "vllm:ttft_seconds", .family = "pagedllm:ttft_seconds", .help = "T."});
+  preemptions.with("swap").inc(3);
+  preemptions.with("recompute").inc(2);
+  usage.set(0.25);
+  ttft.observe(0.1);
+  const std::vector<std::string> lines = lines_of(registry.render());
+  const std::vector<std::string> aliases(lines.end() - 13, lines.end());
+  check_lines(registry.render().substr(registry.render().find("# HELP vllm:")),
+              {
+                  "# HELP vllm:num_preemptions_total Summed.",
+                  "# TYPE vllm:num_preemptions_total counter",
+                  "vllm:num_preemptions_total{model_name=\"tiny\"} 5",
+                  "# HELP vllm:kv_cache_usage_perc U.",
+                  "# TYPE vllm:kv_cache_usage_perc gauge",
+                  "vllm:kv_cache_usage_perc{model_name=\"tiny\"} 0.25",
+                  "# HELP vllm:ttft_seconds T.",
+                  "# TYPE vllm:ttft_seconds histogram",
+                  "vllm:ttft_seconds_bucket{le=\"0.5\"} 1",
+                  "vllm:ttft_seconds_bucket{le=\"+Inf\"} 1",
+                  "vllm:ttft_seconds_sum 0.1",
+                  "vllm:ttft_seconds_count 1",
+              });
+  BOOST_TEST(aliases.front() == "pagedllm:ttft_seconds_count 1");  // the families come first
+  // Names are checked against families and aliases both ways.
+  BOOST_CHECK_THROW(registry.add_alias({.name = "vllm:ttft_seconds", .family = "pagedllm:ttft_seconds", .help = ""}),
+                    std::invalid_argument);
+  BOOST_CHECK_THROW(
+      registry.add_alias({.name = "pagedllm:ttft_seconds", .family = "pagedllm:ttft_seconds", .help = ""}),
+      std::invalid_argument);
+  BOOST_CHECK_THROW(registry.gauge({"vllm:kv_cache_usage_perc", "", {}, ""}), std::invalid_argument);
+  BOOST_CHECK_THROW(registry.add_alias({.name = "x", .family = "no_such_family", .help = ""}), std::invalid_argument);
+  BOOST_CHECK_THROW(registry.add_alias({.name = "bad-name", .family = "pagedllm:ttft_seconds", .help = ""}),
+                    std::invalid_argument);
+  BOOST_CHECK_THROW(
+      registry.add_alias(
+          {.name = "y", .family = "pagedllm:kv_cache_usage_perc", .help = "", .sum_over_variable_label = true}),
+      std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_updates_sum_correctly_while_rendering) {
   MetricsRegistry registry;
   auto& counter = registry.counter({"c_total", "", {}, ""});

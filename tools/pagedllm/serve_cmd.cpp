@@ -37,8 +37,44 @@ struct ServeOptions {
   std::string allowed_headers = "*";
   bool allow_credentials = false;
   int32_t max_pending_requests = 1024;
+  double shutdown_timeout = 30.0;  // seconds the requests in flight get after SIGTERM
   EngineOptions engine;
   ExecutorOptions executor;
+};
+
+// SIGINT and SIGTERM, counted: the first begins a graceful drain, a second stops at once.
+class ShutdownSignals {
+ public:
+  explicit ShutdownSignals(boost::asio::io_context& io) : signals_(io, SIGINT, SIGTERM) { arm(); }
+
+  // Blocks until `count` signals have arrived or `deadline` passed; returns how many arrived.
+  int wait_until(int count, std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    arrived_.wait_until(lock, deadline, [&] { return count_ >= count; });
+    return count_;
+  }
+  void wait(int count) {
+    std::unique_lock lock(mutex_);
+    arrived_.wait(lock, [&] { return count_ >= count; });
+  }
+
+ private:
+  void arm() {
+    signals_.async_wait([this](const boost::system::error_code& error, int) {
+      if (error) return;
+      {
+        const std::lock_guard lock(mutex_);
+        ++count_;
+      }
+      arrived_.notify_all();
+      arm();
+    });
+  }
+
+  boost::asio::signal_set signals_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  int count_ = 0;
 };
 
 }  // namespace
@@ -71,6 +107,9 @@ int run_serve(const std::vector<std::string>& args) {
       ("allow-credentials", po::bool_switch(&options.allow_credentials), "CORS: allow cookies and credentials")
       ("max-pending-requests", po::value(&options.max_pending_requests)->default_value(options.max_pending_requests),
        "requests queued or running at most; beyond it 503")
+      ("shutdown-timeout", po::value(&options.shutdown_timeout)->default_value(options.shutdown_timeout),
+       "seconds the requests in flight get to finish after SIGTERM or SIGINT (meanwhile /health and new "
+       "requests answer 503); then the rest end with an error; a second signal stops at once")
       ("io-threads", po::value(&options.http.num_io_threads)->default_value(options.http.num_io_threads), "HTTP threads")
       ("max-body-bytes", po::value(&options.http.max_body_bytes)->default_value(options.http.max_body_bytes),
        "larger request bodies get 413");
@@ -82,9 +121,11 @@ int run_serve(const std::vector<std::string>& args) {
   if (!parse_options(args, description, values)) return 0;
   if (port < 0 || port > 65535) throw po::error("--port: expected 0..65535, got " + std::to_string(port));
   options.http.port = static_cast<uint16_t>(port);
-  if (options.executor.executor != "cpu") {
-    throw po::error("--executor " + options.executor.executor +
-                    ": serving needs an executor that computes tokens (cpu)");
+  if (options.executor.executor == "sim") {
+    throw po::error("--executor sim: serving needs an executor that computes tokens (cpu or cuda)");
+  }
+  if (!(options.shutdown_timeout >= 0.0)) {
+    throw po::error("--shutdown-timeout: expected seconds >= 0, got " + std::to_string(options.shutdown_timeout));
   }
   const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
   server::CorsConfig cors;
@@ -112,18 +153,8 @@ int run_serve(const std::vector<std::string>& args) {
                           [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
                             api.handle(std::move(request), std::move(exchange));
                           });
-  // SIGINT / SIGTERM: stop accepting, end every request with a 503 (streams get an error event
-  // and [DONE]), let the answers drain, then stop.
-  std::mutex stop_mutex;
-  std::condition_variable stop_signal;
-  bool stop_requested = false;
-  boost::asio::signal_set signals(http.io_context(), SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& error, int) {
-    if (error) return;
-    const std::lock_guard lock(stop_mutex);
-    stop_requested = true;
-    stop_signal.notify_all();
-  });
+  // SIGINT / SIGTERM: drain (below), then stop.
+  ShutdownSignals signals(http.io_context());
   http.start();
   std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
             << served_name << "', open files limit " << open_files << "), loading weights\n";
@@ -148,16 +179,33 @@ int run_serve(const std::vector<std::string>& args) {
   std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
             << config.engine.scheduler.max_model_len << '\n'
             << std::flush;
-  {
-    std::unique_lock lock(stop_mutex);
-    stop_signal.wait(lock, [&] { return stop_requested; });
+  signals.wait(1);
+  // Graceful drain, as Kubernetes expects of a pod it stops: the load balancer sees /health fail
+  // and sends elsewhere, new requests get 503, the requests in flight run to completion within
+  // --shutdown-timeout; the rest then end with the shutdown error (streams: an error event and
+  // [DONE]). A second signal cuts the wait short.
+  api.begin_drain();
+  std::cerr << "pagedllm serve: draining " << engine.num_pending() << " requests in flight (up to "
+            << options.shutdown_timeout << " s; a second signal stops at once)\n";
+  const auto drain_deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(options.shutdown_timeout));
+  int num_signals = 1;
+  while (engine.num_pending() > 0 && num_signals < 2 && std::chrono::steady_clock::now() < drain_deadline) {
+    num_signals = signals.wait_until(
+        2, std::min(drain_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)));
   }
-  std::cerr << "pagedllm serve: stopping\n";
+  if (engine.num_pending() > 0) {
+    std::cerr << "pagedllm serve: stopping with " << engine.num_pending() << " requests unfinished ("
+              << (num_signals >= 2 ? "second signal" : "--shutdown-timeout reached") << ")\n";
+  }
   http.stop_accepting();
   engine.stop();  // every pending request's last update is posted to its connection
-  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (http.stats().num_open_exchanges.load() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The answers already posted go out (bounded; not after a second signal).
+  const auto write_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (num_signals < 2 && http.stats().num_open_exchanges.load() > 0 &&
+         std::chrono::steady_clock::now() < write_deadline) {
+    num_signals = signals.wait_until(2, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
   }
   http.stop();
   std::cerr << "pagedllm serve: stopped\n";

@@ -17,6 +17,7 @@ constexpr size_t kMaxStopStringBytes = 1024;
 // smallest unit is a second); loading takes as long as reading the weights does.
 constexpr int kQueueFullRetrySeconds = 1;
 constexpr int kLoadingRetrySeconds = 5;
+constexpr int kDrainingRetrySeconds = 1;  // a load balancer sends the retry to another replica
 const std::string kNoText;
 
 ApiError not_found(const std::string& message, std::string code = "") {
@@ -312,9 +313,12 @@ void ApiServer::route(HttpRequest& request, const std::shared_ptr<Exchange>& exc
   }
   if (path == "/health") {
     frontend::ServingEngine* engine = engine_.load();
-    const bool healthy = engine != nullptr && engine->alive();
+    const bool healthy = engine != nullptr && engine->alive() && !draining_.load();
     exchange->respond(healthy ? 200 : 503, "text/plain",
-                      healthy ? "" : (engine != nullptr ? "engine loop died: " + engine->failure() : "loading"));
+                      healthy             ? ""
+                      : engine == nullptr ? "loading"
+                      : !engine->alive()  ? "engine loop died: " + engine->failure()
+                                          : "draining: shutting down after the requests in flight");
     return;
   }
   if (path == "/metrics") {
@@ -357,6 +361,10 @@ nlohmann::json ApiServer::model_card() const {
 }
 
 void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
+  if (draining_.load()) {
+    throw ApiError(503, "service_unavailable", "", "", "the server is shutting down: send the request elsewhere")
+        .retry_after(kDrainingRetrySeconds);
+  }
   const nlohmann::json body = parse_json_body(request.body);
   GenerationRequest generation;
   std::vector<std::vector<TokenId>> prompts;

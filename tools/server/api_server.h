@@ -34,6 +34,10 @@ class ApiServer {
   void handle(HttpRequest&& request, std::shared_ptr<Exchange> exchange);
   // The engine, once the weights are loaded: the server is ready. It must outlive the server.
   void attach(frontend::ServingEngine& engine);
+  // Graceful shutdown has begun: /health answers 503 ("draining") so that load balancers stop
+  // sending, and new completions get 503 with Retry-After (another replica may take them); the
+  // requests already submitted run on. Thread-safe, idempotent.
+  void begin_drain() { draining_.store(true); }
 
  private:
   void route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
@@ -45,6 +49,7 @@ class ApiServer {
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;
   std::atomic<frontend::ServingEngine*> engine_{nullptr};
+  std::atomic<bool> draining_{false};
   const ServerMetrics& metrics_;
   int64_t created_ = 0;  // unix seconds when the server started
 };

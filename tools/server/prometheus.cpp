@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -153,6 +154,10 @@ template class Family<Histogram>;
 
 // --- registry ---
 
+const FamilyConfig& MetricsRegistry::config_of(const Entry& entry) {
+  return entry.counter ? entry.counter->config() : entry.gauge ? entry.gauge->config() : entry.histogram->config();
+}
+
 void MetricsRegistry::check_new_family(const FamilyConfig& config, MetricType type) const {
   if (!valid_name(config.name, true)) throw std::invalid_argument("invalid metric name '" + config.name + "'");
   std::vector<std::string_view> label_names;
@@ -170,10 +175,11 @@ void MetricsRegistry::check_new_family(const FamilyConfig& config, MetricType ty
       throw std::invalid_argument(config.name + ": label '" + label + "' given twice");
   }
   for (const Entry& entry : families_) {
-    const FamilyConfig& other = entry.counter ? entry.counter->config()
-                                : entry.gauge ? entry.gauge->config()
-                                              : entry.histogram->config();
-    if (other.name == config.name) throw std::invalid_argument("metric " + config.name + " registered twice");
+    if (config_of(entry).name == config.name)
+      throw std::invalid_argument("metric " + config.name + " registered twice");
+  }
+  for (const Alias& alias : aliases_) {
+    if (alias.config.name == config.name) throw std::invalid_argument("metric " + config.name + " is an alias");
   }
 }
 
@@ -200,46 +206,76 @@ HistogramFamily& MetricsRegistry::add_histogram(FamilyConfig config, std::vector
   return *families_.emplace_back(std::move(entry)).histogram;
 }
 
+void MetricsRegistry::add_alias(AliasConfig config) {
+  std::lock_guard lock(mutex_);
+  if (!valid_name(config.name, true)) throw std::invalid_argument("invalid metric name '" + config.name + "'");
+  std::optional<size_t> family;
+  for (size_t i = 0; i < families_.size(); ++i) {
+    if (config_of(families_[i]).name == config.name) throw std::invalid_argument("metric '" + config.name + "' exists");
+    if (config_of(families_[i]).name == config.family) family = i;
+  }
+  for (const Alias& alias : aliases_) {
+    if (alias.config.name == config.name) throw std::invalid_argument("metric '" + config.name + "' exists");
+  }
+  if (!family) throw std::invalid_argument("alias '" + config.name + "': no family '" + config.family + "'");
+  const Entry& entry = families_[*family];
+  FamilyConfig renamed = config_of(entry);
+  if (config.sum_over_variable_label && (entry.type != MetricType::counter || renamed.variable_label.empty())) {
+    throw std::invalid_argument("alias '" + config.name + "': only a counter with a variable label can be summed");
+  }
+  renamed.name = std::move(config.name);
+  renamed.help = std::move(config.help);
+  aliases_.push_back({std::move(renamed), *family, config.sum_over_variable_label});
+}
+
+void MetricsRegistry::render_family(std::string& out, const Entry& entry, const FamilyConfig& as, bool sum) const {
+  add_header(out, as, entry.type);
+  switch (entry.type) {
+    case MetricType::counter: {
+      if (sum) {
+        double total = 0.0;
+        entry.counter->for_each([&](const std::string&, const Counter& counter) { total += counter.value(); });
+        FamilyConfig without_label = as;
+        without_label.variable_label.clear();
+        add_sample(out, as.name, label_set(without_label, ""), total);
+        break;
+      }
+      entry.counter->for_each([&](const std::string& value, const Counter& counter) {
+        add_sample(out, as.name, label_set(as, value), counter.value());
+      });
+      break;
+    }
+    case MetricType::gauge:
+      entry.gauge->for_each([&](const std::string& value, const Gauge& gauge) {
+        add_sample(out, as.name, label_set(as, value), gauge.value());
+      });
+      break;
+    case MetricType::histogram: {
+      const std::string bucket_name = as.name + "_bucket";
+      entry.histogram->for_each([&](const std::string& value, const Histogram& histogram) {
+        const Histogram::Snapshot snapshot = histogram.snapshot();
+        for (size_t i = 0; i < snapshot.cumulative.size(); ++i) {
+          const double bound = i < snapshot.upper_bounds.size() ? snapshot.upper_bounds[i] : INFINITY;
+          add_sample(out, bucket_name, label_set(as, value, "le", format_value(bound)),
+                     static_cast<double>(snapshot.cumulative[i]));
+        }
+        const std::string labels = label_set(as, value);
+        add_sample(out, as.name + "_sum", labels, snapshot.sum);
+        add_sample(out, as.name + "_count", labels, static_cast<double>(snapshot.count));
+      });
+      break;
+    }
+  }
+}
+
 std::string MetricsRegistry::render() const {
   std::string out;
   std::lock_guard lock(mutex_);
   for (const Entry& entry : families_) {
-    switch (entry.type) {
-      case MetricType::counter: {
-        const FamilyConfig& config = entry.counter->config();
-        add_header(out, config, entry.type);
-        entry.counter->for_each([&](const std::string& value, const Counter& counter) {
-          add_sample(out, config.name, label_set(config, value), counter.value());
-        });
-        break;
-      }
-      case MetricType::gauge: {
-        const FamilyConfig& config = entry.gauge->config();
-        add_header(out, config, entry.type);
-        entry.gauge->for_each([&](const std::string& value, const Gauge& gauge) {
-          add_sample(out, config.name, label_set(config, value), gauge.value());
-        });
-        break;
-      }
-      case MetricType::histogram: {
-        const FamilyConfig& config = entry.histogram->config();
-        add_header(out, config, entry.type);
-        const std::string bucket_name = config.name + "_bucket";
-        entry.histogram->for_each([&](const std::string& value, const Histogram& histogram) {
-          const Histogram::Snapshot snapshot = histogram.snapshot();
-          for (size_t i = 0; i < snapshot.cumulative.size(); ++i) {
-            const double bound = i < snapshot.upper_bounds.size() ? snapshot.upper_bounds[i] : INFINITY;
-            add_sample(out, bucket_name, label_set(config, value, "le", format_value(bound)),
-                       static_cast<double>(snapshot.cumulative[i]));
-          }
-          const std::string labels = label_set(config, value);
-          add_sample(out, config.name + "_sum", labels, snapshot.sum);
-          add_sample(out, config.name + "_count", labels, static_cast<double>(snapshot.count));
-        });
-        break;
-      }
-    }
+    render_family(out, entry, config_of(entry), false);
   }
+  for (const Alias& alias : aliases_)
+    render_family(out, families_[alias.family], alias.config, alias.sum_over_variable_label);
   return out;
 }
 

@@ -111,6 +111,17 @@ using CounterFamily = Family<Counter>;
 using GaugeFamily = Family<Gauge>;
 using HistogramFamily = Family<Histogram>;
 
+// Another name under which a registered family renders (vLLM's `vllm:` names beside ours): the
+// same type, constant labels and samples, with its own help text. With sum_over_variable_label, a
+// counter family's children render as one sample, their sum (vLLM's num_preemptions has no mode
+// label).
+struct AliasConfig {
+  std::string name;
+  std::string family;  // the registered family's name
+  std::string help;
+  bool sum_over_variable_label = false;
+};
+
 class MetricsRegistry {
  public:
   // Throw std::invalid_argument for an invalid or already registered name, an invalid label name
@@ -127,6 +138,10 @@ class MetricsRegistry {
     return add_histogram(std::move(config), std::move(upper_bounds)).get();
   }
 
+  // Throws std::invalid_argument for an invalid or taken name, an unknown family, or a sum over a
+  // family that is not a counter with a variable label. Aliases render after every family.
+  void add_alias(AliasConfig config);
+
   std::string render() const;
 
  private:
@@ -137,10 +152,19 @@ class MetricsRegistry {
     std::unique_ptr<HistogramFamily> histogram;
   };
 
+  struct Alias {
+    FamilyConfig config;  // the family's, renamed
+    size_t family = 0;    // index into families_
+    bool sum_over_variable_label = false;
+  };
+
+  static const FamilyConfig& config_of(const Entry& entry);
   void check_new_family(const FamilyConfig& config, MetricType type) const;
+  void render_family(std::string& out, const Entry& entry, const FamilyConfig& as, bool sum) const;
 
   mutable std::mutex mutex_;
   std::vector<Entry> families_;
+  std::vector<Alias> aliases_;
 };
 
 // --- the text format's pieces, exposed for tests and other exporters ---

@@ -70,6 +70,39 @@ ServerMetrics::ServerMetrics(const std::string& model_name)
                                        {{"model_name", model_name}},
                                        ""},
                                       kRequestBuckets)) {
+  // vLLM's names for the same series, so that dashboards, autoscalers and routers built for vLLM
+  // read them unchanged (the README lists which names match and how).
+  struct VllmName {
+    const char* name;
+    const char* ours;
+    bool sum_over_mode = false;
+  };
+  const VllmName kVllmNames[] = {
+      {"vllm:num_requests_running", "pagedllm:num_requests_running"},
+      {"vllm:num_requests_waiting", "pagedllm:num_requests_waiting"},
+      {"vllm:num_requests_swapped", "pagedllm:num_requests_swapped"},  // vLLM v0's
+      {"vllm:kv_cache_usage_perc", "pagedllm:kv_cache_usage_perc"},
+      {"vllm:gpu_cache_usage_perc", "pagedllm:kv_cache_usage_perc"},  // vLLM's older name
+      {"vllm:prefix_cache_queries_total", "pagedllm:prefix_cache_queries_total"},
+      {"vllm:prefix_cache_hits_total", "pagedllm:prefix_cache_hits_total"},
+      {"vllm:num_preemptions_total", "pagedllm:num_preemptions_total", true},
+      {"vllm:prompt_tokens_total", "pagedllm:prompt_tokens_total"},
+      {"vllm:generation_tokens_total", "pagedllm:generation_tokens_total"},
+      {"vllm:request_success_total", "pagedllm:request_success_total"},
+      {"vllm:time_to_first_token_seconds", "pagedllm:time_to_first_token_seconds"},
+      // vLLM observes each output interval into both of these.
+      {"vllm:time_per_output_token_seconds", "pagedllm:inter_token_latency_seconds"},
+      {"vllm:inter_token_latency_seconds", "pagedllm:inter_token_latency_seconds"},
+      {"vllm:e2e_request_latency_seconds", "pagedllm:e2e_request_latency_seconds"},
+      {"vllm:request_queue_time_seconds", "pagedllm:request_queue_time_seconds"},
+  };
+  for (const VllmName& alias : kVllmNames) {
+    registry_.add_alias(
+        {.name = alias.name,
+         .family = alias.ours,
+         .help = std::string("vLLM's name for ") + alias.ours + (alias.sum_over_mode ? " (summed over mode)." : "."),
+         .sum_over_variable_label = alias.sum_over_mode});
+  }
   // Every mode and reason from the start, so that rate() sees them from zero.
   preemptions_.with("swap");
   preemptions_.with("recompute");
