@@ -157,6 +157,8 @@ std::vector<FieldCase> field_cases() {
       {chat, "chat_template_kwargs", {{"enable_thinking", false}}, refused},
       {chat, "media_io_kwargs", {{"video", {{"num_frames", 4}}}}, refused},
       {chat, "include_reasoning", false, refused},
+      {chat, "separate_reasoning", false, refused},
+      {chat, "stream_reasoning", false, refused},
       // vLLM's completions extras that chat lacks.
       {completions, "add_special_tokens", false, refused},
       {completions, "prompt_embeds", "AAAA", refused},
@@ -201,6 +203,8 @@ std::vector<FieldCase> field_cases() {
       {"cache_salt", "salt", refused},
       {"kv_transfer_params", {{"do_remote_decode", true}}, refused},
       {"vllm_xargs", {{"k", 1}}, refused},
+      {"no_stop_trim", true, refused},
+      {"return_hidden_states", true, refused},
       {"mm_processor_kwargs", {{"k", 1}}, refused},
       {"best_of", 2, no_effect, {{"n", 2}}},
   };
@@ -259,7 +263,16 @@ BOOST_AUTO_TEST_CASE(refused_fields_pass_when_their_value_asks_for_nothing) {
                                                           {"guided_json", nullptr},
                                                           {"tools", json::array()},
                                                           {"tool_choice", "none"},
-                                                          {"response_format", {{"type", "text"}}}};
+                                                          {"response_format", {{"type", "text"}}},
+                                                          // vllm-router adds these to every chat body
+                                                          {"no_stop_trim", false},
+                                                          {"return_hidden_states", false},
+                                                          {"separate_reasoning", true},
+                                                          {"stream_reasoning", true},
+                                                          {"continue_final_message", false},
+                                                          {"skip_special_tokens", true},
+                                                          {"logprobs", false},
+                                                          {"stream", false}};
   const json baseline = parsed_json(Route::chat, minimal(Route::chat));
   for (const auto& [field, value] : none) {
     BOOST_TEST_CONTEXT(field << " = " << value.dump()) {

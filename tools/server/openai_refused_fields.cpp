@@ -28,8 +28,9 @@ struct RefusedField {
 };
 
 // Sources: OpenAI's CreateCompletionRequest and CreateChatCompletionRequest, vLLM's
-// CompletionRequest and ChatCompletionRequest (vllm/entrypoints/openai/protocol.py). Fields this
-// server acts on are read by openai_request.cpp's table and never reach this one.
+// CompletionRequest and ChatCompletionRequest (vllm/entrypoints/openai/protocol.py), and the
+// SGLang fields vllm-router adds. Fields this server acts on are read by openai_request.cpp's
+// table and never reach this one.
 constexpr RefusedField kRefusedFields[] = {
     // OpenAI.
     {"audio", kChatRoute, never, "no audio output"},
@@ -69,6 +70,12 @@ constexpr RefusedField kRefusedFields[] = {
     {"add_special_tokens", kCompletionsRoute, is_true, "the model's BOS rule applies (only true)"},
     {"spaces_between_special_tokens", kBothRoutes, is_true, "only true"},
     {"include_reasoning", kChatRoute, is_true, "no reasoning parser (only true)"},
+    // SGLang's fields, which vllm-router (a Rust router from SGLang's) adds to every body it
+    // forwards, with these values: passed when they ask for nothing more than a plain answer.
+    {"no_stop_trim", kBothRoutes, is_false, "stop strings are always trimmed (only false)"},
+    {"return_hidden_states", kBothRoutes, is_false, "no hidden states (only false)"},
+    {"separate_reasoning", kChatRoute, is_true, "no reasoning parser (only true)"},
+    {"stream_reasoning", kChatRoute, is_true, "no reasoning parser (only true)"},
     // vLLM: engine extensions.
     {"logits_processors", kBothRoutes, is_empty, "no logits processors"},
     {"cache_salt", kBothRoutes, never, "the prefix cache is not salted per request"},
