@@ -167,6 +167,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
         .num_heads = static_cast<std::int32_t>(config.num_heads),
         .block_table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])],
         .position = batch.positions[static_cast<std::size_t>(t)],
+        .sliding_window = config.attention_window(),
         .q = q.data() + t * q_dim,
         .out = attended.data() + t * q_dim,
     });

@@ -122,7 +122,9 @@ int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t nu
   if (num_new_tokens == 0) return 0;
   const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
                              static_cast<int32_t>(state.block_table.size());
-  return new_blocks + (needs_copy_on_write(state) ? 1 : 0);
+  // A windowed sequence releases its blocks before the window first (kv_sliding_window.cpp): the
+  // ones it holds alone return to the free list before the new ones are taken.
+  return std::max(0, new_blocks + (needs_copy_on_write(state) ? 1 : 0) - num_blocks_freed_by_window(state));
 }
 
 bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
@@ -189,6 +191,7 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
 void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
                                     std::span<const BlockHash> known, std::vector<BlockCopy>& copies) {
   if (tokens.empty()) return;
+  release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
   // scheduled sequence and step).
   if (needs_copy_on_write(state)) [[unlikely]] {
@@ -290,11 +293,12 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   copy.tail_hasher = source.tail_hasher;
   copy.salt = source.salt;
   copy.num_tokens = source.num_tokens;
+  copy.num_released_blocks = source.num_released_blocks;
   copy.tier = source.tier;
   copy.last_block_maybe_shared = true;
   sequence(parent).last_block_maybe_shared = true;
   BlockPool& tier_pool = pool(copy.tier);
-  for (const BlockId block : copy.block_table) tier_pool.acquire(block);
+  for (const BlockId block : live_blocks(copy)) tier_pool.acquire(block);
   if (event_log_) event_log_->fork(parent, child);
 }
 
@@ -305,15 +309,16 @@ void KvCacheManager::free(SeqId seq) {
   }
   const SequenceKv& state = *found;
   const std::vector<BlockId>& table = state.block_table;
-  // Release the tail first so that it reaches the free list first and is evicted first.
-  for (size_t i = table.size(); i-- > 0;) {
+  // Release the tail first so that it reaches the free list first and is evicted first. Entries
+  // released outside the sliding window hold nothing.
+  for (size_t i = table.size(); i-- > static_cast<size_t>(state.num_released_blocks);) {
     if (state.tier == Tier::device) {
       release_device_block(table[i], block_fill(state, i));
     } else {
       host_.release(table[i]);
     }
   }
-  if (event_log_) event_log_->free(seq, state.tier, table);
+  if (event_log_) event_log_->free(seq, state.tier, live_blocks(state));
   remove_sequence(seq);
 }
 
