@@ -252,7 +252,8 @@ class KvCacheManager {
   // Sliding window: table entries before the first block the query at `first_query_position`
   // reads (0 without a window).
   int32_t num_blocks_outside_window(int32_t first_query_position) const;
-  // Of the blocks an append to `state` releases, those it holds alone (their release frees them).
+  // Of the blocks an append to `state` releases, those it holds alone and that are not cached
+  // (their release frees them for good).
   int32_t num_blocks_freed_by_window(const SequenceKv& state) const;
   // Releases `state`'s blocks wholly before the window of the query at `first_query_position`.
   void release_outside_window(SeqId seq, SequenceKv& state, int32_t first_query_position);

@@ -35,8 +35,11 @@ int32_t KvCacheManager::num_blocks_freed_by_window(const SequenceKv& state) cons
   const int32_t end =
       std::min(num_blocks_outside_window(state.num_tokens), static_cast<int32_t>(state.block_table.size()));
   int32_t freed = 0;
+  // A cached block is not counted: once free it may be revived by a prefix hit in the same step
+  // (a recompute's rejoining sibling plans its hits before this append runs).
   for (int32_t i = state.num_released_blocks; i < end; ++i) {
-    if (device_.meta(state.block_table[static_cast<size_t>(i)]).ref_count == 1) ++freed;
+    const BlockMeta& meta = device_.meta(state.block_table[static_cast<size_t>(i)]);
+    if (meta.ref_count == 1 && !meta.is_cached) ++freed;
   }
   return freed;
 }

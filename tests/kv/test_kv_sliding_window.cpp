@@ -222,9 +222,12 @@ BOOST_AUTO_TEST_CASE(released_prompt_blocks_still_serve_prefix_hits) {
   check_table(manager, 2, 5);
 }
 
-// Appending needs no free block when the window releases one the sequence held alone.
+// Appending needs no free block when the window releases one the sequence held alone. A cached
+// block is not counted: once free, a prefix hit in the same step may revive it.
 BOOST_AUTO_TEST_CASE(an_append_counts_the_blocks_the_window_frees) {
-  kv::KvCacheManager manager(window_config(4, 4, 2, 0));
+  kv::KvCacheConfig uncached = window_config(4, 4, 2, 0);
+  uncached.enable_prefix_caching = false;
+  kv::KvCacheManager manager(uncached);
   const Tokens prompt = iota_tokens(8);
   manager.allocate(1, {.tokens = prompt}, 8);
   BOOST_TEST(manager.stats().num_free_device_blocks == 0);
@@ -234,8 +237,15 @@ BOOST_AUTO_TEST_CASE(an_append_counts_the_blocks_the_window_frees) {
   BOOST_TEST(manager.try_append_slots(kv::AppendRequest{.seq = 1, .tokens = next}, copies));
   manager.check_invariants();
   BOOST_TEST(manager.num_live_blocks(1) == 2);
+  // With prefix caching the released block stays cached: not counted (the append still fits,
+  // releasing before it takes a block).
+  kv::KvCacheManager cached(window_config(4, 4, 2, 0));
+  cached.allocate(1, {.tokens = prompt}, 8);
+  BOOST_TEST(cached.num_blocks_to_append(1, 1) == 1);
   // Without a window the same append does not fit.
-  kv::KvCacheManager unwindowed(window_config(4, 0, 2, 0));
+  kv::KvCacheConfig plain = window_config(4, 0, 2, 0);
+  plain.enable_prefix_caching = false;
+  kv::KvCacheManager unwindowed(plain);
   unwindowed.allocate(1, {.tokens = prompt}, 8);
   BOOST_TEST(unwindowed.num_blocks_to_append(1, 1) == 1);
   BOOST_TEST(!unwindowed.try_append_slots(kv::AppendRequest{.seq = 1, .tokens = next}, copies));
