@@ -21,8 +21,9 @@
 // SlidingWindowManager does: the sequence's reference is dropped (a cached block stays cached and
 // evictable on the free list, a block shared by a fork stays with the other holders) and its table
 // entry becomes kNoBlock. Released entries are always a prefix of the table; executors never read
-// them (attention reads only the window). Forks inherit them, swaps move only live blocks, and
-// each release is one event-log line (release_window).
+// them (attention reads only the window). An allocation does not take prefix hits wholly before
+// the window of its first computed query (their entries start released). Forks inherit released
+// entries, swaps move only live blocks, and each release is one event-log line (release_window).
 #pragma once
 
 #include <cstdint>
@@ -238,9 +239,19 @@ class KvCacheManager {
     PrefixMatch match;
     int32_t slots = 0;     // max(num_tokens, cached)
     int32_t consumed = 0;  // free blocks taken: new ones and free cached ones revived
+    // Sliding window: leading hits wholly before the window of the first query computed; they
+    // are not taken (their table entries start released), so a long cached prefix costs nothing.
+    int32_t num_skipped_hits = 0;
+    int32_t num_held = 0;  // blocks the sequence holds once allocated
   };
   AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
   AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
+  // The blocks an allocation must some day hold at once, for its "never" answer: the whole prompt;
+  // with a sliding window, what it holds now or the window's blocks in decode, whichever is more
+  // (later prompt chunks release what falls out of the window as they go).
+  int32_t blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const;
+  // Sliding window: blocks a decoding sequence holds at most, ceil(window / block_size) + 1.
+  int32_t window_blocks() const;
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
   void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;   // misuse throws
   // Appends to a device sequence whose blocks were counted by the caller.

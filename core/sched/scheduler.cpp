@@ -55,14 +55,18 @@ std::string Scheduler::never_fits_reason(const SequenceGroup& group) const {
   const int64_t max_tokens = group.request.params.max_tokens;
   const int64_t num_seqs = group.request.params.num_sequences();
   // Worst case: the prompt's full blocks shared, every sequence's other blocks its own. With a
-  // sliding window a sequence holds at most its prompt's blocks (prefill) or the window's
-  // (decode: the KV manager releases the blocks before it), not its whole length.
+  // sliding window and chunked prefill a sequence holds at most the window plus one chunk (the
+  // KV manager releases the blocks before the window, and a recompute computes its tokens again
+  // chunk by chunk); without chunking a recompute needs its whole length at once.
   const int64_t shared = prompt / block_size;
   const int64_t window = kv_.config().sliding_window;
   const int64_t whole = ceil_div(prompt + max_tokens, block_size);
-  const int64_t held =
-      window > 0 ? std::min(whole, std::max(ceil_div(prompt, block_size), ceil_div(window, block_size) + 1)) : whole;
-  const int64_t worst = shared + num_seqs * (held - shared);
+  int64_t held = whole;
+  if (window > 0 && config_.enable_chunked_prefill) {
+    const int64_t chunk_window = std::min(prompt + max_tokens, window - 1 + config_.max_num_batched_tokens);
+    held = std::min(whole, std::max(ceil_div(window, block_size), ceil_div(chunk_window, block_size)) + 1);
+  }
+  const int64_t worst = std::min(shared, held) + num_seqs * (held - std::min(shared, held));
   if (num_seqs > config_.max_num_seqs || num_seqs > config_.max_num_batched_tokens) {
     return "the request runs " + std::to_string(num_seqs) + " sequences at once, more than max_num_seqs (" +
            std::to_string(config_.max_num_seqs) + ") or max_num_batched_tokens (" +

@@ -201,8 +201,9 @@ BOOST_AUTO_TEST_CASE(swap_round_trips_move_only_live_blocks) {
 
 // A released full block stays in the prefix cache (free, evictable): a later request with the
 // same prompt still hits the prompt's early blocks, which is valid because a block's KV depends
-// on its prefix alone, window or not. (vLLM's sliding-window hit needs only the window's blocks;
-// here the hit stays a run of leading blocks, so it also needs the released ones not evicted.)
+// on its prefix alone, window or not. Hits before the window of the first query computed are
+// not taken. (vLLM's sliding-window hit needs only the window's blocks cached; here a hit is still
+// a run of leading blocks, so it also needs the released ones not evicted.)
 BOOST_AUTO_TEST_CASE(released_prompt_blocks_still_serve_prefix_hits) {
   kv::KvCacheManager manager(window_config(4, 5, 32));
   const Tokens prompt = iota_tokens(21);
@@ -214,9 +215,17 @@ BOOST_AUTO_TEST_CASE(released_prompt_blocks_still_serve_prefix_hits) {
   const kv::PrefixMatch match = manager.match_prefix({.tokens = prompt});
   BOOST_TEST(match.num_cached_tokens == 20);  // 5 full blocks, stopping short of the prompt
   BOOST_TEST(match.num_free_hit_blocks > 0);  // the released ones, revived by the hit
+  const int32_t used_before = manager.stats().num_used_device_blocks();
   BOOST_TEST(manager.allocate(2, {.tokens = prompt}, 21) == 20);
   manager.check_invariants();
-  // Its first append releases what its window no longer covers.
+  // Its first query (position 20) reads [16, 20]: the hits before are not even taken (as vLLM
+  // puts null blocks there), only block 4 of the prompt and one new block for position 20.
+  const auto table = manager.block_table(2);
+  BOOST_TEST(table.size() == 6u);
+  for (size_t i = 0; i < 4; ++i) BOOST_TEST(table[i] == kv::kNoBlock);
+  BOOST_TEST(manager.num_live_blocks(2) == 2);
+  BOOST_TEST(manager.stats().num_used_device_blocks() == used_before + 2);
+  check_table(manager, 2, 5);
   manager.append_slots(2, Tokens{900});
   manager.check_invariants();
   check_table(manager, 2, 5);

@@ -16,13 +16,15 @@ namespace pagedllm::test {
 BOOST_AUTO_TEST_SUITE(scheduler_sliding_window)
 
 // Two requests of 8 + 40 tokens: 12 blocks each without a window, more than the 8-block cache
-// (never fits). With a window of 8 each holds at most ceil(8 / 4) + 1 = 3 blocks once decoding.
+// (never fits). With a window of 8 each holds at most ceil(8 / 4) + 1 = 3 blocks once decoding,
+// and at most ceil((8 - 1 + 8) / 4) + 1 = 5 while (re)computing 8-token chunks.
 BOOST_AUTO_TEST_CASE(windowed_requests_longer_than_the_cache_run_without_preemption) {
   const std::vector<RequestSpec> specs = {
       {.id = 0, .num_prompt_tokens = 8, .max_tokens = 40},
       {.id = 1, .num_prompt_tokens = 8, .max_tokens = 40},
   };
-  Harness harness({.num_device_blocks = 8, .enable_prefix_caching = false, .sliding_window = 8});
+  Harness harness(
+      {.num_device_blocks = 8, .enable_prefix_caching = false, .max_num_batched_tokens = 8, .sliding_window = 8});
   for (const RequestSpec& spec : specs) harness.add(spec);
   int32_t most_used = 0;
   for (int32_t step = 0; step < 100 && harness.engine().has_unfinished(); ++step) {
@@ -38,7 +40,7 @@ BOOST_AUTO_TEST_CASE(windowed_requests_longer_than_the_cache_run_without_preempt
   expect_same_tokens(harness, specs, {0, 1});
   harness.expect_drained();
 
-  Harness unwindowed({.num_device_blocks = 8, .enable_prefix_caching = false});
+  Harness unwindowed({.num_device_blocks = 8, .enable_prefix_caching = false, .max_num_batched_tokens = 8});
   unwindowed.add(specs.front());
   unwindowed.step();
   BOOST_TEST((unwindowed.output(0).finish_reason == sched::FinishReason::rejected));
