@@ -34,7 +34,9 @@
    the float64 numpy forward with the window applied as Hugging Face Transformers' Mistral mask
    (query q sees key k iff q - W < k <= q): max relative error <= 1e-4 per sequence.
    The oracle here is the numpy forward alone: Transformers and torch are not installed in the
-   PyPI tier (too heavy), and llama.cpp's plain llama architecture ignores the GGUF window key.
+   PyPI tier (too heavy), and llama.cpp's loader reads the window key only for architectures
+   with sliding-window layers (Gemma 2/3, ...), not for the llama architecture these GGUFs carry
+   (from its source; not exercised by this check).
    Negative control: the same weights without the window (make-model without the flag) scored by
    pagedllm differ from the windowed reference by > 1e-2 at the positions past the window, and
    agree within 1e-4 before it (the window is the only difference).
