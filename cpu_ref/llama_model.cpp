@@ -150,6 +150,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
     const auto& table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])];
     const auto block_index = static_cast<std::size_t>(position / layout.block_size);
     PAGEDLLM_ASSERT(block_index < table.size(), "forward batch: position beyond the block table");
+    PAGEDLLM_ASSERT(table[block_index] != kv::kNoBlock, "forward batch: a new token's block was released");
     cache.write(layer_index, table[block_index], position % layout.block_size, k.data() + t * kv_dim,
                 v.data() + t * kv_dim);
   }
@@ -167,6 +168,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
         .num_heads = static_cast<std::int32_t>(config.num_heads),
         .block_table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])],
         .position = batch.positions[static_cast<std::size_t>(t)],
+        .sliding_window = config.attention_window(),
         .q = q.data() + t * q_dim,
         .out = attended.data() + t * q_dim,
     });

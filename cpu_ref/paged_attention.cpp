@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/common/check.h"
+#include "core/kv/attention_window.h"
 #include "cpu_ref/dot.h"
 
 namespace pagedllm::cpu_ref {
@@ -12,21 +13,26 @@ namespace pagedllm::cpu_ref {
 void paged_attention(const PagedAttentionArgs& args) {
   const kv::KvLayout& layout = args.layout;
   const std::int32_t head_dim = layout.head_dim;
-  const std::int32_t num_tokens = args.position + 1;  // causal: positions [0, position]
+  // Causal, and within the sliding window if there is one: positions [first, position].
+  const std::int32_t first = kv::first_visible_position(args.position, args.sliding_window);
+  const std::int32_t num_tokens = args.position + 1 - first;
   PAGEDLLM_ASSERT(args.kv_cache != nullptr && args.q != nullptr && args.out != nullptr,
                   "paged_attention: null pointer");
   PAGEDLLM_ASSERT(args.layer >= 0 && args.layer < layout.num_layers, "paged_attention: layer out of range");
   PAGEDLLM_ASSERT(args.num_heads > 0 && layout.num_kv_heads > 0 && args.num_heads % layout.num_kv_heads == 0,
                   "paged_attention: query heads must be a multiple of KV heads");
   PAGEDLLM_ASSERT(args.position >= 0, "paged_attention: negative position");
-  PAGEDLLM_ASSERT(static_cast<std::int64_t>(args.block_table.size()) * layout.block_size >= num_tokens,
+  PAGEDLLM_ASSERT(args.sliding_window >= 0, "paged_attention: negative sliding window");
+  PAGEDLLM_ASSERT(static_cast<std::int64_t>(args.block_table.size()) * layout.block_size > args.position,
                   "paged_attention: block table shorter than the sequence");
   const std::int32_t group_size = args.num_heads / layout.num_kv_heads;
   // HF: self.scaling = head_dim ** -0.5 (a Python double), applied to the fp32 scores.
   const float scale = static_cast<float>(std::pow(static_cast<double>(head_dim), -0.5));
 
-  // Where token t's vector of one KV head lives: block table lookup, then slot.
-  auto token_vector = [&](kv::KvKind kind, std::int32_t kv_head, std::int32_t t) {
+  // Where the vector of the i-th attended token (position first + i) of one KV head lives: block
+  // table lookup, then slot. A block released outside the window (kNoBlock) fails the assert.
+  auto token_vector = [&](kv::KvKind kind, std::int32_t kv_head, std::int32_t i) {
+    const std::int32_t t = first + i;
     const kv::BlockId block = args.block_table[static_cast<std::size_t>(t / layout.block_size)];
     PAGEDLLM_ASSERT(block >= 0 && block < layout.num_blocks, "paged_attention: block id out of range");
     return args.kv_cache + layout.element_offset(args.layer, kind, block, kv_head, t % layout.block_size);

@@ -102,6 +102,7 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
         .seq_lens = shape.inputs.seq_lens,
         .max_seq_len = shape.max_decode_seq_len,
         .scale = scale,
+        .sliding_window = c.attention_window(),
         .partition_tokens = choose_decode_partition_tokens(layout.num_kv_heads, shape.num_decode_seqs,
                                                            shape.max_decode_seq_len, limits_.num_sms),
         .workspace = decode_workspace_.get(),
@@ -126,7 +127,8 @@ void ForwardPass::attention(const ForwardShape& shape, const kv::KvLayout& layou
             shape.inputs.block_tables + static_cast<std::ptrdiff_t>(shape.num_decode_seqs) * shape.table_width,
         .max_blocks_per_seq = shape.table_width,
         .max_query_len = shape.max_query_len,
-        .scale = scale};
+        .scale = scale,
+        .sliding_window = c.attention_window()};
     prefill_attention(params, stream);
   }
 }

@@ -60,6 +60,9 @@ void build_step_batch(const sched::StepPlan& plan, int32_t block_size, StepBatch
               batch.block_tables.begin() + static_cast<std::ptrdiff_t>(index * static_cast<size_t>(width)));
     for (int32_t position = scheduled.start; position < scheduled.end; ++position) {
       const kv::BlockId block = scheduled.block_table[static_cast<size_t>(position / block_size)];
+      // A new token's block is live: only blocks before the sliding window are released (kNoBlock),
+      // and write_kv_cache would skip its negative slot as padding.
+      PAGEDLLM_ASSERT(block != kv::kNoBlock, "step batch: a new token's block was released");
       batch.token_ids.push_back(scheduled.tokens[static_cast<size_t>(position)]);
       batch.positions.push_back(position);
       batch.slot_mapping.push_back(static_cast<int64_t>(block) * block_size + position % block_size);

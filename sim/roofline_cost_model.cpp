@@ -31,9 +31,22 @@ void require_non_negative(double value, const std::string& field) {
 }
 
 // Query positions [start, end) each attend to every position up to their own (causal): the sum
-// of (p + 1) over the span. A decode token at position p attends to p + 1 tokens.
-double attended_pairs(int64_t start, int64_t end) {
-  return static_cast<double>(end * (end + 1) - start * (start + 1)) / 2.0;
+// of (p + 1) over the span. A decode token at position p attends to p + 1 tokens; with a sliding
+// window (> 0) to min(p + 1, window) (kv/attention_window.h).
+double attended_pairs(int64_t start, int64_t end, int64_t window) {
+  const auto causal = [](int64_t from, int64_t to) {
+    return static_cast<double>(to * (to + 1) - from * (from + 1)) / 2.0;
+  };
+  if (window <= 0) return causal(start, end);
+  const int64_t growing_end = std::clamp(window, start, end);  // queries p < window still see p + 1 keys
+  return causal(start, growing_end) + static_cast<double>(window) * static_cast<double>(end - growing_end);
+}
+
+// The KV positions the queries [start, end) read: [0, end), or with a window from the first
+// position the earliest query sees.
+int64_t positions_read(int64_t start, int64_t end, int64_t window) {
+  if (window <= 0 || start < window) return end;
+  return end - (start - window + 1);
 }
 
 int32_t blocks_that_fit(double bytes, double bytes_per_block) {
@@ -155,17 +168,19 @@ void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) 
 }
 
 // Each sequence reads the KV of its whole context [0, end) once per layer (a query-head group
-// shares its KV head's tiles) and writes the KV of its new tokens; QK^T and PV cost 4 x
+// shares its KV head's tiles; a windowed model only the window of its earliest query, so a
+// decode reads min(context, window) positions) and writes the KV of its new tokens; QK^T and PV cost 4 x
 // head_dim FLOPs per query head per attended position. Sequences are summed, each at its own
 // bound: a prefill chunk is compute bound while the decodes beside it are memory bound.
 void RooflineCostModel::add_attention(const sched::ScheduledSequence& scheduled, StepCost& cost) const {
   if (scheduled.num_new_tokens() <= 0) return;
   const model::ModelShape& model = config_.model;
-  const double read = kv_bytes_per_token_ * scheduled.end;
+  const int64_t window = model.sliding_window;
+  const double read = kv_bytes_per_token_ * static_cast<double>(positions_read(scheduled.start, scheduled.end, window));
   const double written = kv_bytes_per_token_ * scheduled.num_new_tokens();
   const double heads_per_gpu = static_cast<double>(model.num_heads / config_.tensor_parallel);
   const double flops = 4.0 * heads_per_gpu * static_cast<double>(model.head_dim * model.num_layers) *
-                       attended_pairs(scheduled.start, scheduled.end);
+                       attended_pairs(scheduled.start, scheduled.end, window);
   const double compute = flops / sustained_attention_flops_;
   const double memory = (read + written) / sustained_attention_bandwidth_;
   cost.kv_bytes_read += read;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/common/mix.h"
+#include "core/kv/attention_window.h"
 
 namespace pagedllm::engine {
 namespace {
@@ -27,7 +28,7 @@ size_t slot_of(const sched::ScheduledSequence& scheduled, int32_t position, int3
 }  // namespace
 
 ScriptedExecutor::ScriptedExecutor(const ScriptedExecutorConfig& config, const kv::KvCacheConfig& cache)
-    : config_(config), block_size_(cache.block_size) {
+    : config_(config), block_size_(cache.block_size), sliding_window_(cache.sliding_window) {
   if (config_.verify_kv) {
     device_slots_.assign(static_cast<size_t>(cache.num_device_blocks) * cache.block_size, 0);
     host_slots_.assign(static_cast<size_t>(cache.num_host_blocks) * cache.block_size, 0);
@@ -115,9 +116,13 @@ void ScriptedExecutor::write_kv(const sched::ScheduledSequence& scheduled) {
 }
 
 void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
+  // What attention reads: from the window start of the step's first query (every position
+  // without a window); the blocks before it may have been released.
+  const int32_t first_read = kv::first_visible_position(scheduled.start, sliding_window_);
   uint64_t prefix = 0;
   for (int32_t position = 0; position < scheduled.end; ++position) {
     prefix = extend_fingerprint(prefix, scheduled.tokens[static_cast<size_t>(position)]);
+    if (position < first_read) continue;
     const size_t slot = slot_of(scheduled, position, block_size_);
     if (device_slots_[slot] != prefix) {
       throw std::logic_error("scripted executor: sequence " + std::to_string(scheduled.seq) + " of request " +
@@ -127,7 +132,7 @@ void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
                              "): its block table does not hold its prefix");
     }
   }
-  num_kv_reads_checked_ += scheduled.end;
+  num_kv_reads_checked_ += scheduled.end - first_read;
 }
 
 void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const {

@@ -48,6 +48,7 @@ class ScriptedExecutor final : public Executor {
 
   ScriptedExecutorConfig config_;
   int32_t block_size_;
+  int32_t sliding_window_;              // the KV cache's: check_kv reads what attention would
   std::vector<uint64_t> device_slots_;  // prefix fingerprint per device slot
   std::vector<uint64_t> host_slots_;
   std::vector<uint64_t> scratch_prefix_;

@@ -107,6 +107,7 @@ int32_t context_length(const ModelBundle& bundle) {
 void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config) {
   config.eos_token_ids = bundle.eos_token_ids;
   config.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+  config.cache.sliding_window = bundle.config.attention_window();  // blocks past the window are released
 }
 
 }  // namespace pagedllm::frontend

@@ -45,8 +45,9 @@ model::ModelWeights load_weights(const ModelBundle& bundle, const model::WeightL
 // The model's context length (max_position_embeddings, capped at 2^20): the default max_model_len.
 int32_t context_length(const ModelBundle& bundle);
 
-// What an engine takes from the model itself: every EOS id (each ends a request) and the
-// vocabulary size (token ids in requests are checked against it).
+// What an engine takes from the model itself: every EOS id (each ends a request), the
+// vocabulary size (token ids in requests are checked against it) and the sliding attention
+// window (the KV cache releases the blocks before it).
 void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config);
 
 // Renders a conversation with the model's chat template and tokenizes it without adding BOS

@@ -39,10 +39,31 @@ void KvCacheManager::check_allocation(SeqId seq, PromptRef prompt, int32_t num_t
 KvCacheManager::AllocPlan KvCacheManager::plan_allocation(PromptRef prompt, int32_t num_tokens,
                                                           std::vector<BlockId>* hits) const {
   AllocPlan plan;
-  plan.match = match_prefix(prompt, hits);
+  std::vector<BlockId> local_hits;  // a windowed plan needs the hits even when the caller does not
+  std::vector<BlockId>* found = hits != nullptr || config_.sliding_window <= 0 ? hits : &local_hits;
+  const size_t first_hit = found != nullptr ? found->size() : 0;
+  plan.match = match_prefix(prompt, found);
   plan.slots = std::max(num_tokens, plan.match.num_cached_tokens);
-  plan.consumed = blocks_for_tokens(plan.slots) - plan.match.num_hit_blocks + plan.match.num_free_hit_blocks;
+  int32_t skipped_free = 0;
+  if (config_.sliding_window > 0) {
+    // The first query computed is at `cached` (at slots - 1 when nothing is computed now).
+    const int32_t first_query = std::min(plan.match.num_cached_tokens, plan.slots - 1);
+    plan.num_skipped_hits = std::min(num_blocks_outside_window(first_query), plan.match.num_hit_blocks);
+    for (int32_t i = 0; i < plan.num_skipped_hits; ++i) {
+      if (device_.meta((*found)[first_hit + static_cast<size_t>(i)]).ref_count == 0) ++skipped_free;
+    }
+  }
+  plan.consumed =
+      blocks_for_tokens(plan.slots) - plan.match.num_hit_blocks + plan.match.num_free_hit_blocks - skipped_free;
+  plan.num_held = blocks_for_tokens(plan.slots) - plan.num_skipped_hits;
   return plan;
+}
+
+int32_t KvCacheManager::window_blocks() const { return blocks_for_tokens(config_.sliding_window) + 1; }
+
+int32_t KvCacheManager::blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const {
+  if (config_.sliding_window <= 0) return blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
+  return std::max(plan.num_held, window_blocks());
 }
 
 AllocStatus KvCacheManager::status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const {
@@ -52,16 +73,16 @@ AllocStatus KvCacheManager::status_of(int32_t num_blocks_held, int32_t num_free_
 
 AllocStatus KvCacheManager::allocation_status(PromptRef prompt, int32_t num_tokens, Headroom headroom) const {
   const AllocPlan plan = plan_allocation(prompt, num_tokens, nullptr);
-  return status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed, headroom);
+  return status_of(blocks_needed_at_once(prompt, plan), plan.consumed, headroom);
 }
 
 AllocResult KvCacheManager::try_allocate(SeqId seq, PromptRef prompt, int32_t num_tokens, Headroom headroom) {
   check_allocation(seq, prompt, num_tokens);
   scratch_hits_.clear();
   const AllocPlan plan = plan_allocation(prompt, num_tokens, &scratch_hits_);
-  // The whole prompt must fit the tier some day, not only the first chunk asked for now.
-  const AllocStatus status =
-      status_of(blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size())), plan.consumed, headroom);
+  // The whole prompt must fit the tier some day, not only the first chunk asked for now (with a
+  // sliding window, what it holds at once).
+  const AllocStatus status = status_of(blocks_needed_at_once(prompt, plan), plan.consumed, headroom);
   if (status != AllocStatus::ok) return {status, 0};
   return {AllocStatus::ok, commit_allocation(seq, prompt, plan)};
 }
@@ -85,10 +106,15 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
   SequenceKv& state = add_sequence(seq);
   state.salt = prompt.salt;
   state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
-  for (const BlockId block : scratch_hits_) {
-    revive_device_block(block);
-    state.block_table.push_back(block);
+  for (size_t i = 0; i < scratch_hits_.size(); ++i) {
+    if (i < static_cast<size_t>(plan.num_skipped_hits)) {  // before the window: never read, not taken
+      state.block_table.push_back(kNoBlock);
+      continue;
+    }
+    revive_device_block(scratch_hits_[i]);
+    state.block_table.push_back(scratch_hits_[i]);
   }
+  state.num_released_blocks = plan.num_skipped_hits;
   const BlockHash parent = scratch_hits_.empty() ? kRootBlockHash : device_.meta(scratch_hits_.back()).hash;
   state.tail_hasher.reset(parent, prompt.salt);
   state.num_tokens = match.num_cached_tokens;
@@ -105,7 +131,10 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
                                       static_cast<size_t>(plan.slots - match.num_cached_tokens)),
                 prompt.block_hashes, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
   if (logging) {
-    event_log_->allocate(seq, std::span(state.block_table).first(static_cast<size_t>(match.num_hit_blocks)),
+    event_log_->allocate(seq,
+                         std::span(state.block_table)
+                             .subspan(static_cast<size_t>(plan.num_skipped_hits),
+                                      static_cast<size_t>(match.num_hit_blocks - plan.num_skipped_hits)),
                          scratch_fresh_, scratch_cached_);
   }
   return match.num_cached_tokens;
@@ -122,7 +151,9 @@ int32_t KvCacheManager::num_blocks_to_append(const SequenceKv& state, int32_t nu
   if (num_new_tokens == 0) return 0;
   const int32_t new_blocks = blocks_for_tokens(static_cast<int64_t>(state.num_tokens) + num_new_tokens) -
                              static_cast<int32_t>(state.block_table.size());
-  return new_blocks + (needs_copy_on_write(state) ? 1 : 0);
+  // A windowed sequence releases its blocks before the window first (kv_sliding_window.cpp): the
+  // ones it holds alone return to the free list before the new ones are taken.
+  return std::max(0, new_blocks + (needs_copy_on_write(state) ? 1 : 0) - num_blocks_freed_by_window(state));
 }
 
 bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
@@ -189,6 +220,7 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
 void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
                                     std::span<const BlockHash> known, std::vector<BlockCopy>& copies) {
   if (tokens.empty()) return;
+  release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
   // scheduled sequence and step).
   if (needs_copy_on_write(state)) [[unlikely]] {
@@ -290,11 +322,12 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   copy.tail_hasher = source.tail_hasher;
   copy.salt = source.salt;
   copy.num_tokens = source.num_tokens;
+  copy.num_released_blocks = source.num_released_blocks;
   copy.tier = source.tier;
   copy.last_block_maybe_shared = true;
   sequence(parent).last_block_maybe_shared = true;
   BlockPool& tier_pool = pool(copy.tier);
-  for (const BlockId block : copy.block_table) tier_pool.acquire(block);
+  for (const BlockId block : live_blocks(copy)) tier_pool.acquire(block);
   if (event_log_) event_log_->fork(parent, child);
 }
 
@@ -305,15 +338,16 @@ void KvCacheManager::free(SeqId seq) {
   }
   const SequenceKv& state = *found;
   const std::vector<BlockId>& table = state.block_table;
-  // Release the tail first so that it reaches the free list first and is evicted first.
-  for (size_t i = table.size(); i-- > 0;) {
+  // Release the tail first so that it reaches the free list first and is evicted first. Entries
+  // released outside the sliding window hold nothing.
+  for (size_t i = table.size(); i-- > static_cast<size_t>(state.num_released_blocks);) {
     if (state.tier == Tier::device) {
       release_device_block(table[i], block_fill(state, i));
     } else {
       host_.release(table[i]);
     }
   }
-  if (event_log_) event_log_->free(seq, state.tier, table);
+  if (event_log_) event_log_->free(seq, state.tier, live_blocks(state));
   remove_sequence(seq);
 }
 

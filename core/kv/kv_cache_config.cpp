@@ -20,6 +20,10 @@ void validate(const KvCacheConfig& config) {
     throw KvCacheError("kv cache config: num_host_blocks must be in [0, " + std::to_string(kMaxBlocksPerTier) +
                        "], got " + std::to_string(config.num_host_blocks));
   }
+  if (config.sliding_window < 0) {
+    throw KvCacheError("kv cache config: sliding_window must be 0 (none) or positive, got " +
+                       std::to_string(config.sliding_window));
+  }
   if (!std::isfinite(config.watermark) || config.watermark < 0.0 || config.watermark >= 1.0) {
     throw KvCacheError("kv cache config: watermark must be a fraction in [0, 1), got " +
                        std::to_string(config.watermark));

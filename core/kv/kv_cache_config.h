@@ -11,6 +11,9 @@ struct KvCacheConfig {
   int32_t num_host_blocks = 0;        // swap-space blocks in (pinned) host memory; 0 disables swap
   double watermark = 0.01;            // fraction of device blocks new admissions must leave free
   bool enable_prefix_caching = true;  // share full blocks with equal prefixes across requests
+  // The model's sliding attention window (kv/attention_window.h), 0 = none: a sequence's blocks
+  // wholly before the window of its next query are released (its table keeps kNoBlock there).
+  int32_t sliding_window = 0;
 };
 
 // Upper bounds that catch unit mix-ups (bytes passed as blocks, tokens as blocks).

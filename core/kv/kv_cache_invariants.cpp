@@ -72,8 +72,19 @@ void KvCacheManager::check_invariants() const {
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;
     std::vector<int32_t>& refs = state.tier == Tier::device ? device_refs : host_refs;
     std::vector<int32_t>& fills = state.tier == Tier::device ? device_fills : host_fills;
+    // Sliding window: the released entries are a prefix of the table, wholly before the window of
+    // the sequence's last query (so never read again).
+    if (state.num_released_blocks < 0 || state.num_released_blocks > static_cast<int32_t>(state.block_table.size())) {
+      fail(name + " has " + std::to_string(state.num_released_blocks) + " released blocks");
+    }
+    if (state.num_released_blocks > num_blocks_outside_window(std::max(state.num_tokens - 1, 0))) {
+      fail(name + " released " + std::to_string(state.num_released_blocks) + " blocks, inside its sliding window");
+    }
     for (size_t i = 0; i < state.block_table.size(); ++i) {
       const BlockId block = state.block_table[i];
+      const bool released = i < static_cast<size_t>(state.num_released_blocks);
+      if (released != (block == kNoBlock)) fail(name + " has a released entry outside its released prefix");
+      if (released) continue;
       if (block < 0 || block >= tier_pool.num_blocks()) fail(name + " holds an out-of-range block id");
       ++refs[static_cast<size_t>(block)];
       // Every holder of a block must agree on how full it is (a shared block is never written).

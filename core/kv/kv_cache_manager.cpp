@@ -92,6 +92,7 @@ KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
   state.id = seq;
   state.salt = 0;
   state.num_tokens = 0;
+  state.num_released_blocks = 0;
   state.tier = Tier::device;
   state.last_block_maybe_shared = false;
   state.live = true;
@@ -165,6 +166,10 @@ int64_t KvCacheManager::slot(SeqId seq, int32_t position) const {
                        " of " + std::to_string(state.num_tokens) + " tokens");
   }
   const BlockId block = state.block_table[static_cast<size_t>(position / config_.block_size)];
+  if (block == kNoBlock) {
+    throw KvCacheError("kv cache: position " + std::to_string(position) + " of sequence " + std::to_string(seq) +
+                       " lies in a block released outside its sliding window");
+  }
   return static_cast<int64_t>(block) * config_.block_size + position % config_.block_size;
 }
 

@@ -10,11 +10,20 @@
 // kv_cache_manager.cpp (lookups, block accounting, inspection), kv_block_tables.cpp (allocate,
 // append, fork, free), kv_prefix_cache.cpp (matching and registering full blocks), kv_swap.cpp.
 //
-// A sequence holds exactly ceil(num_tokens / block_size) blocks: slots are reserved for tokens
+// A sequence's table has exactly ceil(num_tokens / block_size) entries: slots are reserved for tokens
 // whose ids are known (a prompt chunk, or the token sampled last step), so each full block can be
 // hashed and offered to the prefix cache the moment it fills. Executors must therefore write a
 // layer's new KV for the whole batch before that layer's attention reads the cache, as vLLM's
 // reshape_and_cache does: a request may hit a block that another request fills in the same step.
+//
+// Sliding window (config.sliding_window > 0; kv_sliding_window.cpp): before an append, the blocks
+// wholly before the window of the append's first query are released, as vLLM v1's
+// SlidingWindowManager does: the sequence's reference is dropped (a cached block stays cached and
+// evictable on the free list, a block shared by a fork stays with the other holders) and its table
+// entry becomes kNoBlock. Released entries are always a prefix of the table; executors never read
+// them (attention reads only the window). An allocation does not take prefix hits wholly before
+// the window of its first computed query (their entries start released). Forks inherit released
+// entries, swaps move only live blocks, and each release is one event-log line (release_window).
 #pragma once
 
 #include <cstdint>
@@ -173,7 +182,10 @@ class KvCacheManager {
   // --- inspection ------------------------------------------------------------------------------
   bool contains(SeqId seq) const { return find_sequence(seq) != nullptr; }
   bool is_swapped(SeqId seq) const;
+  // With a sliding window, the leading entries may be kNoBlock (released, never read again).
   std::span<const BlockId> block_table(SeqId seq) const;
+  // Table entries that hold a block (not released outside the window).
+  int32_t num_live_blocks(SeqId seq) const;
   int32_t num_tokens(SeqId seq) const;
   // The flat slot index (block_id * block_size + offset) of a token position, for the executor.
   int64_t slot(SeqId seq, int32_t position) const;
@@ -195,6 +207,7 @@ class KvCacheManager {
     SeqId id = 0;
     uint64_t salt = 0;
     int32_t num_tokens = 0;
+    int32_t num_released_blocks = 0;  // leading table entries released outside the window (kNoBlock)
     Tier tier = Tier::device;
     bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive
     bool live = false;                     // false: a free slot awaiting reuse
@@ -226,9 +239,19 @@ class KvCacheManager {
     PrefixMatch match;
     int32_t slots = 0;     // max(num_tokens, cached)
     int32_t consumed = 0;  // free blocks taken: new ones and free cached ones revived
+    // Sliding window: leading hits wholly before the window of the first query computed; they
+    // are not taken (their table entries start released), so a long cached prefix costs nothing.
+    int32_t num_skipped_hits = 0;
+    int32_t num_held = 0;  // blocks the sequence holds once allocated
   };
   AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
   AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
+  // The blocks an allocation must some day hold at once, for its "never" answer: the whole prompt;
+  // with a sliding window, what it holds now or the window's blocks in decode, whichever is more
+  // (later prompt chunks release what falls out of the window as they go).
+  int32_t blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const;
+  // Sliding window: blocks a decoding sequence holds at most, ceil(window / block_size) + 1.
+  int32_t window_blocks() const;
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
   void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;   // misuse throws
   // Appends to a device sequence whose blocks were counted by the caller.
@@ -237,6 +260,16 @@ class KvCacheManager {
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
   int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
+  // Sliding window: table entries before the first block the query at `first_query_position`
+  // reads (0 without a window).
+  int32_t num_blocks_outside_window(int32_t first_query_position) const;
+  // Of the blocks an append to `state` releases, those it holds alone and that are not cached
+  // (their release frees them for good).
+  int32_t num_blocks_freed_by_window(const SequenceKv& state) const;
+  // Releases `state`'s blocks wholly before the window of the query at `first_query_position`.
+  void release_outside_window(SeqId seq, SequenceKv& state, int32_t first_query_position);
+  // The table entries that hold blocks: all but the released prefix.
+  static std::span<const BlockId> live_blocks(const SequenceKv& state);
   const SequenceKv* find_sequence(SeqId seq) const;
   const SequenceKv& sequence(SeqId seq) const;  // throws KvCacheError naming an unknown seq
   SequenceKv& sequence(SeqId seq);
@@ -284,7 +317,9 @@ class KvCacheManager {
   std::vector<BlockId> scratch_hits_;
   std::vector<BlockId> scratch_fresh_;
   std::vector<BlockId> scratch_cached_;
-  std::vector<SequenceKv*> scratch_appending_;  // try_append_slots: each request's sequence, found once
+  std::vector<SequenceKv*> scratch_appending_;
+  std::vector<BlockId> scratch_released_;  // release_outside_window: the blocks, for the event log  //
+                                           // try_append_slots: each request's sequence, found once
 };
 
 }  // namespace pagedllm::kv

@@ -89,6 +89,13 @@ void KvEventLog::free(SeqId seq, Tier tier, std::span<const BlockId> blocks) {
   end();
 }
 
+void KvEventLog::release_outside_window(SeqId seq, std::span<const BlockId> blocks) {
+  begin("release_window");
+  append_field(line_, "seq", seq);
+  append_list(line_, "blocks", blocks);
+  end();
+}
+
 void KvEventLog::evict(BlockId block) {
   begin("evict");
   append_field(line_, "block", block);

@@ -30,6 +30,8 @@ class KvEventLog {
   void copy_on_write(SeqId seq, BlockCopy copy);
   void fork(SeqId parent, SeqId child);
   void free(SeqId seq, Tier tier, std::span<const BlockId> blocks);
+  // Blocks a sequence dropped because they lie wholly before its sliding window.
+  void release_outside_window(SeqId seq, std::span<const BlockId> blocks);
   void evict(BlockId block);
   void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
   // `reused`: host blocks whose content was still cached on the device (no copy).

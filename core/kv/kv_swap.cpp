@@ -34,7 +34,9 @@ std::vector<KvCacheManager::GroupBlock> KvCacheManager::group_blocks(std::span<c
                          seq_name(seq) + ", which is already " +
                          (state.tier == Tier::device ? "on the device" : "swapped out"));
     }
-    for (size_t position = 0; position < state.block_table.size(); ++position) {
+    // Only live blocks move: entries released outside the sliding window stay kNoBlock.
+    for (size_t position = static_cast<size_t>(state.num_released_blocks); position < state.block_table.size();
+         ++position) {
       const BlockId block = state.block_table[position];
       const auto [it, inserted] = index.try_emplace(block, blocks.size());
       if (inserted) {
@@ -81,7 +83,9 @@ std::optional<std::vector<BlockMove>> KvCacheManager::try_swap_out(std::span<con
   }
   for (const SeqId seq : group) {
     SequenceKv& state = sequence(seq);
-    for (BlockId& block : state.block_table) block = device_to_host.at(block);
+    for (BlockId& block : state.block_table) {
+      if (block != kNoBlock) block = device_to_host.at(block);
+    }
     state.tier = Tier::host;
   }
   if (event_log_) event_log_->swap_out(group, moves);
@@ -153,7 +157,9 @@ SwapInResult KvCacheManager::try_swap_in(std::span<const SeqId> group, Headroom 
   }
   for (const SeqId seq : group) {
     SequenceKv& state = sequence(seq);
-    for (BlockId& block : state.block_table) block = host_to_device.at(block);
+    for (BlockId& block : state.block_table) {
+      if (block != kNoBlock) block = host_to_device.at(block);
+    }
     state.tier = Tier::device;
   }
   if (event_log_) {

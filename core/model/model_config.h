@@ -2,6 +2,7 @@
 // Hugging Face config.json or from GGUF metadata, and written back as config.json.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,8 +40,20 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   std::optional<std::int32_t> bos_token_id;
-  std::vector<std::int32_t> eos_token_ids;     // config.json may give one id or a list
-  std::optional<std::int64_t> sliding_window;  // mistral; recorded, not applied
+  std::vector<std::int32_t> eos_token_ids;  // config.json may give one id or a list
+  // Sliding-window attention (Mistral; Qwen2 with use_sliding_window): a query attends only the
+  // `sliding_window` most recent positions, itself included (kv/attention_window.h has the
+  // convention). Applied to every layer by cpu_ref, the CUDA kernels and the sim's cost model,
+  // and the block manager releases blocks that no query can read again. Per-layer patterns
+  // (Gemma 2's alternation, Qwen2's max_window_layers) are not modelled.
+  std::optional<std::int64_t> sliding_window;
+
+  // The window as the attention code takes it: kv::kNoSlidingWindow (0) when there is none; a
+  // window past any int32 position is clamped (it then covers every position anyway).
+  std::int32_t attention_window() const noexcept {
+    if (!sliding_window) return 0;
+    return static_cast<std::int32_t>(std::min<std::int64_t>(*sliding_window, INT32_MAX));
+  }
 
   std::int64_t num_query_groups() const noexcept { return num_heads / num_kv_heads; }
   std::int64_t q_dim() const noexcept { return num_heads * head_dim; }

@@ -28,14 +28,20 @@ ModelShape llama_shape(std::string name, int64_t layers, int64_t hidden, int64_t
   return shape;
 }
 
+ModelShape with_sliding_window(ModelShape shape, int64_t window) {
+  shape.sliding_window = window;
+  return shape;
+}
+
 std::vector<ModelShape> make_presets() {
   return {
-      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),      // meta-llama/Llama-2-7b-hf
-      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),     // meta-llama/Llama-2-13b-hf
-      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),      // meta-llama/Llama-2-70b-hf
-      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),      // meta-llama/Meta-Llama-3-8B
-      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),     // meta-llama/Meta-Llama-3-70B
-      llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),      // mistralai/Mistral-7B-v0.1
+      llama_shape("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),   // meta-llama/Llama-2-7b-hf
+      llama_shape("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),  // meta-llama/Llama-2-13b-hf
+      llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),   // meta-llama/Llama-2-70b-hf
+      llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),   // meta-llama/Meta-Llama-3-8B
+      llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),  // meta-llama/Meta-Llama-3-70B
+      with_sliding_window(llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),
+                          4096),  // mistralai/Mistral-7B-v0.1 (config.json's sliding_window)
       llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, true),  // HuggingFaceTB/SmolLM2-135M
   };
 }
@@ -81,6 +87,10 @@ void validate(const ModelShape& shape) {
   require_positive(static_cast<double>(shape.vocab_size), shape, "vocab_size");
   require_positive(shape.weight_bytes_per_param, shape, "weight_bytes_per_param");
   require_positive(shape.kv_bytes_per_element, shape, "kv_bytes_per_element");
+  if (shape.sliding_window < 0) {
+    throw std::invalid_argument("model shape '" + shape.name + "': sliding_window must be 0 (none) or positive, got " +
+                                std::to_string(shape.sliding_window));
+  }
   if (shape.num_heads % shape.num_kv_heads != 0) {
     throw std::invalid_argument("model shape '" + shape.name + "': num_heads (" + std::to_string(shape.num_heads) +
                                 ") must be a multiple of num_kv_heads (" + std::to_string(shape.num_kv_heads) + ")");
@@ -112,6 +122,7 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string name) 
   shape.tie_word_embeddings = config.tie_word_embeddings;
   shape.attention_bias = config.attention_bias;
   shape.max_position_embeddings = config.max_position_embeddings;
+  shape.sliding_window = config.sliding_window.value_or(0);
   validate(shape);
   return shape;
 }
@@ -129,6 +140,10 @@ ModelConfig model_config_from_shape(const ModelShape& shape) {
   config.max_position_embeddings = shape.max_position_embeddings;
   config.tie_word_embeddings = shape.tie_word_embeddings;
   config.attention_bias = shape.attention_bias;
+  if (shape.sliding_window > 0) {
+    config.architecture = shape.attention_bias ? "qwen2" : "mistral";  // the families that carry a window
+    config.sliding_window = shape.sliding_window;
+  }
   return config;
 }
 

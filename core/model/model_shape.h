@@ -23,6 +23,7 @@ struct ModelShape {
   bool tie_word_embeddings = false;     // the lm_head is the embedding matrix (no second copy)
   bool attention_bias = false;          // q/k/v projections carry biases (qwen2)
   int64_t max_position_embeddings = 0;  // the context length (0 = unknown)
+  int64_t sliding_window = 0;           // keys a query attends (Mistral); 0 = all (no window)
   double weight_bytes_per_param = 2.0;  // 2 = bf16; 1 = fp8; 0.5 = 4-bit
   double kv_bytes_per_element = 2.0;    // 2 = bf16 KV cache; 1 = fp8
 
@@ -45,7 +46,7 @@ struct ModelShape {
 void validate(const ModelShape& shape);
 
 // The presets, from each model's Hugging Face config.json: llama-2-7b, llama-2-13b, llama-2-70b,
-// llama-3-8b, llama-3-70b, mistral-7b, smollm2-135m.
+// llama-3-8b, llama-3-70b, mistral-7b (sliding window 4096), smollm2-135m.
 const std::vector<ModelShape>& model_shape_presets();
 
 // The preset of that name (case-insensitive). Throws std::invalid_argument listing the valid names.

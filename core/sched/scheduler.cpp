@@ -54,9 +54,19 @@ std::string Scheduler::never_fits_reason(const SequenceGroup& group) const {
   const int64_t prompt = seq.num_tokens();
   const int64_t max_tokens = group.request.params.max_tokens;
   const int64_t num_seqs = group.request.params.num_sequences();
-  // Worst case: the prompt's full blocks shared, every sequence's other blocks its own.
+  // Worst case: the prompt's full blocks shared, every sequence's other blocks its own. With a
+  // sliding window and chunked prefill a sequence holds at most the window plus one chunk (the
+  // KV manager releases the blocks before the window, and a recompute computes its tokens again
+  // chunk by chunk); without chunking a recompute needs its whole length at once.
   const int64_t shared = prompt / block_size;
-  const int64_t worst = shared + num_seqs * (ceil_div(prompt + max_tokens, block_size) - shared);
+  const int64_t window = kv_.config().sliding_window;
+  const int64_t whole = ceil_div(prompt + max_tokens, block_size);
+  int64_t held = whole;
+  if (window > 0 && config_.enable_chunked_prefill) {
+    const int64_t chunk_window = std::min(prompt + max_tokens, window - 1 + config_.max_num_batched_tokens);
+    held = std::min(whole, std::max(ceil_div(window, block_size), ceil_div(chunk_window, block_size)) + 1);
+  }
+  const int64_t worst = std::min(shared, held) + num_seqs * (held - std::min(shared, held));
   if (num_seqs > config_.max_num_seqs || num_seqs > config_.max_num_batched_tokens) {
     return "the request runs " + std::to_string(num_seqs) + " sequences at once, more than max_num_seqs (" +
            std::to_string(config_.max_num_seqs) + ") or max_num_batched_tokens (" +

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/kv/attention_window.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/device_types.cuh"
 
@@ -31,9 +32,10 @@ struct DecodeKernelArgs {
   int32_t max_seq_len;
   int32_t partition_tokens;  // a power of two, at most kDecodePartitionTokens (block sizes are too)
   float scale;
-  float* partial_out;  // [num_seqs][num_heads][num_partitions][head_dim]; null: no split
-  float* partial_max;  // [num_seqs][num_heads][num_partitions]
-  float* partial_sum;  // [num_seqs][num_heads][num_partitions]
+  int32_t sliding_window;  // kv::kNoSlidingWindow or the keys a query sees
+  float* partial_out;      // [num_seqs][num_heads][num_partitions][head_dim]; null: no split
+  float* partial_max;      // [num_seqs][num_heads][num_partitions]
+  float* partial_sum;      // [num_seqs][num_heads][num_partitions]
 };
 
 // Grid (num_kv_heads * num_group_chunks, num_seqs, num_partitions), kThreads threads.
@@ -66,15 +68,19 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = tid / 32;
 
   const int seq_len = min(min(args.seq_lens[seq], args.max_seq_len), args.max_blocks_per_seq * args.layout.block_size);
-  const int part_start = partition * args.partition_tokens;
-  if (part_start >= seq_len) return;  // the whole block: this sequence is shorter
-  const int n = min(args.partition_tokens, seq_len - part_start);
+  // The partition's keys that the query (at position seq_len - 1) sees: [part_start, part_end).
+  const int window_start = kv::first_visible_position(seq_len - 1, args.sliding_window);
+  const int part_end = min((partition + 1) * args.partition_tokens, seq_len);
+  const int part_start = max(partition * args.partition_tokens, window_start);
+  if (part_start >= part_end) return;  // the whole block: this sequence is shorter, or the window starts later
+  const int n = part_end - part_start;
   const int first_head = kv_head * args.group_size + chunk * kGroup;
   const int group = min(kGroup, args.group_size - chunk * kGroup);
 
   // Prefetch the partition's block ids and the group's query vectors.
   // Both powers of two: a partition covers whole blocks (block_size <= partition_tokens) or lies
-  // inside one block (an unpaged-like layout, block_size > partition_tokens).
+  // inside one block (an unpaged-like layout, block_size > partition_tokens). A window that starts
+  // inside the partition starts its range mid-partition: the blocks before it are not fetched.
   const int block_size = args.layout.block_size;
   const int first_block = part_start / block_size;
   const int num_part_blocks = (part_start + n - 1) / block_size - first_block + 1;
@@ -90,7 +96,8 @@ __global__ void __launch_bounds__(kThreads)
 
   const int row_in_pass = warp * kRowsPerWarp + lane / kLanesPerRow;
   const int vec = lane % kLanesPerRow;
-  const int start_in_block = part_start - first_block * block_size;  // 0 unless a block spans partitions
+  // 0 unless a block spans partitions or the window starts inside a block.
+  const int start_in_block = part_start - first_block * block_size;
   auto row_pointer = [&](int kind, int i) {
     const int in_part_blocks = start_in_block + i;
     const int32_t block = blocks_s[in_part_blocks / block_size];
@@ -227,21 +234,23 @@ __global__ void __launch_bounds__(kThreads)
     merge_partitions_kernel(T* __restrict__ out, const float* __restrict__ partial_out,
                             const float* __restrict__ partial_max, const float* __restrict__ partial_sum,
                             const int32_t* __restrict__ seq_lens, int32_t max_seq_len, int32_t partition_tokens,
-                            int32_t max_partitions) {
+                            int32_t max_partitions, int32_t sliding_window) {
   const int head = blockIdx.x;
   const int seq = blockIdx.y;
   const int seq_len = min(seq_lens[seq], max_seq_len);
   const int parts = min((seq_len + partition_tokens - 1) / partition_tokens, max_partitions);
+  // Partitions wholly before the window wrote nothing.
+  const int first_part = kv::first_visible_position(seq_len - 1, sliding_window) / partition_tokens;
   const int64_t head_row = static_cast<int64_t>(seq) * gridDim.x + head;
   const float* maxes = partial_max + head_row * max_partitions;
   const float* sums = partial_sum + head_row * max_partitions;
   float global_max = -INFINITY;
-  for (int p = 0; p < parts; ++p) global_max = fmaxf(global_max, maxes[p]);
+  for (int p = first_part; p < parts; ++p) global_max = fmaxf(global_max, maxes[p]);
   float denom = 0.0f;
-  for (int p = 0; p < parts; ++p) denom += expf(maxes[p] - global_max) * sums[p];
+  for (int p = first_part; p < parts; ++p) denom += expf(maxes[p] - global_max) * sums[p];
   for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
     float total = 0.0f;
-    for (int p = 0; p < parts; ++p)
+    for (int p = first_part; p < parts; ++p)
       total += expf(maxes[p] - global_max) * partial_out[(head_row * max_partitions + p) * kHeadDim + d];
     out[head_row * kHeadDim + d] = detail::from_float<T>(total / denom);
   }
@@ -264,7 +273,7 @@ void launch_group(const DecodeAttentionParams& p, DecodeKernelArgs args, int32_t
   const dim3 grid(static_cast<unsigned>(p.layout.num_kv_heads * args.num_group_chunks),
                   static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(partitions));
   // Moves: every K and V row of each sequence once per (KV head, group chunk):
-  //   2 * sum(seq_lens) * num_kv_heads * num_group_chunks * head_dim * 2 bytes,
+  //   2 * sum(min(seq_len, window)) * num_kv_heads * num_group_chunks * head_dim * 2 bytes,
   // plus q and out (num_seqs * num_heads * head_dim * 2 bytes each); with a split, the fp32
   // partials num_seqs * num_heads * partitions * (head_dim + 2) * 4 bytes written and read back.
   decode_attention_kernel<T, kHeadDim, kGroup><<<grid, kThreads, 0, stream>>>(
@@ -287,6 +296,7 @@ void launch(const DecodeAttentionParams& p, cudaStream_t stream) {
   args.max_seq_len = p.max_seq_len;
   args.partition_tokens = p.partition_tokens;
   args.scale = p.scale;
+  args.sliding_window = p.sliding_window;
   if (partitions > 1) {
     const std::size_t rows = partial_rows(p, partitions);
     args.partial_out = static_cast<float*>(p.workspace);
@@ -304,9 +314,9 @@ void launch(const DecodeAttentionParams& p, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>(p.num_heads), static_cast<unsigned>(p.num_seqs));
     // Moves: the partials again (num_seqs * num_heads * partitions * (head_dim + 2) * 4 bytes
     // read) and out (num_seqs * num_heads * head_dim * 2 bytes written).
-    merge_partitions_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(static_cast<T*>(p.out), args.partial_out,
-                                                                        args.partial_max, args.partial_sum, p.seq_lens,
-                                                                        p.max_seq_len, p.partition_tokens, partitions);
+    merge_partitions_kernel<T, kHeadDim>
+        <<<grid, kThreads, 0, stream>>>(static_cast<T*>(p.out), args.partial_out, args.partial_max, args.partial_sum,
+                                        p.seq_lens, p.max_seq_len, p.partition_tokens, partitions, p.sliding_window);
     PAGEDLLM_CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -353,6 +363,7 @@ void validate(const DecodeAttentionParams& p) {
           "decode_attention: num_heads must be a positive multiple of num_kv_heads");
   require(p.num_seqs >= 0, "decode_attention: negative num_seqs");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "decode_attention: scale must be positive");
+  require(p.sliding_window >= 0, "decode_attention: sliding_window must be 0 (none) or positive");
   require(p.q_stride == 0 || p.q_stride >= static_cast<int64_t>(p.num_heads) * l.head_dim,
           "decode_attention: q_stride must be 0 (packed) or at least num_heads * head_dim");
   const int32_t t = p.partition_tokens;

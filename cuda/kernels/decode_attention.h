@@ -8,7 +8,10 @@
 //   - the partition's block-table entries are prefetched into shared memory before the loop;
 //   - fp32 scores, softmax and accumulation; 16-byte vector loads of K and V rows;
 //   - split-KV: sequences longer than one partition write per-partition partial results (max,
-//     sum, unnormalized output) to a workspace, and a second kernel merges them by log-sum-exp.
+//     sum, unnormalized output) to a workspace, and a second kernel merges them by log-sum-exp;
+//   - sliding window (kv/attention_window.h): only keys in [seq_len - window, seq_len) are read;
+//     a partition wholly before the window returns at once and the merge skips it, so blocks
+//     outside the window (which the block manager may have released) are never read.
 // Output layout [num_seqs][num_heads][head_dim], the dtype of q and of the cache.
 #pragma once
 
@@ -46,6 +49,7 @@ struct DecodeAttentionParams {
   const int32_t* seq_lens = nullptr;  // [num_seqs]: keys attended (position + 1), in [1, max_seq_len]
   int32_t max_seq_len = 0;            // host-side bound on seq_lens: sizes the grid
   float scale = 0.0f;                 // softmax scale, usually 1 / sqrt(head_dim)
+  int32_t sliding_window = 0;         // kv::kNoSlidingWindow, or the keys a query sees
   // Split-KV partition: a power of two in [kMinDecodePartitionTokens, kDecodePartitionTokens]
   // (smaller than a block is fine: it then reads part of one block). Smaller partitions give small batches more thread
   // blocks (see choose_decode_partition_tokens); the output does not depend on it beyond rounding.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/kv/attention_window.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/device_types.cuh"
 
@@ -33,6 +34,7 @@ struct PrefillKernelArgs {
   const int32_t* block_tables;
   int32_t max_blocks_per_seq;
   float scale;
+  int32_t sliding_window;  // kv::kNoSlidingWindow or the keys a query sees
 };
 
 // Grid (row tiles, num_kv_heads, num_seqs), kThreads threads. Static shared memory at head_dim
@@ -66,8 +68,9 @@ __global__ void __launch_bounds__(kThreads)
   const int context_start = args.context_starts[seq];
   const int block_size = args.layout.block_size;
   const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
-  // Keys up to the tile's last query token.
+  // Keys up to the tile's last query token, from the window start of its first (its earliest).
   const int num_keys = min(context_start + (row0 + rows - 1) / group + 1, args.max_blocks_per_seq * block_size);
+  const int first_key = kv::first_visible_position(context_start + row0 / group, args.sliding_window);
   const auto token_of = [&](int r) { return (row0 + r) / group; };  // within the chunk
   const auto head_of = [&](int r) { return kv_head * group + (row0 + r) % group; };
 
@@ -86,7 +89,7 @@ __global__ void __launch_bounds__(kThreads)
     row_sum[tid] = 0.0f;
   }
 
-  // Stages one key or value tile as fp32, zeros past num_keys.
+  // Stages one key or value tile as fp32, zeros outside [first_key, num_keys).
   auto load_tile = [&](int kind, int k0) {
     constexpr int kVecsPerRow = kHeadDim / kVecElems;
     for (int idx = tid; idx < kKeyTile * kVecsPerRow; idx += kThreads) {
@@ -94,7 +97,7 @@ __global__ void __launch_bounds__(kThreads)
       const int v = idx % kVecsPerRow;
       const int key = k0 + c;
       float vals[kVecElems];
-      if (key < num_keys) {
+      if (key >= first_key && key < num_keys) {
         const int32_t block = table[key / block_size];
         detail::load_vec8(
             kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, key % block_size) + v * kVecElems,
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(kThreads)
   const int key_col = lane % kKeyTile;
   const int first_row = warp * kRowsPerWarp + half;
 
-  for (int k0 = 0; k0 < num_keys; k0 += kKeyTile) {
+  for (int k0 = first_key - first_key % kKeyTile; k0 < num_keys; k0 += kKeyTile) {
     load_tile(0, k0);
     __syncthreads();
     const int key = k0 + key_col;
@@ -137,7 +140,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < kRowPairsPerWarp; ++i) {
       const int r = first_row + 2 * i;
-      const bool visible = r < rows && key < num_keys && key <= context_start + token_of(r);
+      const int position = context_start + token_of(r);
+      const bool visible = r < rows && key < num_keys && key <= position &&
+                           key >= kv::first_visible_position(position, args.sliding_window);
       const float s = visible ? dot[i] * args.scale : -INFINITY;
       const float m_old = row_max[r];
       const float m_new = fmaxf(m_old, detail::warp_max(s, kKeyTile));
@@ -190,10 +195,12 @@ void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   args.block_tables = p.block_tables;
   args.max_blocks_per_seq = p.max_blocks_per_seq;
   args.scale = p.scale;
+  args.sliding_window = p.sliding_window;
   const int64_t max_rows = static_cast<int64_t>(p.max_query_len) * args.group_size;
   const dim3 grid(static_cast<unsigned>((max_rows + kRowTile - 1) / kRowTile),
                   static_cast<unsigned>(p.layout.num_kv_heads), static_cast<unsigned>(p.num_seqs));
-  // Moves: per (row tile, KV head) the K and V rows of positions [0, the tile's last query]:
+  // Moves: per (row tile, KV head) the K and V rows of positions [the window start of the tile's
+  // first query (0 without a window), the tile's last query]:
   //   sum over tiles of 2 * keys * head_dim * 2 bytes, a KV head read once per 64 rows
   // (64 / group tokens of all its group's heads), plus q and out once. Scalar fp32 FMAs: compute-
   // bound for long chunks (no tensor cores yet).
@@ -218,6 +225,7 @@ void validate(const PrefillAttentionParams& p) {
   require(p.num_seqs >= 0 && p.num_seqs <= 65535, "prefill_attention: num_seqs must be in [0, 65535]");
   require(l.num_kv_heads <= 65535, "prefill_attention: num_kv_heads must be at most 65535");
   require(std::isfinite(p.scale) && p.scale > 0.0f, "prefill_attention: scale must be positive");
+  require(p.sliding_window >= 0, "prefill_attention: sliding_window must be 0 (none) or positive");
   require(p.q_stride == 0 || p.q_stride >= static_cast<int64_t>(p.num_heads) * l.head_dim,
           "prefill_attention: q_stride must be 0 (packed) or at least num_heads * head_dim");
   if (p.num_seqs == 0) return;

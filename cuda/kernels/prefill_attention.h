@@ -2,7 +2,10 @@
 // Sequence s computes the queries of positions [context_start, context_start + query_len) and
 // attends, for the query at position p, the keys and values of positions [0, p], all read
 // through its block table: prefix-cached blocks and earlier chunks are included. The KV of the
-// chunk itself must already be written (write_kv_cache first).
+// chunk itself must already be written (write_kv_cache first). With a sliding window the query at
+// p attends [p - window + 1, p] only (kv/attention_window.h); a tile starts its key loop at the
+// window of its first query, so blocks wholly before it are never read (the block manager may
+// have released them).
 //
 // A tiled kernel on CUDA cores: one thread block per (tile of 64 rows, KV head, sequence), a row
 // being a (query token, head of the KV head's GQA group) pair, so the heads of a group share every
@@ -36,6 +39,7 @@ struct PrefillAttentionParams {
   int32_t max_blocks_per_seq = 0;
   int32_t max_query_len = 0;  // host-side bound on the chunk lengths: sizes the grid
   float scale = 0.0f;
+  int32_t sliding_window = 0;  // kv::kNoSlidingWindow, or the keys a query sees
 };
 
 // Throws KernelArgumentError (no CUDA call). Supported: bf16, fp16; head_dim 64, 128; any block size.

@@ -22,14 +22,23 @@ namespace {
 
 constexpr sched::RequestId kTarget = 1000;
 
-std::shared_ptr<const LlamaModel> tiny_model() {
-  static const std::shared_ptr<const LlamaModel> model = [] {
-    const auto directory = std::filesystem::temp_directory_path() / "pagedllm_test_cpu_ref_tiny";
-    make_model::write_tiny_model(make_model::TinyModelSpec{}, directory.string());
-    const frontend::ModelBundle bundle = frontend::open_model(directory.string());
-    return std::make_shared<const LlamaModel>(frontend::load_weights(bundle));
-  }();
-  return model;
+std::shared_ptr<const LlamaModel> load_tiny_model(int32_t sliding_window) {
+  make_model::TinyModelSpec spec;
+  if (sliding_window > 0) spec.sliding_window = sliding_window;
+  const auto directory =
+      std::filesystem::temp_directory_path() /
+      ("pagedllm_test_cpu_ref_tiny" + (sliding_window > 0 ? "_w" + std::to_string(sliding_window) : ""));
+  make_model::write_tiny_model(spec, directory.string());
+  const frontend::ModelBundle bundle = frontend::open_model(directory.string());
+  return std::make_shared<const LlamaModel>(frontend::load_weights(bundle));
+}
+
+// The tiny model, and the same weights with a 24-token sliding window (Mistral-style).
+constexpr int32_t kWindow = 24;
+std::shared_ptr<const LlamaModel> tiny_model(int32_t sliding_window) {
+  static const std::shared_ptr<const LlamaModel> plain = load_tiny_model(0);
+  static const std::shared_ptr<const LlamaModel> windowed = load_tiny_model(kWindow);
+  return sliding_window > 0 ? windowed : plain;
 }
 
 std::vector<TokenId> synthetic_prompt(uint64_t seed, int32_t length, int32_t vocab) {
@@ -48,6 +57,7 @@ struct Scenario {
   int32_t num_host_blocks = 64;
   std::optional<sched::PreemptionMode> preemption_mode{};
   int32_t num_threads = 2;
+  int32_t sliding_window = 0;  // > 0: the windowed model, and a KV cache that releases blocks past it
 };
 
 struct TargetRun {
@@ -59,7 +69,7 @@ struct TargetRun {
 // The target: a 90-token prompt whose first 48 tokens some companions share, 12 output tokens
 // drawn at temperature 0.8 from a seeded stream (so the sampler is exercised too).
 TargetRun run(const Scenario& scenario) {
-  const auto model = tiny_model();
+  const auto model = tiny_model(scenario.sliding_window);
   const int32_t vocab = model->vocab_size();
   omp_set_num_threads(scenario.num_threads);
 
@@ -67,6 +77,7 @@ TargetRun run(const Scenario& scenario) {
   config.cache.block_size = 16;
   config.cache.num_device_blocks = scenario.num_device_blocks;
   config.cache.num_host_blocks = scenario.num_host_blocks;
+  config.cache.sliding_window = scenario.sliding_window;
   config.scheduler.max_num_batched_tokens = scenario.max_num_batched_tokens;
   config.scheduler.max_model_len = 512;
   config.scheduler.preemption_mode = scenario.preemption_mode;
@@ -152,6 +163,31 @@ BOOST_AUTO_TEST_CASE(preempted_by_swap_and_by_recompute) {
                                                                     : preempted.counters.preemptions_recompute;
     BOOST_TEST(preemptions > 0, what << ": the scenario must preempt");
     check_same(alone(), preempted, what);
+  }
+}
+
+// With a sliding window (the blocks before it released by the KV manager): the same invariance
+// in a batch, under prefill chunks, and through both preemption modes; and the window applies
+// (the 90-token prompt runs past it, so the unwindowed model's logits differ).
+BOOST_AUTO_TEST_CASE(with_a_sliding_window) {
+  const TargetRun windowed_alone = run(Scenario{.sliding_window = kWindow});
+  BOOST_TEST_REQUIRE(windowed_alone.logits.size() == 12u);
+  BOOST_TEST((windowed_alone.logits.front() != alone().logits.front()));
+  check_same(windowed_alone, run(Scenario{.num_companions = 31, .sliding_window = kWindow}), "window, batch of 32");
+  for (int32_t chunk : {1, 7, 64}) {
+    check_same(windowed_alone,
+               run(Scenario{.num_companions = 3, .max_num_batched_tokens = chunk, .sliding_window = kWindow}),
+               "window, chunk " + std::to_string(chunk));
+  }
+  for (auto mode : {sched::PreemptionMode::swap, sched::PreemptionMode::recompute}) {
+    // The window bounds what a decoding sequence holds (3 blocks), so a smaller cache preempts.
+    const TargetRun preempted = run(Scenario{.num_companions = 7,
+                                             .num_device_blocks = 12,
+                                             .num_host_blocks = 64,
+                                             .preemption_mode = mode,
+                                             .sliding_window = kWindow});
+    BOOST_TEST(preempted.counters.preemptions_swap + preempted.counters.preemptions_recompute > 0);
+    check_same(windowed_alone, preempted, mode == sched::PreemptionMode::swap ? "window, swap" : "window, recompute");
   }
 }
 

@@ -41,9 +41,11 @@ struct Sequence {
   }
 };
 
-// Attention over contiguous K/V in double: the textbook formula, no paging.
+// Attention over contiguous K/V in double: the textbook formula, no paging. With a sliding
+// window (> 0) as a mask over every causal key: a key t is hidden when position - t >= window
+// (llama.cpp's is_masked_swa, written here independently of kv/attention_window.h).
 std::vector<double> naive_double(const Sequence& s, std::int32_t num_heads, std::int32_t position,
-                                 const std::vector<float>& q) {
+                                 const std::vector<float>& q, std::int32_t window = 0) {
   const std::int32_t group = num_heads / s.num_kv_heads;
   std::vector<double> out(static_cast<std::size_t>(num_heads) * s.head_dim, 0.0);
   for (std::int32_t h = 0; h < num_heads; ++h) {
@@ -53,7 +55,8 @@ std::vector<double> naive_double(const Sequence& s, std::int32_t num_heads, std:
     for (std::int32_t t = 0; t <= position; ++t) {
       double score = 0.0;
       for (std::int32_t d = 0; d < s.head_dim; ++d) score += double(q[h * s.head_dim + d]) * s.key(t, kvh)[d];
-      p[t] = score / std::sqrt(double(s.head_dim));
+      const bool masked = window > 0 && position - t >= window;
+      p[t] = masked ? -std::numeric_limits<double>::infinity() : score / std::sqrt(double(s.head_dim));
       max_score = std::max(max_score, p[t]);
     }
     double sum = 0.0;
@@ -64,26 +67,27 @@ std::vector<double> naive_double(const Sequence& s, std::int32_t num_heads, std:
   return out;
 }
 
-// The same in fp32 in the reference's order, over contiguous K/V: equal bit for bit when the
-// gather through the block table is right.
+// The same in fp32 in the reference's order, over contiguous K/V (the window's keys only, in
+// ascending order): equal bit for bit when the gather through the block table is right.
 std::vector<float> naive_float(const Sequence& s, std::int32_t num_heads, std::int32_t position,
-                               const std::vector<float>& q) {
+                               const std::vector<float>& q, std::int32_t window = 0) {
   const std::int32_t group = num_heads / s.num_kv_heads;
   const float scale = static_cast<float>(std::pow(double(s.head_dim), -0.5));
+  const std::int32_t first = window > 0 ? std::max(0, position - window + 1) : 0;
   std::vector<float> out(static_cast<std::size_t>(num_heads) * s.head_dim, 0.0f);
   for (std::int32_t h = 0; h < num_heads; ++h) {
     const std::int32_t kvh = h / group;
-    std::vector<float> p(static_cast<std::size_t>(position) + 1);
+    std::vector<float> p(static_cast<std::size_t>(position - first) + 1);
     float max_score = -std::numeric_limits<float>::infinity();
-    for (std::int32_t t = 0; t <= position; ++t) {
-      p[t] = cpu_ref::dot(q.data() + h * s.head_dim, s.key(t, kvh), s.head_dim) * scale;
-      max_score = std::max(max_score, p[t]);
+    for (std::int32_t t = first; t <= position; ++t) {
+      p[t - first] = cpu_ref::dot(q.data() + h * s.head_dim, s.key(t, kvh), s.head_dim) * scale;
+      max_score = std::max(max_score, p[t - first]);
     }
     float sum = 0.0f;
     for (float& x : p) sum += (x = std::exp(x - max_score));
     for (float& x : p) x = x / sum;
-    for (std::int32_t t = 0; t <= position; ++t)
-      for (std::int32_t d = 0; d < s.head_dim; ++d) out[h * s.head_dim + d] += p[t] * s.value(t, kvh)[d];
+    for (std::int32_t t = first; t <= position; ++t)
+      for (std::int32_t d = 0; d < s.head_dim; ++d) out[h * s.head_dim + d] += p[t - first] * s.value(t, kvh)[d];
   }
   return out;
 }
@@ -118,14 +122,21 @@ struct Fixture {
     }
   }
 
-  std::vector<float> attend(std::int32_t position, const std::vector<float>& q) const {
+  // With a window, the table entries wholly before it are released first (kNoBlock), as the
+  // block manager does: the attention must not read them (it asserts).
+  std::vector<float> attend(std::int32_t position, const std::vector<float>& q, std::int32_t window = 0) const {
+    std::vector<kv::BlockId> table = block_table;
+    if (window > 0) {
+      for (std::int32_t b = 0; (b + 1) * kBlockSize <= position - window + 1; ++b) table[b] = kv::kNoBlock;
+    }
     std::vector<float> out(q.size(), -7.0f);
     cpu_ref::paged_attention({.layout = layout,
                               .kv_cache = store.device_data(),
                               .layer = kLayer,
                               .num_heads = kNumHeads,
-                              .block_table = block_table,
+                              .block_table = table,
                               .position = position,
+                              .sliding_window = window,
                               .q = q.data(),
                               .out = out.data()});
     return out;
@@ -200,6 +211,46 @@ BOOST_AUTO_TEST_CASE(a_token_is_bit_identical_whatever_else_is_in_the_cache) {
   const std::vector<float> out_a = a.attend(12, q);
   const std::vector<float> out_b = b.attend(12, q);
   BOOST_TEST(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)) == 0);
+}
+
+// Sliding window against a naive masked attention over every causal key: windows of one token,
+// shorter than, equal to and longer than a block (4), at every position of a 27-token sequence,
+// with the blocks wholly outside the window released from the table.
+BOOST_AUTO_TEST_CASE(sliding_window_matches_naive_masked_attention_at_every_position) {
+  Fixture f(27);
+  for (const std::int32_t window : {1, 3, 4, 5, 8, 13, 26, 27, 40}) {
+    for (std::int32_t position = 0; position < 27; ++position) {
+      const std::vector<float> q =
+          random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+      const std::vector<float> out = f.attend(position, q, window);
+      const std::vector<double> exact = naive_double(f.seq, Fixture::kNumHeads, position, q, window);
+      const std::vector<float> same_order = naive_float(f.seq, Fixture::kNumHeads, position, q, window);
+      BOOST_TEST(std::memcmp(out.data(), same_order.data(), out.size() * sizeof(float)) == 0,
+                 "window " << window << " position " << position);
+      for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
+        double norm = 0.0;
+        for (std::int32_t d = 0; d < Fixture::kHeadDim; ++d)
+          norm = std::max(norm, std::abs(exact[h * Fixture::kHeadDim + d]));
+        for (std::int32_t d = 0; d < Fixture::kHeadDim; ++d) {
+          const std::size_t i = static_cast<std::size_t>(h) * Fixture::kHeadDim + d;
+          BOOST_TEST(std::abs(out[i] - exact[i]) <= 1e-6 * norm,
+                     "window " << window << " position " << position << " head " << h << " dim " << d);
+        }
+      }
+    }
+  }
+}
+
+// A window that covers every position so far changes nothing, bit for bit; one that does not
+// changes the output (the window is applied).
+BOOST_AUTO_TEST_CASE(a_window_covering_the_context_is_bit_identical_to_none) {
+  Fixture f(20);
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+  const std::vector<float> full = f.attend(19, q);
+  const std::vector<float> covering = f.attend(19, q, 20);
+  const std::vector<float> shorter = f.attend(19, q, 19);
+  BOOST_TEST(std::memcmp(full.data(), covering.data(), full.size() * sizeof(float)) == 0);
+  BOOST_TEST(std::memcmp(full.data(), shorter.data(), full.size() * sizeof(float)) != 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

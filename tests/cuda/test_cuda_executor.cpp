@@ -65,8 +65,9 @@ struct TinyModel {
   std::shared_ptr<const cpu_ref::LlamaModel> cpu;
 };
 
-TinyModel build_model(bool qwen2_style) {
+TinyModel build_model(bool qwen2_style, int64_t sliding_window = 0) {
   make_model::TinyModelSpec spec;
+  if (sliding_window > 0) spec.sliding_window = sliding_window;
   spec.seed = 3;
   spec.hidden_size = 256;
   spec.num_layers = 2;
@@ -99,6 +100,12 @@ const TinyModel& llama_model() {
 }
 const TinyModel& qwen2_model() {
   static const TinyModel model = build_model(true);
+  return model;
+}
+// Mistral-style: a sliding window of one block, so the prompts and generations run past it.
+constexpr int64_t kWindow = 16;
+const TinyModel& windowed_model() {
+  static const TinyModel model = build_model(false, kWindow);
   return model;
 }
 
@@ -166,6 +173,7 @@ RunResult run(const TinyModel& model, Backend backend, const std::vector<TestReq
   config.cache.block_size = kBlockSize;
   config.cache.num_device_blocks = options.num_device_blocks;
   config.cache.num_host_blocks = options.num_host_blocks;
+  config.cache.sliding_window = model.weights.config.attention_window();  // as apply_model_limits sets it
   config.scheduler.max_num_batched_tokens = options.max_num_batched_tokens;
   config.scheduler.max_num_seqs = kMaxNumSeqs;
   config.scheduler.max_model_len = kMaxModelLen;
@@ -323,6 +331,33 @@ BOOST_AUTO_TEST_CASE(logits_match_cpu_ref_in_bf16_and_fp16) {
     check_logits(ref, run(model, Backend::bf16, requests), 2e-2, name + " " + name_of(Backend::bf16));
     check_logits(ref, run(model, Backend::fp16, requests), 4e-3, name + " " + name_of(Backend::fp16));
   }
+}
+
+// A sliding-window model: both kernels read only the window, and the KV manager releases the
+// blocks before it (the tables the kernels get start with kNoBlock entries). Logits match
+// cpu_ref's windowed attention; the window really applies (cpu_ref without it differs).
+BOOST_AUTO_TEST_CASE(sliding_window_logits_match_cpu_ref) {
+  if (skip_without_gpu()) return;
+  const TinyModel& model = windowed_model();
+  BOOST_TEST_REQUIRE(model.weights.config.attention_window() == kWindow);
+  const auto requests = prompts_of({5, 19, 37, 40}, 512, kGeneratedTokens);
+  const RunResult ref = run(model, Backend::cpu, requests);
+  check_logits(ref, run(model, Backend::bf16, requests, RunOptions{.max_num_batched_tokens = 16}), 2e-2,
+               "windowed " + name_of(Backend::bf16) + ", 16-token chunks");
+  check_logits(ref, run(model, Backend::fp16, requests), 4e-3, "windowed " + name_of(Backend::fp16));
+  // The same weights without the window: the rows past the window differ.
+  TinyModel unwindowed;
+  unwindowed.weights = model.weights;
+  unwindowed.weights.config.sliding_window.reset();
+  unwindowed.cpu = std::make_shared<const cpu_ref::LlamaModel>(unwindowed.weights);
+  const RunResult full = run(unwindowed, Backend::cpu, requests);
+  double largest = 0.0;
+  for (const auto& [key, row] : ref.logits) {
+    const auto it = full.logits.find(key);
+    if (it != full.logits.end() && key.second.size() > static_cast<std::size_t>(kWindow))
+      largest = std::max(largest, normalized_error(it->second, row));
+  }
+  BOOST_TEST(largest > 1e-2, "the window changes no logits row past it: " << largest);
 }
 
 BOOST_AUTO_TEST_CASE(greedy_tokens_match_cpu_ref) {

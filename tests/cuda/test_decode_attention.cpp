@@ -24,7 +24,8 @@ struct DecodeCase {
   int32_t group_size;
   std::vector<int32_t> seq_lens;
   int32_t partition_tokens = cuda::kDecodePartitionTokens;
-  int32_t q_row_padding = 0;  // > 0: each q row sits in a wider row (a fused qkv row), NaN after it
+  int32_t q_row_padding = 0;   // > 0: each q row sits in a wider row (a fused qkv row), NaN after it
+  int32_t sliding_window = 0;  // > 0: blocks wholly before the window are released (NaN on the device)
 };
 
 std::string describe(const DecodeCase& c) {
@@ -34,6 +35,7 @@ std::string describe(const DecodeCase& c) {
   for (const int32_t len : c.seq_lens) name << " " << len;
   if (c.partition_tokens != cuda::kDecodePartitionTokens) name << " partition " << c.partition_tokens;
   if (c.q_row_padding > 0) name << " q_stride +" << c.q_row_padding;
+  if (c.sliding_window > 0) name << " window " << c.sliding_window;
   return name.str();
 }
 
@@ -42,6 +44,11 @@ void run_case(const DecodeCase& c, std::mt19937_64& rng) {
   const int32_t num_heads = c.num_kv_heads * c.group_size;
   const int32_t layer = 1;  // of 2: the layer offset is exercised
   PagedKv tier = make_paged_kv(c.dtype, 2, c.num_kv_heads, c.head_dim, c.block_size, c.seq_lens, rng);
+  if (c.sliding_window > 0) {
+    std::vector<int32_t> positions;
+    for (const int32_t len : c.seq_lens) positions.push_back(len - 1);
+    release_blocks_outside_window(tier, c.dtype, positions, c.sliding_window);
+  }
   const std::size_t q_elems = static_cast<std::size_t>(num_seqs) * num_heads * c.head_dim;
   const HalfData q = random_halves(c.dtype, q_elems, rng);
   const int32_t max_seq_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
@@ -68,6 +75,7 @@ void run_case(const DecodeCase& c, std::mt19937_64& rng) {
   params.max_seq_len = max_seq_len;
   params.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   params.partition_tokens = c.partition_tokens;
+  params.sliding_window = c.sliding_window;
   DeviceBuffer workspace(cuda::decode_attention_workspace_bytes(params));
   workspace.poison();
   params.workspace = workspace.get();
@@ -85,6 +93,7 @@ void run_case(const DecodeCase& c, std::mt19937_64& rng) {
     args.num_heads = num_heads;
     args.block_table = tier.tables[static_cast<std::size_t>(s)];
     args.position = c.seq_lens[static_cast<std::size_t>(s)] - 1;
+    args.sliding_window = c.sliding_window;
     args.q = q.values.data() + static_cast<std::size_t>(s) * num_heads * c.head_dim;
     args.out = ref.data() + static_cast<std::size_t>(s) * num_heads * c.head_dim;
     pagedllm::cpu_ref::paged_attention(args);
@@ -165,6 +174,31 @@ BOOST_AUTO_TEST_CASE(blocks_larger_than_a_partition) {
   run_case({cuda::DType::bf16, 128, 2048, 2, 4, {1, 700, 2049, 3000}}, rng);
   run_case({cuda::DType::fp16, 64, 256, 2, 1, {255, 257, 1100}, 64}, rng);
   run_case({cuda::DType::bf16, 128, 1024, 1, 8, {1500}, 128}, rng);
+}
+
+// Sliding window: the keys of [len - window, len) only. Windows shorter than, equal to and
+// longer than a block and a partition, starting mid-block and mid-partition, sequences shorter
+// than the window; with split-KV the partitions wholly before the window write no partials
+// (the workspace is poisoned) and the merge skips them. Released blocks hold NaN on the device.
+BOOST_AUTO_TEST_CASE(sliding_window_reads_only_the_window) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(31);
+  for (const cuda::DType dtype : {cuda::DType::bf16, cuda::DType::fp16}) {
+    for (const int32_t window : {1, 16, 37, 100, 512, 600}) {
+      DecodeCase c{dtype, 128, 16, 2, 4, {1, 15, 16, 17, 99, 101, 700, 1500}};
+      c.sliding_window = window;
+      run_case(c, rng);
+    }
+  }
+  DecodeCase small_partitions{cuda::DType::bf16, 64, 32, 2, 8, {64, 65, 300, 1000}, 64};
+  small_partitions.sliding_window = 130;
+  run_case(small_partitions, rng);
+  DecodeCase large_blocks{cuda::DType::fp16, 128, 1024, 1, 1, {1500, 2049}, 128};
+  large_blocks.sliding_window = 300;
+  run_case(large_blocks, rng);
+  DecodeCase gqa_one{cuda::DType::bf16, 64, 8, 2, 1, {4097, 33}};
+  gqa_one.sliding_window = 4096;
+  run_case(gqa_one, rng);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

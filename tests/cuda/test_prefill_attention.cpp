@@ -27,7 +27,8 @@ struct PrefillCase {
   int32_t num_kv_heads;
   int32_t group_size;
   std::vector<Chunk> chunks;
-  int32_t q_row_padding = 0;  // > 0: each token's q sits in a wider row (a fused qkv row), NaN after it
+  int32_t q_row_padding = 0;   // > 0: each token's q sits in a wider row (a fused qkv row), NaN after it
+  int32_t sliding_window = 0;  // > 0: blocks wholly before the window are released (NaN on the device)
 };
 
 void run_case(const PrefillCase& c, std::mt19937_64& rng) {
@@ -46,6 +47,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   }
   const int32_t num_tokens = query_starts.back();
   PagedKv tier = make_paged_kv(c.dtype, 1, c.num_kv_heads, c.head_dim, c.block_size, ends, rng);
+  if (c.sliding_window > 0) release_blocks_outside_window(tier, c.dtype, context_starts, c.sliding_window);
   const std::size_t q_elems = static_cast<std::size_t>(num_tokens) * num_heads * c.head_dim;
   const HalfData q = random_halves(c.dtype, q_elems, rng);
 
@@ -73,6 +75,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   params.max_blocks_per_seq = tier.max_blocks_per_seq;
   params.max_query_len = max_query_len;
   params.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  params.sliding_window = c.sliding_window;
   cuda::prefill_attention(params, nullptr);
   const std::vector<float> out = to_floats(c.dtype, out_dev.download<uint16_t>());
 
@@ -89,6 +92,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
       args.num_heads = num_heads;
       args.block_table = tier.tables[static_cast<std::size_t>(s)];
       args.position = chunk.start + i;
+      args.sliding_window = c.sliding_window;
       args.q = q.values.data() + row * num_heads * c.head_dim;
       args.out = ref.data() + row * num_heads * c.head_dim;
       pagedllm::cpu_ref::paged_attention(args);
@@ -98,6 +102,7 @@ void run_case(const PrefillCase& c, std::mt19937_64& rng) {
   name << "prefill " << cuda::dtype_name(c.dtype) << " head_dim " << c.head_dim << " block " << c.block_size
        << " group " << c.group_size;
   if (c.q_row_padding > 0) name << " q_stride +" << c.q_row_padding;
+  if (c.sliding_window > 0) name << " window " << c.sliding_window;
   check_close(name.str(), out, ref, tolerance_for(c.dtype));
 }
 
@@ -144,6 +149,28 @@ BOOST_AUTO_TEST_CASE(q_rows_inside_wider_rows) {
   PrefillCase odd{cuda::DType::fp16, 64, 32, 1, 8, chunks};
   odd.q_row_padding = 8;
   run_case(odd, rng);
+}
+
+// Sliding window: each query sees [p - window + 1, p]. Chunks shorter and longer than the
+// window, chunks after a prefix longer than the window (its early blocks released, NaN on the
+// device), windows shorter than a key tile and not a multiple of a block, one-token chunks, and
+// group sizes whose row tiles end inside a token's heads.
+BOOST_AUTO_TEST_CASE(sliding_window_reads_only_the_window) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(53);
+  const std::vector<Chunk> chunks{{0, 1}, {0, 40}, {0, 129}, {50, 30}, {100, 71}, {200, 1}, {33, 64}};
+  for (const cuda::DType dtype : {cuda::DType::bf16, cuda::DType::fp16}) {
+    for (const int32_t window : {1, 5, 16, 37, 64}) {
+      PrefillCase c{dtype, 128, 16, 2, 4, chunks};
+      c.sliding_window = window;
+      run_case(c, rng);
+    }
+  }
+  for (const int32_t group : {1, 3, 8}) {
+    PrefillCase c{cuda::DType::bf16, 64, 32, 1, group, chunks};
+    c.sliding_window = 45;
+    run_case(c, rng);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -83,6 +83,22 @@ for mode in swap recompute; do
   echo "ok: check under $mode preemption ($count)"
 done
 
+echo "--- check: a sliding-window model (blocks before the window released) in lockstep, through preemption"
+"$pagedllm" make-model --out "$work/tiny_window16" --sliding-window 16 > /dev/null
+mkdir -p "$work/window_events"
+for mode in swap recompute; do
+  "$pagedllm" check --model "$work/tiny_window16" --trace "$source_dir/traces/mooncake_like.jsonl" --max-requests 40 \
+    --rate-scale 50 --num-gpu-blocks-override 10 --max-num-batched-tokens 16 --threads 1 --preemption-mode "$mode" \
+    --kv-events-dir "$work/window_events" > "$work/check_window_$mode.txt"
+  grep -q "ok: sim vs cpu: KV event logs identical" "$work/check_window_$mode.txt" ||
+    fail "windowed check $mode: $(cat "$work/check_window_$mode.txt")"
+  grep -q '"op":"release_window"' "$work/window_events/cpu.jsonl" || fail "windowed check $mode: no block released"
+  preempted=$(sed -n "s/.*sim .*preemptions \([0-9]*\) recompute \/ \([0-9]*\) swap.*/\1 \2/p" "$work/check_window_$mode.txt")
+  [ "$mode" == swap ] && count=${preempted#* } || count=${preempted% *}
+  [ "${count:-0}" -gt 0 ] || fail "windowed check $mode: no $mode preemption ($preempted)"
+  echo "ok: windowed check under $mode preemption ($count)"
+done
+
 if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
   2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi
 grep -q "'cpu' is named twice" "$work/check_err.txt" || fail "the repeated executor: $(cat "$work/check_err.txt")"

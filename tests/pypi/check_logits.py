@@ -27,6 +27,21 @@
       gate: pagedllm's top-1 agreement with the Q4_1 run is at least llama.cpp F32's minus 1
       point. Mean / max absolute logit differences are printed for information.
 
+3. Sliding window (`pagedllm make-model --sliding-window W`: config.json of architecture mistral
+   with "sliding_window": W, as Mistral-7B-v0.1 carries it; GGUF llama.attention.sliding_window):
+   windows 16 and 37 over sequences of 100, 160 and 200 ids (several windows long, block size
+   16), scored by `pagedllm score` from the Hugging Face directory and from the GGUF, against
+   the float64 numpy forward with the window applied as Hugging Face Transformers' Mistral mask
+   (query q sees key k iff q - W < k <= q): max relative error <= 1e-4 per sequence.
+   The oracle here is the numpy forward alone: Transformers and torch are not installed in the
+   PyPI tier (too heavy), and llama.cpp's loader reads the window key only for architectures
+   with sliding-window layers (Gemma 2/3, ...), not for the llama architecture these GGUFs carry
+   (from its source; not exercised by this check).
+   Negative control: the same weights without the window (make-model without the flag) scored by
+   pagedllm differ from the windowed reference by > 1e-2 at the positions past the window, and
+   agree within 1e-4 before it (the window is the only difference).
+   --only-sliding-window runs this part alone (it needs numpy and safetensors, not llama.cpp).
+
 --perturb shows that the check can fail: llama.cpp gets the tiny model of another seed, and
 pagedllm scores every real-model text without its first token (each position then misses one
 token of context, at the same position), which (a) and (b) must both catch.
@@ -46,28 +61,33 @@ from pathlib import Path
 import numpy as np
 
 try:
+    from safetensors.numpy import load_file
+except ImportError as error:  # pragma: no cover - the PyPI tier installs it
+    sys.exit(f"check_logits.py needs safetensors ({error})")
+try:
     import llama_cpp
     from llama_cpp import Llama
-    from safetensors.numpy import load_file
-except ImportError as error:  # pragma: no cover - the PyPI tier installs them
-    sys.exit(f"check_logits.py needs llama-cpp-python and safetensors ({error})")
+except ImportError:  # only --only-sliding-window runs without it
+    llama_cpp = None
 
 MAX_RELATIVE_ERROR = 1e-4
 NEGATIVE_CONTROL_MIN = 1e-2
 REAL_MIN_AGREEMENT = 0.99
 TINY_LENGTHS = (20, 97, 200)
 REAL_Q4_SLACK = 0.01
+WINDOWS = (16, 37)
+WINDOW_LENGTHS = (100, 160, 200)
 GGML_TYPE_F32 = 0
 LLAMA_FTYPE_ALL_F32 = 0
 THREADS = 2
 
 
-@llama_cpp.llama_log_callback
-def _quiet_log(level, text, user_data):  # llama.cpp's load messages and warnings off
-    del level, text, user_data
+if llama_cpp is not None:
+    @llama_cpp.llama_log_callback
+    def _quiet_log(level, text, user_data):  # llama.cpp's load messages and warnings off
+        del level, text, user_data
 
-
-llama_cpp.llama_log_set(_quiet_log, ctypes.c_void_p(0))
+    llama_cpp.llama_log_set(_quiet_log, ctypes.c_void_p(0))
 
 
 # --- sources of logits ---------------------------------------------------------------------------
@@ -106,9 +126,23 @@ def llama_cpp_logits(model: str, sequences: list[list[int]]) -> list[np.ndarray]
     return result
 
 
+def config_sliding_window(config: dict) -> int | None:
+    """The window as Transformers reads it: Mistral's sliding_window; Qwen2's only with use_sliding_window."""
+    if config.get("model_type") == "mistral":
+        return config.get("sliding_window")
+    if config.get("model_type") == "qwen2" and config.get("use_sliding_window"):
+        return config.get("sliding_window")
+    return None
+
+
 def numpy_logits(directory: Path, sequences: list[list[int]]) -> list[np.ndarray]:
-    """A float64 Llama forward from config.json + model.safetensors (Hugging Face semantics)."""
+    """A float64 Llama forward from config.json + model.safetensors (Hugging Face semantics).
+
+    A sliding window W (config.json) masks, as Transformers' Mistral mask, every key k with
+    k <= q - W for the query at q: each query sees its W most recent positions, itself included.
+    """
     config = json.loads((directory / "config.json").read_text())
+    window = config_sliding_window(config)
     weights = {name: value.astype(np.float64) for name, value in load_file(str(directory / "model.safetensors")).items()}
     if config.get("rope_scaling") not in (None, {}):
         raise RuntimeError("numpy reference: rope scaling not supported")
@@ -134,6 +168,8 @@ def numpy_logits(directory: Path, sequences: list[list[int]]) -> list[np.ndarray
         n = len(ids)
         positions = np.arange(n, dtype=np.float64)
         causal = np.triu(np.full((n, n), -np.inf), k=1)
+        if window is not None:  # mask keys k <= q - window (the lower band below the window)
+            causal += np.tril(np.full((n, n), -np.inf), k=-window)
         h = weights["model.embed_tokens.weight"][ids]
         for layer in range(config["num_hidden_layers"]):
             w = lambda name: weights[f"model.layers.{layer}.{name}.weight"]
@@ -163,6 +199,52 @@ def max_relative_error(ours: np.ndarray, reference: np.ndarray) -> float:
     reference = reference.astype(np.float64)
     scale = np.abs(reference).max(axis=1)
     return float((np.abs(ours - reference).max(axis=1) / scale).max())
+
+
+# --- 3. sliding window ----------------------------------------------------------------------------
+
+def check_sliding_window(pagedllm: str, scratch: Path, perturb: bool) -> bool:
+    directories = {}
+    for window in (None,) + WINDOWS:
+        name = f"tiny_window{window}" if window else "tiny_no_window"
+        command = [pagedllm, "make-model", "--out", str(scratch / name), "--seed", "0"]
+        if window:
+            command += ["--sliding-window", str(window)]
+        subprocess.run(command, check=True, capture_output=True)
+        directories[window] = scratch / name
+    vocab = json.loads((directories[None] / "config.json").read_text())["vocab_size"]
+    rng = np.random.default_rng(3)
+    sequences = [rng.integers(0, vocab, size=length).tolist() for length in WINDOW_LENGTHS]
+    unwindowed = pagedllm_logits(pagedllm, str(directories[None]), sequences, scratch / "window_none_pagedllm")
+
+    ok = True
+    print(f"sliding window (make-model seed 0, block size 16), against the float64 numpy forward with the "
+          f"window mask; limit {MAX_RELATIVE_ERROR:g}, control past the window > {NEGATIVE_CONTROL_MIN:g}:")
+    for window in WINDOWS:
+        config = json.loads((directories[window] / "config.json").read_text())
+        if config_sliding_window(config) != window:
+            print(f"  FAIL config.json does not carry sliding_window {window}: {config.get('sliding_window')}")
+            ok = False
+            continue
+        # --perturb: the reference is computed without the window; the check must then fail.
+        reference = numpy_logits(directories[None] if perturb else directories[window], sequences)
+        for source in ("hf", "gguf"):
+            model = directories[window] if source == "hf" else directories[window] / "model.gguf"
+            ours = pagedllm_logits(pagedllm, str(model), sequences, scratch / f"window{window}_{source}_pagedllm")
+            for index, ids in enumerate(sequences):
+                error = max_relative_error(ours[index], reference[index])
+                good = error <= MAX_RELATIVE_ERROR
+                ok &= good
+                print(f"  {'ok  ' if good else 'FAIL'} window {window} {source:4} sequence {index} ({len(ids)} ids): "
+                      f"{error:.3e}")
+        for index, ids in enumerate(sequences):
+            inside = max_relative_error(unwindowed[index][:window], reference[index][:window])
+            past = max_relative_error(unwindowed[index][window:], reference[index][window:])
+            good = inside <= MAX_RELATIVE_ERROR and past > NEGATIVE_CONTROL_MIN
+            ok &= good
+            print(f"  {'ok  ' if good else 'FAIL'} control: window {window} sequence {index} scored without the "
+                  f"window: positions < {window} {inside:.3e}, positions >= {window} {past:.3e}")
+    return ok
 
 
 # --- 1. tiny model -------------------------------------------------------------------------------
@@ -498,14 +580,22 @@ def main() -> int:
     parser.add_argument("--model", help="also check top-1 agreement on this real GGUF model")
     parser.add_argument("--perturb", action="store_true", help="compare against wrong inputs: must FAIL")
     parser.add_argument("--keep", help="keep models, ids and scores in this directory")
+    parser.add_argument("--only-sliding-window", action="store_true",
+                        help="run only the sliding-window check (numpy reference; no llama.cpp needed)")
     args = parser.parse_args()
-    print(f"llama-cpp-python {llama_cpp.__version__}, numpy {np.__version__}, {THREADS} threads")
+    if llama_cpp is None and not args.only_sliding_window:
+        sys.exit("check_logits.py needs llama-cpp-python (or --only-sliding-window)")
+    versions = f"llama-cpp-python {llama_cpp.__version__}, " if llama_cpp is not None else ""
+    print(f"{versions}numpy {np.__version__}, {THREADS} threads")
     with tempfile.TemporaryDirectory(prefix="check_logits_") as scratch_name:
         scratch = Path(args.keep) if args.keep else Path(scratch_name)
         scratch.mkdir(parents=True, exist_ok=True)
-        ok = check_tiny(args.pagedllm, scratch, args.perturb)
-        if args.model:
-            ok &= check_real(args.pagedllm, args.model, scratch, args.perturb)
+        ok = True
+        if not args.only_sliding_window:
+            ok &= check_tiny(args.pagedllm, scratch, args.perturb)
+            if args.model:
+                ok &= check_real(args.pagedllm, args.model, scratch, args.perturb)
+        ok &= check_sliding_window(args.pagedllm, scratch, args.perturb)
     print("check_logits: all checks passed" if ok else "check_logits: FAILED")
     return 0 if ok else 1
 

@@ -41,6 +41,7 @@ engine::EngineConfig engine_config(const HarnessConfig& config) {
   result.cache.num_host_blocks = config.num_host_blocks;
   result.cache.watermark = 0.0;  // block counts in the tables are exact
   result.cache.enable_prefix_caching = config.enable_prefix_caching;
+  result.cache.sliding_window = config.sliding_window;
   result.scheduler.max_num_batched_tokens = config.max_num_batched_tokens;
   result.scheduler.max_num_seqs = config.max_num_seqs;
   result.scheduler.max_model_len = config.max_model_len;

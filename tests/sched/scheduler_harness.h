@@ -78,6 +78,7 @@ struct HarnessConfig {
   bool enable_chunked_prefill = true;
   sched::SchedulingPolicy policy = sched::SchedulingPolicy::fcfs;
   std::optional<PreemptionMode> preemption_mode = std::nullopt;  // absent: auto
+  int32_t sliding_window = 0;  // > 0: the KV cache releases blocks before the window (the executor reads only it)
 };
 
 // One request; each request gets a distinct prompt, so requests share nothing in the prefix cache.

@@ -272,6 +272,43 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_naming_the_field) {
   refused_with(config, "overheads.step_seconds");
 }
 
+// A windowed model's decode reads and attends min(context, window) positions: at a long context
+// it costs what it costs at context = window, where a model without a window keeps growing.
+BOOST_AUTO_TEST_CASE(a_windowed_decode_costs_the_same_past_the_window) {
+  RooflineConfig windowed = tiny_config();
+  windowed.model.sliding_window = 16;
+  const RooflineCostModel with_window(windowed);
+  const RooflineCostModel without_window(tiny_config());
+  const auto decode_at = [](const RooflineCostModel& model, int32_t context) {
+    PlanBuilder builder(4);
+    builder.add({.start = context - 1, .end = context, .num_prompt_tokens = 4, .sample = true});
+    return model.step_cost(builder.plan());
+  };
+  const StepCost at_window = decode_at(with_window, 16);
+  for (const int32_t context : {17, 100, 4096}) {
+    const StepCost cost = decode_at(with_window, context);
+    BOOST_TEST(cost.seconds == at_window.seconds);
+    BOOST_TEST(cost.kv_bytes_read == 32.0 * 16);
+    BOOST_TEST(cost.attention_flops == 64.0 * 16);
+    BOOST_TEST(decode_at(without_window, context).seconds > decode_at(without_window, context - 1).seconds);
+    BOOST_TEST(decode_at(without_window, context).kv_bytes_read == 32.0 * context);
+  }
+  // Below the window nothing changes.
+  BOOST_TEST(decode_at(with_window, 9).seconds == decode_at(without_window, 9).seconds);
+  // A prompt chunk [10, 30) with window 16: queries 10..15 see p + 1 keys (11 + ... + 16 = 81),
+  // queries 16..29 see 16 each (224); it reads from the window start of query 10 (position 0) to 30.
+  PlanBuilder chunk(4);
+  chunk.add({.start = 10, .end = 30, .num_prompt_tokens = 40, .sample = false});
+  const StepCost chunk_cost = with_window.step_cost(chunk.plan());
+  BOOST_TEST(chunk_cost.attention_flops == 64.0 * (81 + 224));
+  BOOST_TEST(chunk_cost.kv_bytes_read == 32.0 * 30);
+  // A chunk [40, 50): reads from 40 - 16 + 1 = 25, i.e. 25 positions.
+  PlanBuilder late(4);
+  late.add({.start = 40, .end = 50, .num_prompt_tokens = 60, .sample = false});
+  BOOST_TEST(with_window.step_cost(late.plan()).kv_bytes_read == 32.0 * 25);
+  BOOST_TEST(with_window.step_cost(late.plan()).attention_flops == 64.0 * 160);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace pagedllm::test

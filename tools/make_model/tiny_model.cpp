@@ -77,6 +77,9 @@ void add_gguf_config(model::GgufWriter& gguf, const model::ModelConfig& config, 
   gguf.add_f32("llama.rope.freq_base", static_cast<float>(config.rope_theta));
   gguf.add_f32("llama.attention.layer_norm_rms_epsilon", static_cast<float>(config.rms_norm_eps));
   gguf.add_u32("llama.vocab_size", static_cast<std::uint32_t>(config.vocab_size));
+  if (config.sliding_window) {
+    gguf.add_u32("llama.attention.sliding_window", static_cast<std::uint32_t>(*config.sliding_window));
+  }
 }
 
 // One tensor in GGUF form: llama.cpp's names, dims innermost first, rotary rows interleaved,
@@ -111,6 +114,10 @@ model::ModelConfig tiny_model_config(const TinyModelSpec& spec, std::int32_t voc
   config.tie_word_embeddings = spec.tie_word_embeddings;
   config.bos_token_id = 1;        // <|im_start|>, as SmolLM2
   config.eos_token_ids = {2, 0};  // <|im_end|>, <|endoftext|>
+  if (spec.sliding_window) {
+    config.architecture = "mistral";  // the Llama-family architecture whose config.json carries a window
+    config.sliding_window = spec.sliding_window;
+  }
   return config;
 }
 

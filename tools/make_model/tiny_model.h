@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/model/ggml_type.h"
@@ -29,6 +30,10 @@ struct TinyModelSpec {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-5;
   bool tie_word_embeddings = false;
+  // Sliding-window attention: written as real models carry it, config.json's "sliding_window" of
+  // architecture "mistral" (MistralForCausalLM, as Mistral-7B-v0.1) and GGUF's
+  // "llama.attention.sliding_window" (llama.cpp's {arch}.attention.sliding_window key).
+  std::optional<std::int64_t> sliding_window;
   model::SafetensorsDtype safetensors_dtype = model::SafetensorsDtype::f32;
   model::GgmlType gguf_type = model::GgmlType::f32;  // of the 2-D weights; norms stay F32
 };
@@ -38,7 +43,7 @@ struct TinyModelFiles {
   std::string gguf;  // directory + "/model.gguf"
 };
 
-// The config the spec describes (architecture "llama").
+// The config the spec describes (architecture "llama", or "mistral" with a sliding window).
 model::ModelConfig tiny_model_config(const TinyModelSpec& spec, std::int32_t vocab_size);
 
 // Writes the model into `directory` (created if needed); throws naming what failed.

@@ -60,6 +60,7 @@ int run_make_model(const std::vector<std::string>& args) {
       ("max-positions", po::value(&spec.max_position_embeddings)->default_value(spec.max_position_embeddings), "context length")
       ("rope-theta", po::value(&spec.rope_theta)->default_value(spec.rope_theta), "")
       ("tie-embeddings", po::bool_switch(&spec.tie_word_embeddings), "share the embedding with the output head")
+      ("sliding-window", po::value<std::int64_t>(), "sliding-window attention over this many positions (a query included): architecture mistral in config.json, llama.attention.sliding_window in the GGUF")
       ("safetensors-dtype", po::value(&safetensors_dtype)->default_value(safetensors_dtype), "f32 | f16 | bf16")
       ("gguf-type", po::value(&gguf_type)->default_value(gguf_type), "2-D weights in the GGUF: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1");
   // clang-format on
@@ -67,6 +68,7 @@ int run_make_model(const std::vector<std::string>& args) {
   if (!parse_options(args, options, values)) return 0;
   spec.safetensors_dtype = parse_safetensors_dtype_option(safetensors_dtype);
   spec.gguf_type = parse_gguf_type_option(gguf_type);
+  if (values.count("sliding-window")) spec.sliding_window = values["sliding-window"].as<std::int64_t>();
 
   const make_model::TinyModelFiles files = make_model::write_tiny_model(spec, out);
   std::cout << "wrote " << files.directory << "/{config.json, model.safetensors, tokenizer.json, "

@@ -42,6 +42,10 @@ void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& 
                     const engine::EngineConfig& config, SimBackend& backend) {
   backend.cache = config.cache;
   kv::KvCacheConfig& cache = backend.cache;
+  // A preset shape (no model files) brings its window here: the engine releases blocks past it.
+  if (cache.sliding_window == 0) {
+    cache.sliding_window = static_cast<int32_t>(std::min<int64_t>(roofline.model.sliding_window, INT32_MAX));
+  }
   if (cache.num_device_blocks == 0) {
     cache.num_device_blocks = sim::num_device_blocks(roofline, options.gpu_memory_utilization, 0);
     if (cache.num_device_blocks <= 0) {
