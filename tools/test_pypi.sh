@@ -46,6 +46,7 @@ run_check tests/pypi/check_replay_plots.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_openai_client.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_metrics.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_deploy.py --pagedllm "$pagedllm"
+run_check tests/pypi/check_router.py --pagedllm "$pagedllm"
 if [ "$failures" -ne 0 ]; then
   echo "pypi tier: $failures check(s) failed" >&2
   exit 1
