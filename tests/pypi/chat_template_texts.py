@@ -601,13 +601,13 @@ def {{ tool.name }}(
 {%- endfor -%}
 ) -> List[Dict]:
     \"\"\"{{ tool.description | trim }}
-{%- if tool.parameters.properties %}
+{% if tool.parameters.properties %}
 
     Args:
-{%- for param_name, param in tool.parameters.properties | dictsort %}
+{% for param_name, param in tool.parameters.properties | dictsort %}
         {{ param_name }} ({{ json_to_python_type(param) }}): {{ param.description | default("") | trim }}
-{%- endfor %}
-{%- endif %}
+{% endfor %}
+{% endif %}
     \"\"\"
     pass
 {%- endmacro -%}

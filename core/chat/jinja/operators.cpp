@@ -25,11 +25,33 @@ Value repeat(const Value& sequence, std::int64_t times) {
   return Value(std::move(out), sequence.is_tuple());
 }
 
+// Python's ints are unbounded; ours are 64-bit, and an overflow is an error rather than a wrong
+// number.
+[[noreturn]] void integer_overflow() { throw Failure("integer overflow (pagedllm's template integers are 64-bit)"); }
+
+std::int64_t checked_add(std::int64_t x, std::int64_t y) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(x, y, &sum)) integer_overflow();
+  return sum;
+}
+
+std::int64_t checked_sub(std::int64_t x, std::int64_t y) {
+  std::int64_t difference = 0;
+  if (__builtin_sub_overflow(x, y, &difference)) integer_overflow();
+  return difference;
+}
+
+std::int64_t checked_mul(std::int64_t x, std::int64_t y) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(x, y, &product)) integer_overflow();
+  return product;
+}
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const bool integers = !a.is_float() && !b.is_float();
-  if (op == "+") return integers ? Value(a.as_int() + b.as_int()) : Value(a.as_double() + b.as_double());
-  if (op == "-") return integers ? Value(a.as_int() - b.as_int()) : Value(a.as_double() - b.as_double());
-  if (op == "*") return integers ? Value(a.as_int() * b.as_int()) : Value(a.as_double() * b.as_double());
+  if (op == "+") return integers ? Value(checked_add(a.as_int(), b.as_int())) : Value(a.as_double() + b.as_double());
+  if (op == "-") return integers ? Value(checked_sub(a.as_int(), b.as_int())) : Value(a.as_double() - b.as_double());
+  if (op == "*") return integers ? Value(checked_mul(a.as_int(), b.as_int())) : Value(a.as_double() * b.as_double());
   if (op == "/") {
     if (b.as_double() == 0.0) throw Failure("division by zero");
     return Value(a.as_double() / b.as_double());
@@ -48,10 +70,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return op == "//" ? Value(quotient) : Value(x - quotient * y);
   }
   // **
-  if (integers && b.as_int() >= 0) {
-    std::int64_t result = 1;
-    for (std::int64_t i = 0; i < b.as_int(); ++i) result *= a.as_int();
-    return Value(result);
+  if (integers && b.as_int() >= 0) {  // by squaring: the exponent's bits, not its value, bound the work
+    std::int64_t power = 1;
+    std::int64_t base = a.as_int();
+    for (std::int64_t exponent = b.as_int(); exponent > 0; exponent >>= 1) {
+      if (exponent & 1) power = checked_mul(power, base);
+      if (exponent > 1) base = checked_mul(base, base);
+    }
+    return Value(power);
   }
   return Value(std::pow(a.as_double(), b.as_double()));
 }
