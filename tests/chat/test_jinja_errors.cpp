@@ -33,6 +33,8 @@ const ErrorCase kSyntaxErrors[] = {
     {"{{ f(a=1, 2) }}", "", 1, "invalid syntax for function call expression"},
     {"{% if false %}\n{{ x|nope }}{% endif %}", "", 2, "No filter named 'nope'."},  // checked even where not run
     {"{{ x is nope }}", "", 1, "No test named 'nope'."},
+    {"{% call x %}{% endcall %}", "", 1, "expected call"},
+    {"{% include 'other.jinja' %}", "", 1, "'include' tags are not supported by pagedllm's Jinja interpreter"},
 };
 
 // Raised while rendering.

@@ -39,6 +39,12 @@ const RenderCase kStatementCases[] = {
     {"{% macro show(x) %}{{ x }}{{ later }}{% endmacro %}{% set later = '+' %}{{ show(1) }}", "", "1+"},
     {"{% macro r(n) %}{% if n > 0 %}{{ n }}{{ r(n - 1) }}{% endif %}{% endmacro %}{{ r(3) }}", "", "321"},
     {"{% generation %}kept{% endgeneration %}!", "", "kept!"},
+    {"{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold {{ x }}{% "
+     "endcall %}",
+     "{\"x\": 1}", "<b>bold 1</b>"},
+    {"{% macro each(xs) %}{% for x in xs %}{{ caller(x) }};{% endfor %}{% endmacro %}{% call(item, sep='-') "
+     "each([1, 2]) %}[{{ item }}{{ sep }}]{% endcall %}",
+     "", "[1-];[2-];"},
     {"{% if a %}A{% elif b %}B{% else %}C{% endif %}", "{\"a\": false, \"b\": true}", "B"},
     {"{{ 'a' if false else 'b' }}|{{ 'a' if false }}|{{ 'x' if 1 }}", "", "b||x"},
     {"{{ m.role }}{{ m['role'] }}{{ m.missing }}{{ ms[0].content }}{{ ms[-1]['content'] }}",

@@ -121,12 +121,19 @@ struct MacroStmt {
   std::vector<MacroParameter> parameters;
   Body body;
 };
+// {% call(params) macro(args) %}body{% endcall %}: calls the macro with `caller`, a macro
+// rendering the body.
+struct CallBlockStmt {
+  std::vector<MacroParameter> parameters;
+  ExpressionPtr call;  // a CallExpr
+  Body body;
+};
 struct BreakStmt {};
 struct ContinueStmt {};
 
 struct Statement {
   int line = 0;
-  std::variant<TextStmt, OutputStmt, IfStmt, ForStmt, SetStmt, MacroStmt, BreakStmt, ContinueStmt> node;
+  std::variant<TextStmt, OutputStmt, IfStmt, ForStmt, SetStmt, MacroStmt, CallBlockStmt, BreakStmt, ContinueStmt> node;
 };
 
 }  // namespace pagedllm::chat::jinja

@@ -114,6 +114,10 @@ Evaluator::Flow Evaluator::execute(const Statement& statement, Scope& scope, std
                           scope.set(macro.name, make_macro(macro, scope));
                           return Flow::normal;
                         },
+                        [&](const CallBlockStmt& call) {
+                          out += execute_call_block(call, scope);
+                          return Flow::normal;
+                        },
                         [&](const BreakStmt&) { return Flow::break_loop; },
                         [&](const ContinueStmt&) { return Flow::continue_loop; },
                     },
@@ -197,15 +201,14 @@ Value Evaluator::make_macro(const MacroStmt& macro, Scope& scope) {
                [this, &macro, defining](CallArguments& arguments) { return call_macro(macro, *defining, arguments); });
 }
 
-Value Evaluator::call_macro(const MacroStmt& macro, const Scope& defining, CallArguments& arguments) {
-  if (arguments.positional.size() > macro.parameters.size()) {
-    throw Failure("macro '" + macro.name + "' takes not more than " + std::to_string(macro.parameters.size()) +
-                  " argument(s)");
+Scope& Evaluator::bind_parameters(const std::string& name, const std::vector<MacroParameter>& parameters,
+                                  const Scope& defining, CallArguments& arguments) {
+  if (arguments.positional.size() > parameters.size()) {
+    throw Failure("macro '" + name + "' takes not more than " + std::to_string(parameters.size()) + " argument(s)");
   }
-  if (call_depth_ >= kMaxCallDepth) throw Failure("macro '" + macro.name + "': calls nested too deeply");
   Scope& scope = new_scope(&defining);
-  for (std::size_t i = 0; i < macro.parameters.size(); ++i) {
-    const MacroParameter& parameter = macro.parameters[i];
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const MacroParameter& parameter = parameters[i];
     Value value = i < arguments.positional.size() ? arguments.positional[i] : Value();
     for (const auto& [keyword, given] : arguments.keyword) {
       if (keyword == parameter.name) value = given;
@@ -217,20 +220,50 @@ Value Evaluator::call_macro(const MacroStmt& macro, const Scope& defining, CallA
     scope.set(parameter.name, std::move(value));
   }
   for (const auto& [keyword, given] : arguments.keyword) {
-    bool known = false;
-    for (const MacroParameter& parameter : macro.parameters) known = known || parameter.name == keyword;
-    if (!known) throw Failure("macro '" + macro.name + "' takes no keyword argument '" + keyword + "'");
+    bool known = keyword == "caller";  // from a {% call %} block
+    for (const MacroParameter& parameter : parameters) known = known || parameter.name == keyword;
+    if (!known) throw Failure("macro '" + name + "' takes no keyword argument '" + keyword + "'");
+    if (keyword == "caller") scope.set("caller", given);
   }
+  return scope;
+}
+
+std::string Evaluator::render_macro_body(const std::string& name, const Body& body, Scope& scope) {
+  if (call_depth_ >= kMaxCallDepth) throw Failure("macro '" + name + "': calls nested too deeply");
   ++call_depth_;
   std::string out;
   try {
-    execute(macro.body, scope, out);
+    execute(body, scope, out);
   } catch (...) {
     --call_depth_;
     throw;
   }
   --call_depth_;
-  return Value(std::move(out));
+  return out;
+}
+
+Value Evaluator::call_macro(const MacroStmt& macro, const Scope& defining, CallArguments& arguments) {
+  Scope& scope = bind_parameters(macro.name, macro.parameters, defining, arguments);
+  return Value(render_macro_body(macro.name, macro.body, scope));
+}
+
+std::string Evaluator::execute_call_block(const CallBlockStmt& call, Scope& scope) {
+  const CallExpr& expression = std::get<CallExpr>(call.call->node);
+  const Scope* defining = &scope;
+  Value caller("caller", [this, &call, defining](CallArguments& arguments) {
+    Scope& body_scope = bind_parameters("caller", call.parameters, *defining, arguments);
+    return Value(render_macro_body("caller", call.body, body_scope));
+  });
+  try {
+    const Value callee = evaluate(*expression.callee, scope);
+    require_defined(callee);
+    if (!callee.is_function()) throw Failure("'" + callee.type_name() + "' object is not callable");
+    CallArguments arguments = evaluate_arguments(expression.arguments, scope);
+    arguments.keyword.emplace_back("caller", std::move(caller));
+    return callee.as_function().call(arguments).str();
+  } catch (const Failure& failure) {
+    fail(call.call->line, failure.what());
+  }
 }
 
 CallArguments Evaluator::evaluate_arguments(const std::vector<Argument>& arguments, Scope& scope) {

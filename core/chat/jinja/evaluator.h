@@ -41,6 +41,11 @@ class Evaluator {
   void execute_set(const SetStmt& set, int line, Scope& scope);
   Value make_macro(const MacroStmt& macro, Scope& scope);
   Value call_macro(const MacroStmt& macro, const Scope& defining, CallArguments& arguments);
+  // A macro's parameters bound in a new scope under `defining`; `caller` is taken as given.
+  Scope& bind_parameters(const std::string& name, const std::vector<MacroParameter>& parameters, const Scope& defining,
+                         CallArguments& arguments);
+  std::string execute_call_block(const CallBlockStmt& call, Scope& scope);
+  std::string render_macro_body(const std::string& name, const Body& body, Scope& scope);
 
   Value evaluate(const Expression& expression, Scope& scope);
   Value evaluate_node(const Expression& expression, Scope& scope);

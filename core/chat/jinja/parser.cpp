@@ -81,6 +81,8 @@ class Parser : ExpressionParser {
       body.push_back({line, parse_set()});
     } else if (name == "macro") {
       body.push_back({line, parse_macro()});
+    } else if (name == "call") {
+      body.push_back({line, parse_call_block()});
     } else if (name == "break" || name == "continue") {
       if (loop_depth_ == 0) fail(tag, "'" + name + "' outside loop");
       expect(TokenKind::block_end);
@@ -96,8 +98,8 @@ class Parser : ExpressionParser {
       Body inner = parse_body({"endgeneration"}, "generation", end_tag);
       expect(TokenKind::block_end);
       for (Statement& statement : inner) body.push_back(std::move(statement));
-    } else if (name == "call" || name == "filter" || name == "block" || name == "extends" || name == "include" ||
-               name == "import" || name == "from" || name == "with" || name == "autoescape" || name == "do") {
+    } else if (name == "filter" || name == "block" || name == "extends" || name == "include" || name == "import" ||
+               name == "from" || name == "with" || name == "autoescape" || name == "do") {
       fail(tag, "'" + name + "' tags are not supported by pagedllm's Jinja interpreter");
     } else {
       std::string message = "Encountered unknown tag '" + name + "'.";
@@ -185,27 +187,50 @@ class Parser : ExpressionParser {
     return statement;
   }
 
-  MacroStmt parse_macro() {
-    MacroStmt statement;
-    statement.name = expect_identifier();
-    expect_op("(");
+  // (name, name=default, ...), after the opening parenthesis.
+  std::vector<MacroParameter> parse_parameters() {
+    std::vector<MacroParameter> parameters;
     while (!skip_op(")")) {
-      if (!statement.parameters.empty()) expect_op(",");
+      if (!parameters.empty()) expect_op(",");
       if (skip_op(")")) break;
       MacroParameter parameter{expect_identifier(), nullptr};
       if (skip_op("=")) {
         parameter.default_value = parse_expression(true);
-      } else if (!statement.parameters.empty() && statement.parameters.back().default_value) {
+      } else if (!parameters.empty() && parameters.back().default_value) {
         fail(current(), "non-default argument follows default argument");
       }
-      statement.parameters.push_back(std::move(parameter));
+      parameters.push_back(std::move(parameter));
     }
+    return parameters;
+  }
+
+  // A macro's body: break and continue do not reach loops outside it.
+  Body parse_macro_body(const char* end_tag_name, const char* block) {
     expect(TokenKind::block_end);
     const int saved_loop_depth = std::exchange(loop_depth_, 0);
     std::string end_tag;
-    statement.body = parse_body({"endmacro"}, "macro", end_tag);
+    Body body = parse_body({end_tag_name}, block, end_tag);
     loop_depth_ = saved_loop_depth;
     expect(TokenKind::block_end);
+    return body;
+  }
+
+  MacroStmt parse_macro() {
+    MacroStmt statement;
+    statement.name = expect_identifier();
+    expect_op("(");
+    statement.parameters = parse_parameters();
+    statement.body = parse_macro_body("endmacro", "macro");
+    return statement;
+  }
+
+  CallBlockStmt parse_call_block() {
+    CallBlockStmt statement;
+    if (skip_op("(")) statement.parameters = parse_parameters();
+    const Token& start = current();
+    statement.call = parse_expression(true);
+    if (!std::holds_alternative<CallExpr>(statement.call->node)) fail(start, "expected call");
+    statement.body = parse_macro_body("endcall", "call");
     return statement;
   }
 

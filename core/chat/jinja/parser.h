@@ -1,6 +1,6 @@
 // The Jinja parser: tokens into a syntax tree, with jinja2's precedence (filters bind tighter
 // than arithmetic: `a + b | trim` is `a + (b | trim)`) and its statement tags (if / elif / else,
-// for with `if` and else, set and block set, macro, break / continue, and transformers'
+// for with `if` and else, set and block set, macro and call, break / continue, and transformers'
 // generation / endgeneration, whose body is rendered as is).
 #pragma once
 
