@@ -66,6 +66,9 @@ const RenderCase kStatementCases[] = {
 };
 // ExpressionCases: expected texts are Jinja2 3.1's under transformers' settings.
 const RenderCase kExpressionCases[] = {
+    {"{{ '%s and %d, %5.2f %r %%' % ('a', 3, 2.5, 'x') }}|{{ '%s' % [1, 2] }}|{{ 'x=%s' % none }}|{{ '%03d' % 7 }}|"
+     "{{ '%-4s|' % 'ab' }}",
+     "", "a and 3,  2.50 'x' %|[1, 2]|x=None|007|ab  |"},
     {"{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 8 }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} "
      "{{ 7.5 // 2 }} {{ -2 ** 2 }}",
      "", "3 -4 1 2 3.5 256 7 9 3.0 4"},

@@ -1,6 +1,8 @@
 #include "core/chat/jinja/operators.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 
 #include "core/chat/jinja/failure.h"
 #include "core/chat/jinja/methods.h"
@@ -101,6 +103,60 @@ std::int64_t normalise_index(std::int64_t index, std::size_t size) {
   return index < 0 ? index + static_cast<std::int64_t>(size) : index;
 }
 
+// One printf conversion, sized first.
+template <typename T>
+std::string c_format(const std::string& format, T value) {
+  const int size = std::snprintf(nullptr, 0, format.c_str(), value);
+  if (size < 0) throw Failure("bad format '" + format + "'");
+  std::string out(static_cast<std::size_t>(size), '\0');
+  std::snprintf(out.data(), out.size() + 1, format.c_str(), value);
+  return out;
+}
+
+// Python's `text % values` for the conversions templates use: %s %r %d %i %f %% with optional
+// flags, width and precision. `values` is a tuple of them, or one value.
+std::string printf_format(const std::string& text, const Value& values) {
+  const ValueList arguments = values.is_tuple() ? values.as_list() : ValueList{values};
+  std::size_t next = 0;
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    const std::size_t spec_start = i + 1;
+    std::size_t end = spec_start;
+    while (end < text.size() && std::string_view("-+ 0#.123456789").find(text[end]) != std::string_view::npos) ++end;
+    if (end >= text.size()) throw Failure("incomplete format");
+    const char conversion = text[end];
+    const std::string spec = text.substr(spec_start, end - spec_start);
+    i = end;
+    if (conversion == '%') {
+      out += '%';
+      continue;
+    }
+    if (std::string_view("srdif").find(conversion) == std::string_view::npos) {
+      throw Failure(std::string("unsupported format character '") + conversion + "'");
+    }
+    if (next >= arguments.size()) throw Failure("not enough arguments for format string");
+    const Value& argument = arguments[next++];
+    require_defined(argument);
+    if (conversion == 's' || conversion == 'r') {
+      out += c_format("%" + spec + "s", (conversion == 's' ? argument.str() : argument.repr()).c_str());
+    } else if (!argument.is_number()) {
+      throw Failure(std::string("%") + conversion + " format: a real number is required, not " + argument.type_name());
+    } else if (conversion == 'f') {
+      out += c_format("%" + spec + "f", argument.as_double());
+    } else {
+      const auto integer = argument.is_float() ? static_cast<long long>(argument.as_double())
+                                               : static_cast<long long>(argument.as_int());
+      out += c_format("%" + spec + "lld", integer);
+    }
+  }
+  if (next < arguments.size()) throw Failure("not all arguments converted during string formatting");
+  return out;
+}
+
 }  // namespace
 
 void require_defined(const Value& value) {
@@ -153,6 +209,7 @@ Value binary_operation(const std::string& op, const Value& left, const Value& ri
                     left.type_name());
     }
   }
+  if (op == "%" && left.is_string()) return Value(printf_format(left.as_string(), right));
   if (op == "*") {
     if ((left.is_string() || left.is_list()) && right.is_int()) return repeat(left, right.as_int());
     if ((right.is_string() || right.is_list()) && left.is_int()) return repeat(right, left.as_int());
