@@ -15,8 +15,9 @@ transformers' tojson; messages, tools, documents=None, add_generation_prompt, bo
 eos_token) and with pagedllm, and compares the texts byte for byte. A conversation the template
 rejects must be rejected by pagedllm too, with raise_exception's message. For the families
 pagedllm also recognises (ChatML, Llama 3, Mistral) the format `--describe` prints, read back as
-a JSON user format, must render the plain conversations identically too. Finally a template
-that does not parse must be refused naming the file and the line.
+a JSON user format, must render the plain conversations identically too. Then 300 random
+templates check that whitespace control (trim_blocks, lstrip_blocks, "-" and "+") composes as
+in jinja2, and a template that does not parse must be refused naming the file and the line.
 
 Prints one line per template; exits 0 only when every comparison matches.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -295,6 +297,52 @@ class Checker:
         self.check_source(f"{label} (as JSON format)", ["--template-file", str(format_file)], template, bos, eos,
                           plain_only=True)
 
+    # Random templates of nested if / for blocks, set, comments, outputs and text made of spaces,
+    # tabs and newlines, with every whitespace-control sign ("-", "+", none) on both sides of
+    # every tag: trim_blocks, lstrip_blocks and "-" / "+" must compose exactly as in jinja2.
+    def check_whitespace_control(self, count: int = 300, seed: int = 1) -> None:
+        rng = random.Random(seed)
+        texts = ["", " ", "  ", "\n", " \n", "\n  ", "a", " a ", "\t", "\n\n", "x\n  ", "  \n\t"]
+
+        def tag(body: str) -> str:
+            return "{%" + rng.choice(["", "", "-", "+"]) + f" {body} " + rng.choice(["", "", "-", "+"]) + "%}"
+
+        def piece(depth: int) -> str:
+            r = rng.random()
+            if r < 0.3 or depth >= 3:
+                return rng.choice(texts)
+            if r < 0.45:
+                return "{{" + rng.choice(["", "-"]) + " 'v' " + rng.choice(["", "-"]) + "}}"
+            if r < 0.55:
+                return "{#" + rng.choice(["", "-"]) + " c " + rng.choice(["", "-"]) + "#}"
+            if r < 0.65:
+                return tag("set q = 1")
+            body = "".join(piece(depth + 1) for _ in range(rng.randint(0, 4)))
+            if rng.random() < 0.5:
+                return tag("for i in [1, 2]") + body + tag("endfor")
+            otherwise = ""
+            if rng.random() < 0.4:
+                otherwise = tag("else") + "".join(piece(depth + 1) for _ in range(rng.randint(0, 3)))
+            return tag("if " + rng.choice(["true", "false"])) + body + otherwise + tag("endif")
+
+        messages = [message("user", "x")]
+        messages_file = self.work / "messages.json"
+        messages_file.write_text(json.dumps(messages))
+        template_file = self.work / "whitespace.jinja"
+        matched = 0
+        for _ in range(count):
+            template = "".join(piece(0) for _ in range(rng.randint(1, 6))) + rng.choice(["", "", "\n"])
+            template_file.write_text(template)
+            expected = jinja_render(template, messages, None, True, "", "")
+            result = self.run(["--template-file", str(template_file), "--messages-json", str(messages_file)])
+            self.comparisons += 1
+            if result.returncode != 0 or result.stdout.decode() != expected:
+                self.fail("whitespace control", repr(template), "", f"\n  jinja2:   {expected!r}\n  pagedllm: "
+                          f"{result.stdout.decode()!r} {result.stderr.decode()!r}")
+            else:
+                matched += 1
+        print(f"{'whitespace control':34s} {matched} of {count} random templates identical")
+
     # A template that does not parse is refused naming the file and the line, as jinja2 words it.
     def check_syntax_error(self) -> None:
         broken = self.work / "broken.jinja"
@@ -345,6 +393,7 @@ def main() -> int:
             # The GGUF's own BOS / EOS texts are pagedllm's defaults: pass none.
             checker.check_source(name, ["--gguf", args.gguf], template, bos, eos, pass_tokens=False)
             checker.check_described(name, ["--gguf", args.gguf], template, bos, eos)
+        checker.check_whitespace_control()
         checker.check_syntax_error()
     if checker.failures:
         print(f"chat templates: {checker.failures} of {checker.comparisons} comparisons FAILED")
