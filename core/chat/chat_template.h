@@ -113,6 +113,7 @@ struct RenderOptions {
 struct ChatPromptOptions {
   bool add_generation_prompt = true;    // open the assistant's turn
   bool continue_final_message = false;  // end inside the final assistant message instead
+  std::optional<nlohmann::ordered_json> tools{};  // the request's tools, for a Jinja template
 };
 
 class ChatTemplate {

@@ -71,6 +71,7 @@ std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<ch
   chat::RenderOptions render;
   render.add_generation_prompt = options.add_generation_prompt;
   render.continue_final_message = options.continue_final_message;
+  render.tools = options.tools;
   render.bos_token = bundle.bos_text;
   render.eos_token = bundle.eos_text;
   const std::string text = bundle.chat_template->render(messages, render);
