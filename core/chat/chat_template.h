@@ -108,11 +108,11 @@ struct RenderOptions {
   std::optional<nlohmann::ordered_json> tools{};
 };
 
-// How a chat prompt ends, as a request chooses it (vLLM's chat fields of the same names); the
-// model's BOS / EOS texts complete these into RenderOptions.
+// How a chat prompt ends, as a request chooses it (vLLM's chat fields of the same names), and the
+// tools it offers; the model's BOS / EOS texts complete these into RenderOptions.
 struct ChatPromptOptions {
-  bool add_generation_prompt = true;    // open the assistant's turn
-  bool continue_final_message = false;  // end inside the final assistant message instead
+  bool add_generation_prompt = true;              // open the assistant's turn
+  bool continue_final_message = false;            // end inside the final assistant message instead
   std::optional<nlohmann::ordered_json> tools{};  // the request's tools, for a Jinja template
 };
 
