@@ -1,10 +1,12 @@
-// ChatTemplate: the built-in formats and rendering (detection: chat_template_detect.cpp; JSON
-// formats: chat_template_file.cpp).
+// ChatTemplate: the built-in formats and their rendering (a model's Jinja template:
+// chat_template_jinja.cpp; recognising a family: chat_template_recognise.cpp; JSON formats:
+// chat_template_file.cpp).
 #include "core/chat/chat_template.h"
 
 #include <ctime>
 #include <span>
 
+#include "core/chat/continue_final_message.h"
 #include "core/chat/python_strip.h"
 
 namespace pagedllm::chat {
@@ -126,22 +128,6 @@ class Renderer {
   std::string out_;
 };
 
-// continue_final_message as Hugging Face's apply_chat_template does it, so that prompts match
-// vLLM's token for token: the closed render is cut right after the last occurrence of the final
-// message's stripped content, keeping the content's trailing whitespace only where the text there
-// equals the content as given (no leading whitespace, not trimmed by the template). A blank final
-// message is refused by render() (Hugging Face would keep the turn closed).
-void cut_after_final_message(std::string& rendered, const std::string& final) {
-  const std::string core = python_strip(final);
-  const std::size_t at = rendered.rfind(core);
-  if (at == std::string::npos) {
-    throw ChatTemplateError("continue_final_message: the final message does not appear in the rendered chat");
-  }
-  const std::size_t leading = final.find(core);     // core starts at the first non-space character
-  const std::size_t kept = final.size() - leading;  // len(final.lstrip())
-  rendered.resize(rendered.compare(at, kept, final) == 0 ? at + kept : at + core.size());
-}
-
 [[noreturn]] void fail(const ChatFormat& format, std::size_t index, const std::string& problem) {
   throw ChatTemplateError("chat template '" + format.name + "': message " + std::to_string(index) + ": " + problem);
 }
@@ -174,7 +160,13 @@ ChatTemplate ChatTemplate::named(std::string_view name) {
                           "' (known: chatml, llama3, llama3.1, mistral, mistral-v1)");
 }
 
+const ChatFormat& ChatTemplate::format() const {
+  if (is_jinja()) throw ChatTemplateError(jinja_source_ + ": a Jinja template, run as it is, has no ChatFormat");
+  return format_;
+}
+
 std::string ChatTemplate::description() const {
+  if (is_jinja()) return "the model's Jinja template (" + jinja_source_ + ")";
   std::string text = format_.name.empty() ? std::string(to_string(format_.family)) : format_.name;
   if (format_.add_bos) text += ", BOS";
   if (format_.system_placement == SystemPlacement::first_user) text += ", system prompt in the first user message";
@@ -190,6 +182,13 @@ std::string ChatTemplate::description() const {
 }
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const RenderOptions& options) const {
+  if (is_jinja()) {
+    nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
+    for (const ChatMessage& message : messages) {
+      conversation.push_back({{"role", message.role}, {"content", message.content}});
+    }
+    return render_jinja(conversation, options);
+  }
   if (messages.empty()) {
     throw ChatTemplateError("chat template '" + format_.name + "': the conversation is empty");
   }
@@ -255,6 +254,24 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
   if (options.add_generation_prompt) renderer.out() += format_.generation_prompt;
   if (options.continue_final_message) cut_after_final_message(renderer.out(), messages.back().content);
   return std::move(renderer.out());
+}
+
+std::string ChatTemplate::render_json(const nlohmann::ordered_json& messages, const RenderOptions& options) const {
+  if (is_jinja()) return render_jinja(messages, options);
+  if (!messages.is_array()) throw ChatTemplateError("the conversation must be a list of messages");
+  std::vector<ChatMessage> plain;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const nlohmann::ordered_json& message = messages[i];
+    const auto role = message.is_object() ? message.find("role") : message.end();
+    const auto content = message.is_object() ? message.find("content") : message.end();
+    if (!message.is_object() || role == message.end() || !role->is_string() ||
+        (content != message.end() && !content->is_string() && !content->is_null())) {
+      fail(format_, i, "chat format '" + format_.name + "' takes messages with a string role and string content");
+    }
+    plain.push_back({role->get<std::string>(),
+                     content == message.end() || content->is_null() ? std::string() : content->get<std::string>()});
+  }
+  return render(plain, options);
 }
 
 }  // namespace pagedllm::chat

@@ -1,12 +1,20 @@
 // Chat templates: turning a conversation into the prompt text a model was trained on.
 //
 // Models ship a Jinja template (tokenizer_config.json "chat_template", GGUF
-// "tokenizer.chat_template"). pagedllm does not run Jinja: it recognises the family of the
-// template (ChatML, Llama 3, Mistral), extracts what varies between models of a family (default
-// system prompt, BOS, trimming, spacing around [INST], where Mistral puts the system prompt, Llama
-// 3.1's date preamble) into a ChatFormat, and renders that. The output equals what the model's
-// template renders under Hugging Face's apply_chat_template, character for character (checked
-// against Jinja2 by tests/pypi/check_chat_template.py).
+// "tokenizer.chat_template"). pagedllm runs it, as vLLM, SGLang and llama.cpp's --jinja do:
+// core/chat/jinja is an interpreter for the part of Jinja that Hugging Face chat templates use,
+// and ChatTemplate::from_jinja renders with the variables transformers' apply_chat_template
+// passes (messages, tools, documents, add_generation_prompt, bos_token, eos_token, and
+// date_string when given). The output equals Jinja2's under transformers' settings, byte for
+// byte (tests/pypi/check_chat_template.py compares the two over the templates of 18 model
+// families). A template that does not parse is refused when it is loaded; one that fails while
+// rendering (raise_exception, an undefined attribute) throws a ChatTemplateError with the
+// template's message, which the server answers with 400.
+//
+// Instead of the model's template, a user can name a built-in format (ChatML, Llama 3 / 3.1,
+// Mistral v0.3 / v0.1) or give one as JSON; these are ChatFormats, rendered by pagedllm's own
+// code. ChatTemplate::recognise still extracts a ChatFormat from a template of one of those
+// families (for `pagedllm chat-template --describe`, to start a JSON format from a model's).
 //
 // User-supplied formats (ChatTemplate::from_file) are JSON; every key is optional except the
 // three roles, unknown keys are refused:
@@ -29,6 +37,7 @@
 // appends RenderOptions::eos_token after the suffix.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -38,6 +47,10 @@
 #include "core/chat/chat_errors.h"
 
 namespace pagedllm::chat {
+
+namespace jinja {
+class Template;
+}
 
 struct ChatMessage {
   std::string role;  // "system" | "user" | "assistant"
@@ -90,23 +103,32 @@ struct RenderOptions {
   // the model continues it (Hugging Face's and vLLM's continue_final_message, cut where Hugging
   // Face cuts); excludes add_generation_prompt.
   bool continue_final_message = false;
+  // The tools the request offers (a list of OpenAI tool objects), passed to a Jinja template as
+  // `tools`; absent: None. Formats (named, JSON) ignore them.
+  std::optional<nlohmann::ordered_json> tools{};
 };
 
-// How a chat prompt ends, as a request chooses it (vLLM's chat fields of the same names); the
-// model's BOS / EOS texts complete these into RenderOptions.
+// How a chat prompt ends, as a request chooses it (vLLM's chat fields of the same names), and the
+// tools it offers; the model's BOS / EOS texts complete these into RenderOptions.
 struct ChatPromptOptions {
-  bool add_generation_prompt = true;    // open the assistant's turn
-  bool continue_final_message = false;  // end inside the final assistant message instead
+  bool add_generation_prompt = true;              // open the assistant's turn
+  bool continue_final_message = false;            // end inside the final assistant message instead
+  std::optional<nlohmann::ordered_json> tools{};  // the request's tools, for a Jinja template
 };
 
 class ChatTemplate {
  public:
+  // A format rendered by pagedllm's own code (built-in or JSON).
   explicit ChatTemplate(ChatFormat format);
 
-  // Recognises the family of a model's Jinja template. `source` names where it came from (a file,
-  // "tokenizer.chat_template of X.gguf") in errors. Throws UnknownChatTemplateError naming the
-  // source and quoting the start of the text.
-  static ChatTemplate detect(std::string_view template_text, std::string_view source);
+  // The model's Jinja template, parsed now and run by render(). `source` names where it came
+  // from (a file, "tokenizer.chat_template of X.gguf") in errors. Throws JinjaSyntaxError naming
+  // the source and line.
+  static ChatTemplate from_jinja(std::string_view template_text, std::string source);
+  // The format of a template of a family pagedllm knows (ChatML, Llama 3 / 3.1, Mistral v0.1 /
+  // v0.3), extracted from its text: for --describe. Throws UnknownChatTemplateError naming the
+  // source and quoting the start of the text for any other template.
+  static ChatTemplate recognise(std::string_view template_text, std::string_view source);
   // "chatml", "llama3" (3.0), "llama3.1", "mistral" (v0.3: [INST] ... [/INST], system prompt in
   // the last user message), "mistral-v1" (" [INST] ", system prompt in the first user message).
   // Throws ChatTemplateError listing the names for another name.
@@ -114,23 +136,38 @@ class ChatTemplate {
   // A format in the JSON described above. Throws ChatTemplateError naming the file and the key.
   static ChatTemplate from_file(const std::string& path);
 
-  const ChatFormat& format() const noexcept { return format_; }
-  // One line for people: the name and what was recognised, e.g. `chatml, default system prompt
-  // "You are a helpful assistant."`.
+  bool is_jinja() const noexcept { return jinja_ != nullptr; }
+  // The Jinja text (empty for a format).
+  const std::string& jinja_text() const noexcept { return jinja_text_; }
+  // The format; throws ChatTemplateError for a Jinja template, which has none.
+  const ChatFormat& format() const;
+  ChatFamily family() const { return format().family; }
+  // One line for people: `the model's Jinja template (SOURCE)`, or a format's name and what
+  // was recognised, e.g. `chatml, default system prompt "You are a helpful assistant."`.
   std::string description() const;
-  ChatFamily family() const noexcept { return format_.family; }
 
-  // Throws ChatTemplateError naming the message at fault (an empty conversation, a role other
-  // than system / user / assistant, roles that do not alternate where the format requires it, a
-  // final message to continue that is not the assistant's).
+  // Renders `messages` (role and content). Throws ChatTemplateError naming the problem: for a
+  // format, an empty conversation, a role other than system / user / assistant, roles that do
+  // not alternate where the format requires it; for a Jinja template, what the template raised
+  // or where it failed (JinjaRuntimeError, TemplateRaisedError); for both, a final message to
+  // continue that is not the assistant's.
   std::string render(const std::vector<ChatMessage>& messages, const RenderOptions& options = {}) const;
+  // The same over messages as JSON objects, as an OpenAI request gives them: a Jinja template
+  // sees every field (role, content, tool_calls, tool_call_id, name, ...); a format needs role
+  // and string content.
+  std::string render_json(const nlohmann::ordered_json& messages, const RenderOptions& options = {}) const;
 
  private:
+  std::string render_jinja(const nlohmann::ordered_json& messages, const RenderOptions& options) const;
+
   ChatFormat format_;
+  std::shared_ptr<const jinja::Template> jinja_;  // set: the model's template, run
+  std::string jinja_text_;
+  std::string jinja_source_;
 };
 
 // A format as from_file's JSON (from_file reads it back to the same format, family aside): to
-// show what detect() recognised, or to start a custom format from it.
+// show what recognise() found, or to start a custom format from it.
 nlohmann::json to_format_json(const ChatFormat& format);
 
 }  // namespace pagedllm::chat

@@ -52,16 +52,16 @@ ChatTemplate load_chat_template(const model::GgufFile& file) {
   const std::string key = "tokenizer.chat_template";
   const std::optional<std::string> text = file.find_string(key);
   if (!text) throw ChatTemplateError(file.path() + ": key '" + key + "': missing (the model ships no chat template)");
-  return ChatTemplate::detect(*text, key + " of " + file.path());
+  return ChatTemplate::from_jinja(*text, key + " of " + file.path());
 }
 
 ChatTemplate load_chat_template(const std::string& model_directory) {
   const fs::path config = fs::path(model_directory) / "tokenizer_config.json";
   if (const std::optional<std::string> text = template_from_tokenizer_config(config)) {
-    return ChatTemplate::detect(*text, config.string());
+    return ChatTemplate::from_jinja(*text, config.string());
   }
   const fs::path jinja = fs::path(model_directory) / "chat_template.jinja";
-  if (const std::optional<std::string> text = read_file(jinja)) return ChatTemplate::detect(*text, jinja.string());
+  if (const std::optional<std::string> text = read_file(jinja)) return ChatTemplate::from_jinja(*text, jinja.string());
   throw ChatTemplateError(model_directory +
                           ": no chat template (neither tokenizer_config.json \"chat_template\" "
                           "nor chat_template.jinja)");

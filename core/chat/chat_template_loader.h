@@ -1,5 +1,5 @@
-// The chat template a model ships, found where Hugging Face and llama.cpp keep it, and
-// recognised (ChatTemplate::detect).
+// The chat template a model ships, found where Hugging Face and llama.cpp keep it, and parsed
+// to be run (ChatTemplate::from_jinja).
 #pragma once
 
 #include <string>
@@ -21,6 +21,6 @@ ChatTemplate load_chat_template(const model::GgufFile& file);
 ChatTemplate load_chat_template(const std::string& model_directory);
 
 // Both throw ChatTemplateError naming the file when the model ships no template, and
-// UnknownChatTemplateError when its template is of no known family.
+// JinjaSyntaxError (naming the file and line) when its template does not parse.
 
 }  // namespace pagedllm::chat

@@ -18,7 +18,7 @@ chat::ChatTemplate chat_template_from_option(const std::string& option) {
   if (option.ends_with(".json")) return chat::ChatTemplate::from_file(option);
   std::ifstream in(option, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return chat::ChatTemplate::detect(text, option);
+  return chat::ChatTemplate::from_jinja(text, option);
 }
 
 std::string token_text_or_empty(const tokenizer::Tokenizer& tokenizer, std::optional<TokenId> id) {
@@ -71,6 +71,7 @@ std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<ch
   chat::RenderOptions render;
   render.add_generation_prompt = options.add_generation_prompt;
   render.continue_final_message = options.continue_final_message;
+  render.tools = options.tools;
   render.bos_token = bundle.bos_text;
   render.eos_token = bundle.eos_text;
   const std::string text = bundle.chat_template->render(messages, render);

@@ -1,5 +1,5 @@
 // Finding a model's chat template: GGUF metadata, tokenizer_config.json (string or named list),
-// chat_template.jinja; and the one-line description `pagedllm inspect` prints.
+// chat_template.jinja, loaded to be run; and the one-line description `pagedllm inspect` prints.
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -53,27 +53,39 @@ BOOST_AUTO_TEST_SUITE(chat_loader)
 
 BOOST_AUTO_TEST_CASE(tokenizer_config_string_list_and_jinja_file) {
   const TempDir dir;
+  const std::string expected =
+      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+      "<|im_start|>assistant\n";
   dir.write("tokenizer_config.json", nlohmann::json{{"chat_template", kQwen2Template}}.dump());
-  BOOST_TEST(load_chat_template(dir.path.string()).format().default_system_prompt.value_or("") ==
-             "You are a helpful assistant.");
+  BOOST_TEST(load_chat_template(dir.path.string()).is_jinja());
+  BOOST_TEST(load_chat_template(dir.path.string()).render({{"user", "Hi"}}) == expected);
 
   dir.write("tokenizer_config.json", nlohmann::json{{"chat_template",
                                                      {{{"name", "tool_use"}, {"template", "{{ tools }}"}},
                                                       {{"name", "default"}, {"template", kQwen2Template}}}}}
                                          .dump());
-  BOOST_TEST(to_string(load_chat_template(dir.path.string()).family()) == "chatml");
+  BOOST_TEST(load_chat_template(dir.path.string()).render({{"user", "Hi"}}) == expected);
 
   dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
   dir.write("chat_template.jinja", kQwen2Template);
-  BOOST_TEST(to_string(load_chat_template(dir.path.string()).family()) == "chatml");
+  BOOST_TEST(load_chat_template(dir.path.string()).render({{"user", "Hi"}}) == expected);
 
   fs::remove(dir.path / "chat_template.jinja");
   const std::string missing = error_of(dir.path.string());
   BOOST_TEST(missing.find(dir.path.string()) == 0u, missing);
   BOOST_TEST(missing.find("no chat template") != std::string::npos, missing);
 
-  dir.write("tokenizer_config.json", R"({"chat_template": "{{ messages }}"})");
-  BOOST_CHECK_THROW(load_chat_template(dir.path.string()), UnknownChatTemplateError);
+  // A template of no known family runs too.
+  dir.write("tokenizer_config.json",
+            R"({"chat_template": "{% for m in messages %}{{ m.role }}: {{ m }}\n{% endfor %}"})");
+  BOOST_TEST(load_chat_template(dir.path.string()).render({{"user", "Hi"}}) ==
+             "user: {'role': 'user', 'content': 'Hi'}\n");
+
+  // One that does not parse is refused when loaded, naming the file and the line.
+  dir.write("tokenizer_config.json", R"({"chat_template": "{% for m in messages %}\n{{ m.role }"})");
+  const std::string syntax = error_of(dir.path.string());
+  BOOST_TEST(syntax.find((dir.path / "tokenizer_config.json").string() + ", line 2: ") == 0u, syntax);
+  BOOST_CHECK_THROW(load_chat_template(dir.path.string()), JinjaSyntaxError);
 }
 
 BOOST_AUTO_TEST_CASE(gguf_template_key) {
@@ -84,7 +96,7 @@ BOOST_AUTO_TEST_CASE(gguf_template_key) {
   writer.add_string("tokenizer.chat_template", kQwen2Template);
   writer.write(path);
   const ChatTemplate chat = load_chat_template(model::GgufFile(path));
-  BOOST_TEST(chat.description() == "chatml, default system prompt \"You are a helpful assistant.\"");
+  BOOST_TEST(chat.description() == "the model's Jinja template (tokenizer.chat_template of " + path + ")");
 
   model::GgufWriter bare;
   bare.add_string("general.architecture", "llama");

@@ -3,7 +3,8 @@
 OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
 mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it,
-the API key, and a graceful shutdown (drain, timeout, second signal).
+the API key, a Jinja chat template's errors, and a graceful shutdown (drain, timeout, second
+signal).
 
     tests/e2e/server_e2e.py PAGEDLLM_BINARY
 """
@@ -584,6 +585,33 @@ def priority_scheduling():
         server.stop()
 
 
+def jinja_chat_template():
+    """A Jinja --chat-template file is run; what it raises reaches the client as 400 with the
+    template's own message, and a template that fails reading a message answers 400 naming the line."""
+    directory = tempfile.mkdtemp(prefix="pagedllm_e2e_template_")
+    path = os.path.join(directory, "strict.jinja")
+    with open(path, "w") as out:
+        out.write("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}"
+                  "{% endif %}{% if m.content == 'nested' %}{{ m.meta.x }}{% endif %}"
+                  "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    server = Server("--chat-template", path)
+    try:
+        chat = {"model": "tiny", "max_tokens": 2}
+        status, body = server.post("/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": "Hi"}]))
+        check(status == 200 and body["usage"]["completion_tokens"] == 2, "a Jinja --chat-template renders a chat")
+        status, body = server.post("/v1/chat/completions", dict(chat, messages=[
+            {"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}]))
+        check(status == 400 and body["error"]["message"] == "System role not supported"
+              and body["error"]["type"] == "invalid_request_error", "raise_exception: 400 with the template's message")
+        status, body = server.post("/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": "nested"}]))
+        check(status == 400 and body["error"]["message"] ==
+              "chat template, line 1: 'dict object' has no attribute 'meta'",
+              "a template that fails: 400 with jinja2's message and the line")
+    finally:
+        server.stop()
+
+
 def open_stream(port, body):
     """A streaming completion over a raw socket, once its first text arrived: (socket, bytes read)."""
     payload = json.dumps(dict(body, stream=True)).encode()
@@ -666,6 +694,7 @@ def main():
     api_key()
     cors_and_full_queue()
     priority_scheduling()
+    jinja_chat_template()
     graceful_shutdown()
     if FAILURES:
         print(f"e2e server: {len(FAILURES)} check(s) failed")

@@ -1,4 +1,5 @@
-// Recognising a model's Jinja chat template: the family, and what varies inside it.
+// Recognising a model's Jinja chat template (for --describe): the family, and what varies inside
+// it; and the recognised format renders what the template itself renders when it is run.
 #include <boost/test/unit_test.hpp>
 
 #include <string>
@@ -92,7 +93,7 @@ const std::string kMistralNoSystemTemplate =
 
 std::string unknown_error(const std::string& text, const std::string& source) {
   try {
-    ChatTemplate::detect(text, source);
+    ChatTemplate::recognise(text, source);
   } catch (const UnknownChatTemplateError& error) {
     return error.what();
   }
@@ -101,10 +102,10 @@ std::string unknown_error(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(chat_detect)
+BOOST_AUTO_TEST_SUITE(chat_recognise)
 
 BOOST_AUTO_TEST_CASE(smollm2_template_is_chatml_with_its_default_system_prompt) {
-  const ChatTemplate chat = ChatTemplate::detect(kSmolLm2Template, "SmolLM2.gguf");
+  const ChatTemplate chat = ChatTemplate::recognise(kSmolLm2Template, "SmolLM2.gguf");
   BOOST_TEST(to_string(chat.family()) == "chatml");
   BOOST_TEST(chat.format().default_system_prompt.value_or("(none)") ==
              "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
@@ -116,7 +117,7 @@ BOOST_AUTO_TEST_CASE(smollm2_template_is_chatml_with_its_default_system_prompt) 
 }
 
 BOOST_AUTO_TEST_CASE(qwen2_template_decodes_jinja_escapes_in_the_default_prompt) {
-  const ChatTemplate chat = ChatTemplate::detect(kQwen2Template, "tokenizer_config.json");
+  const ChatTemplate chat = ChatTemplate::recognise(kQwen2Template, "tokenizer_config.json");
   BOOST_TEST(to_string(chat.family()) == "chatml");
   BOOST_TEST(chat.format().default_system_prompt.value_or("(none)") == "You are a helpful assistant.");
   BOOST_TEST(chat.render({{"system", "S"}, {"user", "Q"}}, {false, "", "", {}}) ==
@@ -124,7 +125,7 @@ BOOST_AUTO_TEST_CASE(qwen2_template_decodes_jinja_escapes_in_the_default_prompt)
 }
 
 BOOST_AUTO_TEST_CASE(llama3_template_has_bos_and_trims) {
-  const ChatTemplate chat = ChatTemplate::detect(kLlama3Template, "llama3");
+  const ChatTemplate chat = ChatTemplate::recognise(kLlama3Template, "llama3");
   BOOST_TEST(to_string(chat.family()) == "llama3");
   BOOST_TEST(chat.format().add_bos);
   BOOST_TEST(chat.format().user.trim);
@@ -133,7 +134,7 @@ BOOST_AUTO_TEST_CASE(llama3_template_has_bos_and_trims) {
 }
 
 BOOST_AUTO_TEST_CASE(llama31_template_yields_the_dated_preamble) {
-  const ChatTemplate chat = ChatTemplate::detect(kLlama31Template, "llama3.1");
+  const ChatTemplate chat = ChatTemplate::recognise(kLlama31Template, "llama3.1");
   BOOST_TEST(to_string(chat.family()) == "llama3");
   BOOST_TEST(chat.format().system_preamble == "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n");
   BOOST_TEST(chat.format().default_date == "26 Jul 2024");
@@ -150,11 +151,11 @@ BOOST_AUTO_TEST_CASE(llama31_template_yields_the_dated_preamble) {
   llama32.replace(llama32.find("{%- set date_string = \"26 Jul 2024\" %}"), 39,
                   "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}"
                   "{%- else %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}");
-  BOOST_TEST(ChatTemplate::detect(llama32, "llama3.2").format().date_format == "%d %b %Y");
+  BOOST_TEST(ChatTemplate::recognise(llama32, "llama3.2").format().date_format == "%d %b %Y");
 }
 
 BOOST_AUTO_TEST_CASE(mistral_v01_template_yields_its_spacing_and_system_placement) {
-  const ChatTemplate chat = ChatTemplate::detect(kMistralV01Template, "mistral");
+  const ChatTemplate chat = ChatTemplate::recognise(kMistralV01Template, "mistral");
   const ChatFormat& format = chat.format();
   BOOST_TEST(to_string(chat.family()) == "mistral");
   BOOST_TEST(format.user.prefix == " [INST] ");
@@ -171,12 +172,31 @@ BOOST_AUTO_TEST_CASE(mistral_v01_template_yields_its_spacing_and_system_placemen
 }
 
 BOOST_AUTO_TEST_CASE(mistral_template_without_system_support_refuses_system_messages) {
-  const ChatTemplate chat = ChatTemplate::detect(kMistralNoSystemTemplate, "mistral-v0.1");
+  const ChatTemplate chat = ChatTemplate::recognise(kMistralNoSystemTemplate, "mistral-v0.1");
   BOOST_TEST((chat.format().system_placement == SystemPlacement::unsupported));
   BOOST_TEST(chat.format().assistant.prefix.empty());
   BOOST_TEST(chat.format().user.prefix == "[INST] ");
   BOOST_CHECK_THROW(chat.render({{"system", "S"}, {"user", "Q"}}), ChatTemplateError);
   BOOST_TEST(chat.render({{"user", "Q"}, {"assistant", "A"}}, {true, "<s>", "</s>", {}}) == "<s>[INST] Q [/INST]A</s>");
+}
+
+BOOST_AUTO_TEST_CASE(recognised_formats_render_what_the_templates_render_when_run) {
+  const std::vector<std::vector<ChatMessage>> conversations = {
+      {{"user", "Hi"}},
+      {{"system", "S"}, {"user", " Q "}, {"assistant", "A\n"}, {"user", "R"}},
+      {{"user", "Q"}, {"assistant", "A"}},
+  };
+  for (const std::string* text :
+       {&kSmolLm2Template, &kQwen2Template, &kLlama3Template, &kLlama31Template, &kMistralV01Template}) {
+    const ChatTemplate recognised = ChatTemplate::recognise(*text, "template");
+    const ChatTemplate run = ChatTemplate::from_jinja(*text, "template");
+    for (const std::vector<ChatMessage>& messages : conversations) {
+      for (const bool generation_prompt : {true, false}) {
+        const RenderOptions options{generation_prompt, "<s>", "</s>", {}};
+        BOOST_TEST(run.render(messages, options) == recognised.render(messages, options), recognised.description());
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(unknown_template_error_names_the_source_and_quotes_the_start) {
@@ -188,7 +208,7 @@ BOOST_AUTO_TEST_CASE(unknown_template_error_names_the_source_and_quotes_the_star
   // The first 60 characters, newlines shown as \n, then "...".
   BOOST_TEST(message.find("\"{% for m in messages %}### {{ m['role'] }}:\\n{{ m['content'] ...\"") != std::string::npos,
              message);
-  BOOST_TEST(message.find("chatml, llama3") != std::string::npos, message);
+  BOOST_TEST(message.find("only ChatML, Llama 3 and Mistral templates") != std::string::npos, message);
 }
 
 BOOST_AUTO_TEST_CASE(known_markers_with_unsupported_structure_are_refused) {
@@ -198,7 +218,7 @@ BOOST_AUTO_TEST_CASE(known_markers_with_unsupported_structure_are_refused) {
   BOOST_TEST(think.find("<think>") != std::string::npos, think);
   const std::string v7 = unknown_error("{{ '[SYSTEM_PROMPT]' + s + '[/SYSTEM_PROMPT][INST]' }}", "mistral-small");
   BOOST_TEST(v7.find("[SYSTEM_PROMPT]") != std::string::npos, v7);
-  BOOST_CHECK_THROW(ChatTemplate::detect("", "empty"), UnknownChatTemplateError);
+  BOOST_CHECK_THROW(ChatTemplate::recognise("", "empty"), UnknownChatTemplateError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

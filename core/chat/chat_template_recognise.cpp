@@ -1,4 +1,5 @@
-// ChatTemplate::detect: the family of a model's Jinja chat template, and what varies within it.
+// ChatTemplate::recognise: the family of a model's Jinja chat template, and what varies within it,
+// as a ChatFormat (for --describe; the template itself is run by core/chat/jinja).
 //
 // Recognised structures (as published by the model makers; see tests/pypi/check_chat_template.py):
 //   ChatML   <|im_start|>role\n...<|im_end|>\n; an optional default system prompt inserted when the
@@ -181,8 +182,8 @@ class Detector {
     if (text_.size() > kQuoteLength) quote += "...";
     throw UnknownChatTemplateError(std::string(source_) + ": unrecognised chat template (" + reason +
                                    "); it begins \"" + quote +
-                                   "\"; name a format (chatml, llama3, llama3.1, mistral, "
-                                   "mistral-v1) or give a JSON format file instead");
+                                   "\"; only ChatML, Llama 3 and Mistral templates have a format to describe "
+                                   "(the template itself runs as Jinja)");
   }
 
   std::string_view text_;
@@ -192,7 +193,7 @@ class Detector {
 
 }  // namespace
 
-ChatTemplate ChatTemplate::detect(std::string_view template_text, std::string_view source) {
+ChatTemplate ChatTemplate::recognise(std::string_view template_text, std::string_view source) {
   return Detector(template_text, source).run();
 }
 
