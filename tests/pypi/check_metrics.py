@@ -11,14 +11,13 @@ pagedllm's code. Negative control: the parser must refuse a deliberately malform
 """
 import argparse
 import json
-import re
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
+
+sys.dont_write_bytecode = True  # no __pycache__ left in tests/pypi by the import below
+from serve_process import start_server  # noqa: E402 (tests/pypi is on sys.path: the script's folder)
 
 FAILURES = []
 
@@ -62,24 +61,6 @@ def check(condition, what):
         FAILURES.append(what)
 
 
-def start_server(binary):
-    log = tempfile.NamedTemporaryFile("w+", prefix="pagedllm_serve_", suffix=".log", delete=False)
-    process = subprocess.Popen([binary, "serve", "--model", "tiny", "--port", "0", "--threads", "1"], stdout=log,
-                               stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        log.seek(0)
-        text = log.read()
-        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
-        if match and "ready:" in text:
-            return process, int(match.group(1))
-        if process.poll() is not None:
-            sys.exit(f"the server exited: {text}")
-        time.sleep(0.2)
-    process.kill()
-    sys.exit("the server did not become ready")
-
-
 def post(port, path, body):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
@@ -107,7 +88,7 @@ def main():
     except Exception:  # the parser raises ValueError (or a subclass) on malformed input
         check(True, "negative control: the parser refuses a malformed exposition")
 
-    process, port = start_server(args.pagedllm)
+    process, port = start_server(args.pagedllm, "tiny", "--threads", "1", timeout=120)
     try:
         # Known requests: two prompts whose lengths the responses report, the same prompt twice so
         # that the second hits the prefix cache (vLLM's prompt_tokens still counts all of it).

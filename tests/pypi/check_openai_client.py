@@ -7,13 +7,12 @@ list; then the real SmolLM2 model answers a question coherently.
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
-import time
 
 import openai
+
+sys.dont_write_bytecode = True  # no __pycache__ left in tests/pypi by the import below
+from serve_process import start_server  # noqa: E402 (tests/pypi is on sys.path: the script's folder)
 
 FAILURES = []
 
@@ -22,24 +21,6 @@ def check(condition, what):
     print(("ok: " if condition else "FAILED: ") + what)
     if not condition:
         FAILURES.append(what)
-
-
-def start_server(binary, model, *extra):
-    log = tempfile.NamedTemporaryFile("w+", prefix="pagedllm_serve_", suffix=".log", delete=False)
-    process = subprocess.Popen([binary, "serve", "--model", model, "--port", "0", *extra], stdout=log,
-                               stderr=subprocess.STDOUT)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        log.seek(0)
-        text = log.read()
-        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
-        if match and "ready:" in text:
-            return process, int(match.group(1))
-        if process.poll() is not None:
-            sys.exit(f"the server exited: {text}")
-        time.sleep(0.2)
-    process.kill()
-    sys.exit("the server did not become ready")
 
 
 def tiny_model_checks(binary):
