@@ -96,9 +96,11 @@ SteadyStateReport measure_steady_state(const engine::ReplayResult& result, const
     if (times.arrival < window_start) continue;
     x.push_back(times.arrival);
     delays.push_back(times.first_scheduled - times.arrival);
-    // Requests that had arrived by then and not yet started (this one excluded).
-    waiting.push_back(
-        static_cast<double>(count_at_most(arrivals, times.arrival) - 1 - count_at_most(starts, times.arrival)));
+    // Requests that had arrived by then and not yet started, this one excluded (it is among the
+    // arrivals, and among the starts only when it started the moment it arrived).
+    const int64_t self_waiting = times.first_scheduled > times.arrival ? 1 : 0;
+    waiting.push_back(static_cast<double>(count_at_most(arrivals, times.arrival) -
+                                          count_at_most(starts, times.arrival) - self_waiting));
     service += times.finished - times.first_scheduled;
     report.window.push_back(metrics::to_request_record(*output));
   }
@@ -123,6 +125,7 @@ SteadyStateReport measure_steady_state(const engine::ReplayResult& result, const
 
 SteadyStateReport run_to_steady_state(std::span<const sched::Request> trace, double rate_scale, const SimulateFn& run,
                                       const SteadyStateConfig& config) {
+  if (trace.empty()) throw std::invalid_argument("run_to_steady_state: the trace has no requests");
   const auto trace_size = static_cast<int64_t>(trace.size());
   const int64_t max_copies = std::max<int64_t>(1, config.max_requests / std::max<int64_t>(trace_size, 1));
   int64_t copies = std::clamp<int64_t>((config.min_requests + trace_size - 1) / trace_size, 1, max_copies);

@@ -17,7 +17,11 @@ chat::ChatTemplate chat_template_from_option(const std::string& option) {
   if (!std::filesystem::exists(option)) return chat::ChatTemplate::named(option);
   if (option.ends_with(".json")) return chat::ChatTemplate::from_file(option);
   std::ifstream in(option, std::ios::binary);
+  if (!std::filesystem::is_regular_file(option) || !in) {
+    throw chat::ChatTemplateError(option + ": cannot read the chat template file");
+  }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw chat::ChatTemplateError(option + ": reading the chat template file failed");
   return chat::ChatTemplate::from_jinja(text, option);
 }
 

@@ -33,7 +33,7 @@ ValidatedRequest ServingEngine::validate(ServingRequest request) const {
 
 std::optional<sched::RequestId> ServingEngine::submit(ValidatedRequest request, UpdateSink sink) {
   const std::lock_guard lock(mutex_);
-  if (!alive_ || stopping_ || num_pending_ >= config_.max_pending_requests) return std::nullopt;
+  if (!alive_ || stopping_ || draining_ || num_pending_ >= config_.max_pending_requests) return std::nullopt;
   const sched::RequestId id = next_id_++;
   submissions_.push_back({id, std::move(request.request_), std::move(sink)});
   ++num_pending_;
@@ -46,6 +46,16 @@ void ServingEngine::abort(sched::RequestId id) {
   if (!alive_ || stopping_) return;  // nothing runs any more: everything ended already
   aborts_.push_back(id);
   wake_.notify_one();
+}
+
+void ServingEngine::begin_drain() {
+  const std::lock_guard lock(mutex_);
+  draining_ = true;
+}
+
+bool ServingEngine::draining() const {
+  const std::lock_guard lock(mutex_);
+  return draining_;
 }
 
 bool ServingEngine::alive() const {

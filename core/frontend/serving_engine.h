@@ -86,12 +86,17 @@ class ServingEngine {
   // Thread-safe. Throws sched::InvalidRequestError naming the field when the request is invalid
   // for this engine (its context length, logprobs bound, vocabulary).
   ValidatedRequest validate(ServingRequest request) const;
-  // Thread-safe. Returns the request id, or nothing when max_pending_requests are pending (the
-  // caller answers 503). A request the KV cache can never hold comes back through the sink.
+  // Thread-safe. Returns the request id, or nothing when max_pending_requests are pending or the
+  // engine drains (the caller answers 503). A request the KV cache can never hold comes back
+  // through the sink.
   std::optional<sched::RequestId> submit(ValidatedRequest request, UpdateSink sink);
   // Thread-safe, idempotent; the request's final update ("abort") follows within one step.
   void abort(sched::RequestId id);
 
+  // Thread-safe, idempotent: submit() refuses from now on while the requests already submitted
+  // run on, so that num_pending() counts down to every request the engine accepted.
+  void begin_drain();
+  bool draining() const;
   bool alive() const;  // false once the loop has died (an exception escaped a step)
   std::string failure() const;
   int32_t num_pending() const;
@@ -130,6 +135,7 @@ class ServingEngine {
   sched::RequestId next_id_ = 1;
   int32_t num_pending_ = 0;
   bool stopping_ = false;
+  bool draining_ = false;
   bool alive_ = true;
   std::string failure_;
 

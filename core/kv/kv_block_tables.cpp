@@ -63,7 +63,9 @@ int32_t KvCacheManager::window_blocks() const { return blocks_for_tokens(config_
 
 int32_t KvCacheManager::blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const {
   if (config_.sliding_window <= 0) return blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
-  return std::max(plan.num_held, window_blocks());
+  // A prompt shorter than the window never holds the window's blocks.
+  const int32_t prompt_blocks = blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
+  return std::max(plan.num_held, std::min(window_blocks(), prompt_blocks));
 }
 
 AllocStatus KvCacheManager::status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const {

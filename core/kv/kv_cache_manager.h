@@ -247,8 +247,8 @@ class KvCacheManager {
   AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
   AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
   // The blocks an allocation must some day hold at once, for its "never" answer: the whole prompt;
-  // with a sliding window, what it holds now or the window's blocks in decode, whichever is more
-  // (later prompt chunks release what falls out of the window as they go).
+  // with a sliding window, what it holds now or the window's blocks (at most the prompt's),
+  // whichever is more (later prompt chunks release what falls out of the window as they go).
   int32_t blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const;
   // Sliding window: blocks a decoding sequence holds at most, ceil(window / block_size) + 1.
   int32_t window_blocks() const;
@@ -317,9 +317,8 @@ class KvCacheManager {
   std::vector<BlockId> scratch_hits_;
   std::vector<BlockId> scratch_fresh_;
   std::vector<BlockId> scratch_cached_;
-  std::vector<SequenceKv*> scratch_appending_;
-  std::vector<BlockId> scratch_released_;  // release_outside_window: the blocks, for the event log  //
-                                           // try_append_slots: each request's sequence, found once
+  std::vector<SequenceKv*> scratch_appending_;  // try_append_slots: each request's sequence, found once
+  std::vector<BlockId> scratch_released_;       // release_outside_window: the blocks, for the event log
 };
 
 }  // namespace pagedllm::kv

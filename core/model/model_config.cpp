@@ -132,7 +132,10 @@ nlohmann::json to_hf_config_json(const ModelConfig& config) {
   }
   if (config.architecture == "qwen2") {
     json["use_sliding_window"] = config.sliding_window.has_value();
-    if (config.sliding_window) json["sliding_window"] = *config.sliding_window;
+    if (config.sliding_window) {
+      json["sliding_window"] = *config.sliding_window;
+      json["max_window_layers"] = 0;  // every layer slides (transformers slides layers from this one on)
+    }
   } else if (config.architecture == "mistral") {
     json["sliding_window"] = config.sliding_window ? nlohmann::json(*config.sliding_window) : nlohmann::json(nullptr);
   }

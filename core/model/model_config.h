@@ -44,8 +44,9 @@ struct ModelConfig {
   // Sliding-window attention (Mistral; Qwen2 with use_sliding_window): a query attends only the
   // `sliding_window` most recent positions, itself included (kv/attention_window.h has the
   // convention). Applied to every layer by cpu_ref, the CUDA kernels and the sim's cost model,
-  // and the block manager releases blocks that no query can read again. Per-layer patterns
-  // (Gemma 2's alternation, Qwen2's max_window_layers) are not modelled.
+  // and the block manager releases blocks that no query can read again. Per-layer patterns are
+  // not modelled: Qwen2 gets a window only when every layer slides (max_window_layers 0), none
+  // when none does, and a mix is refused by the config reader.
   std::optional<std::int64_t> sliding_window;
 
   // The window as the attention code takes it: kv::kNoSlidingWindow (0) when there is none; a

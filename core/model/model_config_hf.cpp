@@ -132,7 +132,19 @@ ModelConfig read_config(const JsonValue& fields) {
   if (fields.flag("mlp_bias", false)) fields.at("mlp_bias").fail("MLP biases are not supported");
   if (config.architecture == "qwen2") {
     config.attention_bias = true;  // Qwen2 always has q/k/v biases (and no o_proj bias)
-    if (fields.flag("use_sliding_window", false)) config.sliding_window = find_int(fields, "sliding_window");
+    // Transformers' Qwen2: with use_sliding_window, layers from max_window_layers on slide (its
+    // default: 28); all of them (0) is one window for every layer, none (>= the layer count) is no
+    // window; a mix is refused, since the forward applies one window to every layer.
+    if (fields.flag("use_sliding_window", false)) {
+      const std::int64_t max_window_layers = find_int(fields, "max_window_layers").value_or(28);
+      if (max_window_layers == 0) {
+        config.sliding_window = find_int(fields, "sliding_window");
+      } else if (max_window_layers < config.num_layers) {
+        fields.at("max_window_layers")
+            .fail("layers " + std::to_string(max_window_layers) + " to " + std::to_string(config.num_layers - 1) +
+                  " slide and the rest attend fully: a mix of windowed and full layers is not supported");
+      }
+    }
   } else {
     // Llama's attention_bias adds an o_proj bias too, which the Llama-family forward lacks.
     if (fields.flag("attention_bias", false)) {

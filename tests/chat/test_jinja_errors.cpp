@@ -53,6 +53,13 @@ const ErrorCase kRuntimeErrors[] = {
     {"{% set x = 1 %}{% set x.y = 2 %}", "", 1, "cannot assign attribute on non-namespace object"},
     {"{{ messages[0].content < 1 }}", R"({"messages": [{"content": "a"}]})", 1,
      "'<' not supported between instances of 'str' and 'int'"},
+    // 64-bit integers: what would trap or wrap in C++ is a template error (Python's ints are unbounded).
+    {"{{ (-9223372036854775807 - 1) // -1 }}", "", 1, "integer overflow (pagedllm's template integers are 64-bit)"},
+    {"{{ -(-9223372036854775807 - 1) }}", "", 1, "integer overflow (pagedllm's template integers are 64-bit)"},
+    {"{{ (-9223372036854775807 - 1)|abs }}", "", 1, "integer overflow (pagedllm's template integers are 64-bit)"},
+    {"{{ 1e300|int }}", "", 1, "integer overflow (pagedllm's template integers are 64-bit)"},
+    {"{{ 'x' * 100000000000 }}", "", 1, "sequence repetition too large (the result would exceed 16 Mi elements)"},
+    {"{{ 'ab'|indent(2.5) }}", "", 1, "'float' object cannot be interpreted as an integer"},
 };
 
 }  // namespace

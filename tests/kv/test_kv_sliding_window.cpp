@@ -279,6 +279,15 @@ BOOST_AUTO_TEST_CASE(each_release_is_one_event_log_line) {
   BOOST_TEST(text.find("-1") == std::string::npos, text);  // no released entry is ever logged
 }
 
+BOOST_AUTO_TEST_CASE(a_prompt_shorter_than_the_window_fits_a_cache_smaller_than_the_window) {
+  // Window 64 on blocks of 4: a long sequence holds 17 blocks; a 10-token prompt needs 3.
+  kv::KvCacheManager manager(window_config(4, 64, 8));
+  const Tokens prompt = iota_tokens(10);
+  BOOST_TEST(manager.allocation_status({.tokens = prompt}, 10, {}) == kv::AllocStatus::ok);
+  const Tokens long_prompt = iota_tokens(40);  // 10 blocks at once at some point: never
+  BOOST_TEST(manager.allocation_status({.tokens = long_prompt}, 40, {}) == kv::AllocStatus::never);
+}
+
 BOOST_AUTO_TEST_CASE(a_negative_window_is_refused) {
   kv::KvCacheConfig config = window_config(4, -1);
   BOOST_CHECK_THROW(kv::KvCacheManager manager(config), std::exception);

@@ -250,9 +250,19 @@ BOOST_AUTO_TEST_CASE(qwen2_config_has_attention_biases_and_tied_embeddings) {
   BOOST_TEST(config.num_query_groups() == 7);
   BOOST_TEST(!config.sliding_window.has_value());  // use_sliding_window is false
   BOOST_TEST(config.rms_norm_eps == 1e-6);
+  // Transformers slides the layers from max_window_layers on: 24 of 24 layers is none of them.
   json windowed = qwen2_json();
   windowed["use_sliding_window"] = true;
+  BOOST_TEST(!parse_hf_config(windowed, "config.json").sliding_window.has_value());
+  windowed["max_window_layers"] = 0;  // every layer
   BOOST_TEST(parse_hf_config(windowed, "config.json").sliding_window.value_or(0) == 32768);
+  windowed["max_window_layers"] = 12;  // half of them: refused, naming the field
+  try {
+    parse_hf_config(windowed, "config.json");
+    BOOST_ERROR("a mix of windowed and full layers was accepted");
+  } catch (const std::exception& error) {
+    BOOST_TEST(std::string(error.what()).find("max_window_layers") != std::string::npos, error.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(defaults_and_alternative_spellings) {

@@ -42,6 +42,8 @@ struct ServeOptions {
   ExecutorOptions executor;
 };
 
+constexpr double kMaxShutdownTimeout = 86400.0;  // a day: beyond it the deadline arithmetic could overflow
+
 // SIGINT and SIGTERM, counted: the first begins a graceful drain, a second stops at once.
 class ShutdownSignals {
  public:
@@ -124,8 +126,9 @@ int run_serve(const std::vector<std::string>& args) {
   if (options.executor.executor == "sim") {
     throw po::error("--executor sim: serving needs an executor that computes tokens (cpu or cuda)");
   }
-  if (!(options.shutdown_timeout >= 0.0)) {
-    throw po::error("--shutdown-timeout: expected seconds >= 0, got " + std::to_string(options.shutdown_timeout));
+  if (!(options.shutdown_timeout >= 0.0 && options.shutdown_timeout <= kMaxShutdownTimeout)) {
+    throw po::error("--shutdown-timeout: expected 0 to " + std::to_string(static_cast<int>(kMaxShutdownTimeout)) +
+                    " seconds, got " + std::to_string(options.shutdown_timeout));
   }
   const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
   server::CorsConfig cors;

@@ -247,6 +247,11 @@ bool same_secret(const std::string& a, const std::string& b) {
   return difference == 0;
 }
 
+ApiError shutting_down() {
+  return ApiError(503, "service_unavailable", "", "", "the server is shutting down: send the request elsewhere")
+      .retry_after(kDrainingRetrySeconds);
+}
+
 }  // namespace
 
 void respond_json(Exchange& exchange, int status, const nlohmann::json& body) {
@@ -360,11 +365,15 @@ nlohmann::json ApiServer::model_card() const {
           {"max_model_len", engine_.load()->engine_config().scheduler.max_model_len}};
 }
 
+void ApiServer::begin_drain() {
+  draining_.store(true);
+  // The engine's own flag is what counts: a request that passed the check in generate() before
+  // this line is either submitted (and counted by num_pending) or refused by submit().
+  if (frontend::ServingEngine* engine = engine_.load()) engine->begin_drain();
+}
+
 void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
-  if (draining_.load()) {
-    throw ApiError(503, "service_unavailable", "", "", "the server is shutting down: send the request elsewhere")
-        .retry_after(kDrainingRetrySeconds);
-  }
+  if (draining_.load()) throw shutting_down();
   const nlohmann::json body = parse_json_body(request.body);
   GenerationRequest generation;
   std::vector<std::vector<TokenId>> prompts;
@@ -463,6 +472,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     if (!engine.alive()) {
       throw ApiError(503, "service_unavailable", "", "", "the engine loop died: " + engine.failure());
     }
+    if (engine.draining()) throw shutting_down();
     throw ApiError(
         503, "service_unavailable", "", "",
         "the server's queue is full (" + std::to_string(engine.num_pending()) + " requests pending): retry later")

@@ -37,7 +37,7 @@ class ApiServer {
   // Graceful shutdown has begun: /health answers 503 ("draining") so that load balancers stop
   // sending, and new completions get 503 with Retry-After (another replica may take them); the
   // requests already submitted run on. Thread-safe, idempotent.
-  void begin_drain() { draining_.store(true); }
+  void begin_drain();
 
  private:
   void route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange);

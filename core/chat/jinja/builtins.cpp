@@ -25,11 +25,12 @@ Value range(CallArguments& arguments) {
   if (step == 0) throw Failure("range() arg 3 must not be zero");
   constexpr std::int64_t kMaxRange = 100000;  // jinja2's sandbox: MAX_RANGE
   ValueList items;
-  for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (std::int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (static_cast<std::int64_t>(items.size()) >= kMaxRange) {
       throw Failure("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     }
     items.emplace_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;  // past the 64-bit range: nothing more is in range
   }
   return Value(std::move(items));
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "core/chat/jinja/arguments.h"
@@ -160,9 +161,10 @@ Value tojson(const Value& value, const CallArguments& arguments) {
 // blank lines only with blank=True.
 Value indent(const Value& value, const CallArguments& arguments) {
   const std::vector<Value> a = bind(arguments, {"width", "first", "blank"}, "indent");
-  const std::string prefix = a[0].is_string()
-                                 ? a[0].as_string()
-                                 : std::string(static_cast<std::size_t>(or_default(a[0], Value(4)).as_int()), ' ');
+  const std::string prefix = a[0].is_string() ? a[0].as_string()
+                                              : std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(
+                                                                or_default(a[0], Value(4)).as_int(), 0, 4096)),
+                                                            ' ');  // Python: a negative width is no indent
   std::vector<std::string> lines = python_split(value.str() + "\n", std::string("\n"), -1);
   lines.pop_back();  // the "\n" jinja2 adds so that splitlines() keeps a trailing empty line
   std::string out;
@@ -194,7 +196,7 @@ Value round_number(const Value& value, const CallArguments& arguments) {
 Value to_int(const Value& value, const CallArguments& arguments) {
   const std::vector<Value> a = bind(arguments, {"default", "base"}, "int");
   const Value fallback = or_default(a[0], Value(0));
-  if (value.is_float()) return Value(static_cast<std::int64_t>(value.as_double()));
+  if (value.is_float()) return Value(float_to_int(value.as_double()));
   if (value.is_number()) return Value(value.as_int());
   if (!value.is_string()) return fallback;
   const std::string text = python_strip_chars(value.as_string(), std::nullopt, true, true);
@@ -203,7 +205,9 @@ Value to_int(const Value& value, const CallArguments& arguments) {
     const long long parsed = std::stoll(text, &used, static_cast<int>(or_default(a[1], Value(10)).as_int()));
     if (used == text.size()) return Value(static_cast<std::int64_t>(parsed));
     const double real = std::stod(text, &used);
-    if (used == text.size()) return Value(static_cast<std::int64_t>(real));
+    if (used == text.size() && std::isfinite(real) && std::fabs(real) < 9.2e18) {
+      return Value(static_cast<std::int64_t>(real));
+    }
   } catch (const std::exception&) {
   }
   return fallback;
@@ -333,8 +337,11 @@ const std::map<std::string, Filter>& filters() {
        [](const Value& v, A) {
          require_defined(v);
          if (!v.is_number()) throw Failure("bad operand type for abs(): '" + v.type_name() + "'");
-         return v.is_float() ? Value(std::fabs(v.as_double()))
-                             : Value(static_cast<std::int64_t>(std::llabs(v.as_int())));
+         if (v.is_float()) return Value(std::fabs(v.as_double()));
+         if (v.as_int() == std::numeric_limits<std::int64_t>::min()) {
+           throw Failure("integer overflow (pagedllm's template integers are 64-bit)");
+         }
+         return Value(static_cast<std::int64_t>(std::llabs(v.as_int())));
        }},
       {"round", round_number},
       {"select", [](const Value& v, A a) { return select_items(v, a, false, true); }},

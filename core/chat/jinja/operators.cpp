@@ -17,6 +17,13 @@ namespace {
 }
 
 Value repeat(const Value& sequence, std::int64_t times) {
+  // Python's bound is memory; ours is explicit, as jinja2's sandbox bounds range().
+  constexpr std::int64_t kMaxRepeatedSize = std::int64_t{1} << 24;
+  const auto size =
+      static_cast<std::int64_t>(sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size());
+  if (times > 0 && size > 0 && times > kMaxRepeatedSize / size) {
+    throw Failure("sequence repetition too large (the result would exceed 16 Mi elements)");
+  }
   if (sequence.is_string()) {
     std::string out;
     for (std::int64_t i = 0; i < times; ++i) out += sequence.as_string();
@@ -63,6 +70,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (integers) {
       // Python floors the quotient; the remainder takes the divisor's sign.
       const std::int64_t x = a.as_int(), y = b.as_int();
+      if (y == -1) return op == "//" ? Value(checked_sub(0, x)) : Value(std::int64_t{0});  // INT64_MIN / -1 traps
       std::int64_t quotient = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --quotient;
       return op == "//" ? Value(quotient) : Value(x - quotient * y);
@@ -148,8 +156,8 @@ std::string printf_format(const std::string& text, const Value& values) {
     } else if (conversion == 'f') {
       out += c_format("%" + spec + "f", argument.as_double());
     } else {
-      const auto integer = argument.is_float() ? static_cast<long long>(argument.as_double())
-                                               : static_cast<long long>(argument.as_int());
+      const auto integer =
+          static_cast<long long>(argument.is_float() ? float_to_int(argument.as_double()) : argument.as_int());
       out += c_format("%" + spec + "lld", integer);
     }
   }
@@ -220,7 +228,7 @@ Value binary_operation(const std::string& op, const Value& left, const Value& ri
 Value negate(const Value& operand) {
   require_defined(operand);
   if (operand.is_float()) return Value(-operand.as_double());
-  if (operand.is_number()) return Value(-operand.as_int());
+  if (operand.is_number()) return Value(checked_sub(0, operand.as_int()));
   throw Failure("bad operand type for unary -: '" + operand.type_name() + "'");
 }
 
@@ -294,8 +302,10 @@ Value slice(const Value& object, const Value& start, const Value& stop, const Va
   const std::int64_t from = clamp(first, step_by < 0 ? size - 1 : 0);
   const std::int64_t to = clamp(last, step_by < 0 ? -1 : size);
   std::vector<std::size_t> picked;
-  for (std::int64_t i = from; step_by > 0 ? i < to : i > to; i += step_by)
+  for (std::int64_t i = from; step_by > 0 ? i < to : i > to;) {
     picked.push_back(static_cast<std::size_t>(i));
+    if (__builtin_add_overflow(i, step_by, &i)) break;  // a step past the 64-bit range ends the slice
+  }
   if (is_string) {
     std::vector<std::uint32_t> out;
     for (const std::size_t i : picked) out.push_back(points[i]);

@@ -1,5 +1,7 @@
 #include "core/chat/jinja/value.h"
 
+#include "core/chat/jinja/failure.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -57,6 +59,8 @@ Value Value::from_json(const nlohmann::json& json) { return value_from_json(json
 
 std::int64_t Value::as_int() const {
   if (is_bool()) return as_bool() ? 1 : 0;
+  // A filter or method given another type where it needs an integer: a template error, not a crash.
+  if (!is_int()) throw Failure("'" + type_name() + "' object cannot be interpreted as an integer");
   return std::get<std::int64_t>(storage_);
 }
 
