@@ -295,6 +295,8 @@ BOOST_AUTO_TEST_CASE(unknown_fields_and_fields_of_the_other_route_are_refused_by
       {Route::chat, "suffix", "not a field of /v1/chat/completions"},
       {Route::completions, "messages", "not a field of /v1/completions"},
       {Route::completions, "top_logprobs", "not a field of /v1/completions"},
+      {Route::completions, "store", "not a field of /v1/completions"},  // a refused field of chat
+      {Route::chat, "prompt_embeds", "not a field of /v1/chat/completions"},
   };
   for (const auto& [route, field, message] : cases) {
     BOOST_TEST_CONTEXT(route_name(route) << " " << field) {

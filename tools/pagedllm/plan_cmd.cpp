@@ -324,8 +324,9 @@ int run_plan(const std::vector<std::string>& args) {
     }
     row.best = low;
     if (low && !low->shortfall.empty()) {
-      row.note = "warning: too short to judge the steady state at the rate found: " + low->shortfall +
-                 "; raise --max-requests";
+      row.note += std::string(row.note.empty() ? "" : "; ") +
+                  "warning: too short to judge the steady state at the rate found: " + low->shortfall +
+                  "; raise --max-requests";
     }
     std::sort(row.curve.begin(), row.curve.end(),
               [](const Evaluation& a, const Evaluation& b) { return a.rate_scale < b.rate_scale; });

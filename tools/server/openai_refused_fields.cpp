@@ -1,6 +1,5 @@
 #include "tools/server/openai_refused_fields.h"
 
-#include <span>
 #include <string>
 
 namespace pagedllm::server {
@@ -83,39 +82,18 @@ constexpr RefusedField kRefusedFields[] = {
     {"vllm_xargs", kBothRoutes, is_empty, "no extensions"},
 };
 
-// Every field one route's reader table reads or the refusal table lists, for naming a field sent
-// to the wrong route.
-constexpr std::string_view kCompletionsOnly[] = {"prompt", "echo", "suffix", "prompt_embeds"};
-constexpr std::string_view kChatOnly[] = {"messages",
-                                          "add_generation_prompt",
-                                          "continue_final_message",
-                                          "max_completion_tokens",
-                                          "top_logprobs",
-                                          "tools",
-                                          "functions",
-                                          "tool_choice",
-                                          "function_call",
-                                          "parallel_tool_calls",
-                                          "metadata",
-                                          "safety_identifier",
-                                          "prompt_cache_key"};
-
-bool listed(std::string_view name, std::span<const std::string_view> names) {
-  for (std::string_view n : names) {
-    if (n == name) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-void refuse_unread_field(std::string_view name, const JsonValue& value, RequestRoutes route) {
+void refuse_unread_field(std::string_view name, const JsonValue& value, RequestRoutes route, bool read_by_other_route) {
   for (const RefusedField& field : kRefusedFields) {
     if (field.name != name || (field.routes & route) == 0) continue;
     if (field.asks_nothing(value.json())) return;
     value.fail("not supported by this server: " + std::string(field.why));
   }
-  const bool other_route = route == kChatRoute ? listed(name, kCompletionsOnly) : listed(name, kChatOnly);
+  const auto other = static_cast<RequestRoutes>(kBothRoutes & ~route);
+  bool other_route = read_by_other_route;
+  for (const RefusedField& field : kRefusedFields)
+    other_route = other_route || (field.name == name && (field.routes & other) != 0);
   if (other_route) {
     value.fail(std::string("not a field of ") + (route == kChatRoute ? "/v1/chat/completions" : "/v1/completions"));
   }

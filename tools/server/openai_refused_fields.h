@@ -15,8 +15,9 @@ namespace pagedllm::server {
 enum RequestRoutes : uint8_t { kCompletionsRoute = 1, kChatRoute = 2, kBothRoutes = 3 };
 
 // Throws JsonError naming `name` when it is a refused field of `route` whose value asks for
-// something, or when it is no field of `route` at all. `value` is not null (null means absent).
-// Called for every member of a request body that the route's reader table does not read.
-void refuse_unread_field(std::string_view name, const JsonValue& value, RequestRoutes route);
+// something, or when it is no field of `route` at all (then saying whether the other route has
+// it: `read_by_other_route` is the reader table's answer). `value` is not null (null means
+// absent). Called for every member of a request body that the route's reader table does not read.
+void refuse_unread_field(std::string_view name, const JsonValue& value, RequestRoutes route, bool read_by_other_route);
 
 }  // namespace pagedllm::server

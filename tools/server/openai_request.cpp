@@ -424,7 +424,8 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, RequestRout
     }
     for (const auto& [name, member] : body.items()) {
       if (member.is_null() || reads(name, endpoint)) continue;
-      refuse_unread_field(name, request.derived(member, name), endpoint);
+      refuse_unread_field(name, request.derived(member, name), endpoint,
+                          reads(name, static_cast<RequestRoutes>(kBothRoutes & ~endpoint)));
     }
     // Required fields, and the rules between fields.
     required(request, "model");

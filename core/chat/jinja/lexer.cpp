@@ -14,7 +14,7 @@ bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// jinja2 reads the source with str.splitlines() and joins with "\n", dropping one trailing newline.
+// jinja2 splits the source at "\r\n", "\r" and "\n" and joins with "\n", dropping one trailing newline.
 std::string normalise_source(std::string_view source) {
   std::string out;
   out.reserve(source.size());

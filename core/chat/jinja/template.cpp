@@ -13,6 +13,8 @@ Template Template::parse(std::string_view source, std::string where) {
 }
 
 std::string Template::render(const ValueDict& variables) const {
+  // Runtime errors reach HTTP clients: they name "chat template", not the server's file path
+  // (syntax errors, found at load, name `where`).
   Evaluator evaluator("chat template");
   return evaluator.render(*body_, variables);
 }
