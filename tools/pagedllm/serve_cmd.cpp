@@ -204,11 +204,13 @@ int run_serve(const std::vector<std::string>& args) {
   }
   http.stop_accepting();
   engine.stop();  // every pending request's last update is posted to its connection
-  // The answers already posted go out (bounded; not after a second signal).
-  const auto write_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (num_signals < 2 && http.stats().num_open_exchanges.load() > 0 &&
-         std::chrono::steady_clock::now() < write_deadline) {
-    num_signals = signals.wait_until(2, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+  // The final answers just posted go out and their connections close (milliseconds, bounded: 5 s,
+  // 1 s after a second signal). Stopping the I/O threads with writes pending would leave each such
+  // exchange's handlers, and what they own, unreleased.
+  const auto write_deadline =
+      std::chrono::steady_clock::now() + (num_signals >= 2 ? std::chrono::seconds(1) : std::chrono::seconds(5));
+  while (http.stats().num_open_exchanges.load() > 0 && std::chrono::steady_clock::now() < write_deadline) {
+    signals.wait_until(3, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
   }
   http.stop();
   std::cerr << "pagedllm serve: stopped\n";
