@@ -265,19 +265,6 @@ def read_until_closed(sock):
         data += chunk
 
 
-def open_long_stream(port):
-    """A 1,500-token stream, once its first text arrived: (socket, bytes read so far)."""
-    body = json.dumps({"model": "tiny", "prompt": "Tell me", "max_tokens": 1500, "ignore_eos": True,
-                       "stream": True}).encode()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    data = b""
-    while b'"text"' not in data:
-        data += sock.recv(65536)
-    return sock, data
-
-
 def stream_raw(port, version, body):
     """A streaming completion over a raw socket in HTTP/`version`: (head, body) once the server closes."""
     payload = json.dumps(body).encode()
@@ -371,7 +358,8 @@ def cors_and_full_queue():
         check(server.num_threads() == 4, f"--threads 2: 4 threads in the server ({server.num_threads()})")
 
         # One request pending at most: a long stream holds the place, the next one gets 503 + Retry-After.
-        sock, _ = open_long_stream(server.port)
+        sock, _ = open_stream(server.port,
+                              {"model": "tiny", "prompt": "Tell me", "max_tokens": 1500, "ignore_eos": True})
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         connection.request("POST", "/v1/completions", body=json.dumps({"model": "tiny", "prompt": "hi", "max_tokens": 2}),
                            headers={"Content-Type": "application/json"})
