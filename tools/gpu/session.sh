@@ -2,9 +2,12 @@
 # A GPU session's work (issues 8, 9 and 11), run on the lent device machine from the repository root
 # over binaries packed here by tools/gpu/pack.sh:
 #
-#   tools/gpu/session.sh [--budget SECONDS] PHASE...      (e.g. `kernels sanitize`)
+#   tools/gpu/session.sh [--budget SECONDS] [--max-step SECONDS] PHASE...      (e.g. `kernels sanitize`)
 #
-# Phases, in the order a 30-minute lease should take them (about 3 calls of 1 to 3 phases each):
+# --max-step caps every step's own limit (a 15-minute lease runs every phase once, shallowly, in one
+# call, rather than the first phases deeply and the rest not at all).
+#
+# Phases, in the order a lease should take them:
 #   kernels       test_cuda (every kernel and executor test), bench_cuda_attention, PyTorch's SDPA anchor
 #   sanitize      compute-sanitizer memcheck, racecheck and synccheck over the kernel tests
 #   executor      a head_dim-64 test model: generate, replay and `check --executors sim,cpu,cuda` on every
@@ -27,11 +30,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 budget=540
+max_step=0
 phases=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --max-step) max_step=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     kernels|sanitize|executor|decode|transformers|calibrate) phases+=("$1"); shift ;;
     *) echo "session.sh: unknown phase or option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -65,6 +70,7 @@ step() {
     return 0
   fi
   [[ $limit -gt $left ]] && limit=$left
+  [[ $max_step -gt 0 && $limit -gt $max_step ]] && limit=$max_step
   local log=$logs/$phase.$name.log began=$SECONDS rc
   echo "== $phase/$name (at most $limit s): $*"
   timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
