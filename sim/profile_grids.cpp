@@ -27,26 +27,29 @@ bool decode_cell_measured(const StepProfilerConfig& config, int32_t b, int32_t c
 // By waves in one engine. Prompt k is the same token sequence at every context (a longer context
 // extends it), so each level only computes what the previous one lacked, and every wave finds
 // its prompts in the prefix cache.
-DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const PromptMaker& prompts) {
+namespace {
+
+// Decode j (1-based) after the prompt ends at prompt_len + j; the timed ones are w+1 .. w+r,
+// whose ends average c.
+int32_t decode_prompt_len(const StepProfilerConfig& config, int32_t c) {
+  return c - config.num_warmup_steps - (config.num_repeats + 1) / 2;
+}
+int32_t decode_max_tokens(const StepProfilerConfig& config) { return config.num_warmup_steps + config.num_repeats + 1; }
+
+}  // namespace
+
+int64_t decode_grid_blocks(const StepProfilerConfig& config) {
   const std::vector<int32_t>& rows = config.grid.decode_num_sequences;
   const std::vector<int32_t>& columns = config.grid.decode_context_lengths;
-  const int32_t w = config.num_warmup_steps;
-  const int32_t r = config.num_repeats;
   const int32_t bs = config.block_size;
-  // Decode j (1-based) after the prompt ends at prompt_len + j; the timed ones are w+1 .. w+r,
-  // whose ends average c.
-  const auto prompt_len = [&](int32_t c) { return c - w - (r + 1) / 2; };
-  const int32_t max_tokens = w + r + 1;
-  const int32_t b_max = rows.back();
-
-  // Blocks: every prompt at its longest, cached for the whole run, and every wave's own blocks
-  // (freed full blocks queue behind the cached ones, so nothing cached is evicted).
+  // Every prompt at its longest, cached for the whole run, and every wave's own blocks (freed
+  // full blocks queue behind the cached ones, so nothing cached is evicted).
   int64_t num_blocks = 64;
-  for (int32_t k = 0; k < b_max; ++k) {
+  for (int32_t k = 0; k < rows.back(); ++k) {
     int32_t longest = 0;
     for (const int32_t c : columns) {
       for (const int32_t b : rows) {
-        if (b > k && decode_cell_measured(config, b, c)) longest = std::max(longest, prompt_len(c));
+        if (b > k && decode_cell_measured(config, b, c)) longest = std::max(longest, decode_prompt_len(config, c));
       }
     }
     num_blocks += blocks_for(longest, bs) + 1;
@@ -54,13 +57,39 @@ DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const Prompt
   for (const int32_t c : columns) {
     for (const int32_t b : rows) {
       if (decode_cell_measured(config, b, c)) {
-        num_blocks += static_cast<int64_t>(config.num_passes) * b * (blocks_for(max_tokens + bs, bs) + 2);
+        num_blocks +=
+            static_cast<int64_t>(config.num_passes) * b * (blocks_for(decode_max_tokens(config) + bs, bs) + 2);
       }
     }
   }
-  num_blocks = std::min<int64_t>(num_blocks, kv::kMaxBlocksPerTier);
+  return num_blocks;
+}
+
+int64_t decode_cell_blocks(const StepProfilerConfig& config, int32_t b, int32_t c) {
+  const int32_t bs = config.block_size;
+  return 64 + static_cast<int64_t>(b) * (blocks_for(decode_prompt_len(config, c), bs) + 1 +
+                                         blocks_for(decode_max_tokens(config) + bs, bs) + 2);
+}
+
+// By waves in one engine. Prompt k is the same token sequence at every context (a longer context
+// extends it), so each level only computes what the previous one lacked, and every wave finds
+// its prompts in the prefix cache. Where the device cannot hold every prompt at once
+// (max_device_blocks), each wave's prompts are read again just before it: the blocks evicted are
+// then older waves' and other contexts' prompts, never this wave's.
+DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const PromptMaker& prompts) {
+  const std::vector<int32_t>& rows = config.grid.decode_num_sequences;
+  const std::vector<int32_t>& columns = config.grid.decode_context_lengths;
+  const int32_t w = config.num_warmup_steps;
+  const int32_t r = config.num_repeats;
+  const auto prompt_len = [&](int32_t c) { return decode_prompt_len(config, c); };
+  const int32_t max_tokens = decode_max_tokens(config);
+  const int32_t b_max = rows.back();
+
+  const int64_t wanted = std::min<int64_t>(decode_grid_blocks(config), kv::kMaxBlocksPerTier);
+  const bool tight = config.max_device_blocks > 0 && wanted > config.max_device_blocks;
+  const int64_t num_blocks = tight ? config.max_device_blocks : wanted;
   Session session(config,
-                  engine_config(config, static_cast<int32_t>(num_blocks), b_max, std::max(2048, b_max * 2 * bs)));
+                  engine_config(config, static_cast<int32_t>(num_blocks), b_max, std::max(2048, b_max * 2 * config.block_size)));
 
   DecodeSamples samples;
   samples.seconds.assign(rows.size(), std::vector<CellSamples>(columns.size(), CellSamples(config.num_passes)));
@@ -85,6 +114,12 @@ DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const Prompt
       for (size_t i = 0; i < rows.size(); ++i) {
         const int32_t b = rows[i];
         if (!decode_cell_measured(config, b, c)) continue;
+        if (tight) {  // this wave's prompts become the most recently used blocks
+          for (int32_t k = 0; k < b; ++k) {
+            session.add(prompts.tokens(static_cast<uint64_t>(k) + 1, len), params_for(Sampling::greedy, 1, 0));
+          }
+          session.run_until_idle();
+        }
         // The wave: each request computes at most its last block, all in one step, then all decode.
         std::vector<sched::RequestId> wave;
         for (int32_t k = 0; k < b; ++k) {
@@ -149,12 +184,26 @@ GridSamples measure_prefill_grid(const StepProfilerConfig& config, const PromptM
                   (config.num_warmup_steps + config.num_repeats) * (blocks_for(n, bs) + 2);
   }
   num_blocks = std::min<int64_t>(num_blocks, kv::kMaxBlocksPerTier);
+  // Where the device holds fewer, the base is read again before each column, so that the blocks
+  // evicted are older requests' fresh ones: the base, then one request at a time, must fit.
+  const bool tight = config.max_device_blocks > 0 && num_blocks > config.max_device_blocks;
+  if (tight) {
+    const int64_t least = 64 + blocks_for(c0_max + bs, bs) + blocks_for(n_max, bs) + 2;
+    if (least > config.max_device_blocks) {
+      throw std::runtime_error("profile: the prefill grid needs " + std::to_string(least) +
+                               " KV blocks at once (a cached context of " + std::to_string(c0_max) + " and a chunk of " +
+                               std::to_string(n_max) + " tokens); the device holds " +
+                               std::to_string(config.max_device_blocks));
+    }
+    num_blocks = config.max_device_blocks;
+  }
   Session session(config, engine_config(config, static_cast<int32_t>(num_blocks), 4, std::max(n_max, bs)));
   const std::vector<TokenId> base = prompts.tokens(0x2000000000ULL, std::min(c0_max + bs, config.max_model_len));
-  if (c0_max > 0) {
+  const auto read_base = [&] {
     session.add(base, params_for(Sampling::greedy, 1, 0));
     session.run_until_idle();
-  }
+  };
+  if (c0_max > 0) read_base();
 
   GridSamples samples(rows.size(), std::vector<CellSamples>(columns.size(), CellSamples(config.num_passes)));
   uint64_t key = 0x3000000000ULL;
@@ -164,6 +213,7 @@ GridSamples measure_prefill_grid(const StepProfilerConfig& config, const PromptM
       const int32_t c0 = columns[j];
       progress(config, "prefill: pass " + std::to_string(pass + 1) + "/" + std::to_string(config.num_passes) +
                            ", chunks after " + std::to_string(c0) + " cached tokens");
+      if (tight && c0 > 0) read_base();
       for (size_t i = 0; i < rows.size(); ++i) {
         const int32_t n = rows[i];
         if (c0 + n + 1 > config.max_model_len) continue;  // the prompt and its one output token must fit

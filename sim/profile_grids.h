@@ -26,6 +26,14 @@ using GridSamples = std::vector<std::vector<CellSamples>>;  // [row][column]
 // Whether the decode cell (b, c) is measured: its KV (b x c tokens) within max_decode_kv_tokens.
 bool decode_cell_measured(const StepProfilerConfig& config, int32_t b, int32_t c);
 
+// Device blocks the decode grid asks for so that nothing cached is ever evicted (each prompt at
+// its longest, every wave's blocks), before any max_device_blocks cap.
+int64_t decode_grid_blocks(const StepProfilerConfig& config);
+// Device blocks one decode cell needs at once when the cap binds: its b prompts, cached, and the
+// wave's own blocks (the profiler re-reads the prompts just before each wave, so that older waves'
+// blocks are the ones evicted).
+int64_t decode_cell_blocks(const StepProfilerConfig& config, int32_t b, int32_t c);
+
 struct DecodeSamples {
   GridSamples seconds;
   std::vector<std::vector<double>> engine_seconds;  // [row] -> the engine's own time per timed step

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace pagedllm::sim::profiling {
@@ -93,6 +94,10 @@ void Session::run_until_idle() {
 
 engine::EngineConfig engine_config(const StepProfilerConfig& config, int32_t num_device_blocks, int32_t max_num_seqs,
                                    int32_t max_num_batched_tokens) {
+  if (config.max_device_blocks > 0 && num_device_blocks > config.max_device_blocks) {
+    throw std::runtime_error("profile: a measurement needs " + std::to_string(num_device_blocks) +
+                             " KV blocks at once; the device holds " + std::to_string(config.max_device_blocks));
+  }
   engine::EngineConfig engine;
   engine.cache.block_size = config.block_size;
   engine.cache.num_device_blocks = num_device_blocks;

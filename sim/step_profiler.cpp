@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
+#include "core/kv/kv_cache_config.h"
 #include "sim/profile_grids.h"
 #include "sim/profile_scalars.h"
 #include "sim/profile_session.h"
@@ -83,11 +85,16 @@ void validate(const StepProfilerConfig& config) {
   require(grid.decode_context_lengths.back() + (config.num_repeats + 1) / 2 <= config.max_model_len,
           "decode_context_lengths",
           "must leave (num_repeats + 1) / 2 positions of max_model_len for the timed decodes");
+  const std::string device_note =
+      config.max_device_blocks > 0
+          ? " (lowered to what the device's " + std::to_string(config.max_device_blocks) +
+                " KV blocks hold: raise --gpu-memory-utilization or lower --max-num-seqs)"
+          : "";
   require(decode_cell_measured(config, grid.decode_num_sequences.back(), grid.decode_context_lengths.front()),
-          "max_decode_kv_tokens", "must cover the most decode sequences at the shortest context");
+          "max_decode_kv_tokens", "must cover the most decode sequences at the shortest context" + device_note);
   require(grid.decode_num_sequences.size() >= 2 &&
               decode_cell_measured(config, grid.decode_num_sequences[1], grid.decode_context_lengths.back()),
-          "max_decode_kv_tokens", "must cover two rows of decode sequences at the longest context");
+          "max_decode_kv_tokens", "must cover two rows of decode sequences at the longest context" + device_note);
   require_ascending(grid.prefill_chunk_tokens, "prefill_chunk_tokens", 1);
   require_ascending(grid.prefill_context_before, "prefill_context_before", 0);
   require(grid.prefill_context_before.front() == 0, "prefill_context_before", "must start at 0");
@@ -107,7 +114,37 @@ void validate(const StepProfilerConfig& config) {
   require(grid.num_blocks_per_operation >= 1, "num_blocks_per_operation", "must be at least 1");
 }
 
-StepProfile measure_step_profile(const StepProfilerConfig& config) {
+StepProfilerConfig fit_to_device(const StepProfilerConfig& config) {
+  StepProfilerConfig fitted = config;
+  if (config.max_device_blocks <= 0 ||
+      std::min<int64_t>(profiling::decode_grid_blocks(config), kv::kMaxBlocksPerTier) <= config.max_device_blocks) {
+    return fitted;
+  }
+  // The cells in order of KV tokens: the cap is just under the first one the device cannot hold
+  // (a cell's need grows with both its sequences and its context).
+  std::vector<std::pair<int64_t, int64_t>> cells;  // (b x c, blocks it needs)
+  for (const int32_t b : config.grid.decode_num_sequences) {
+    for (const int32_t c : config.grid.decode_context_lengths) {
+      cells.emplace_back(static_cast<int64_t>(b) * c, profiling::decode_cell_blocks(config, b, c));
+    }
+  }
+  std::sort(cells.begin(), cells.end());
+  for (const auto& [kv_tokens, blocks] : cells) {
+    if (blocks > config.max_device_blocks) {
+      fitted.grid.max_decode_kv_tokens = std::min(fitted.grid.max_decode_kv_tokens, kv_tokens - 1);
+      break;
+    }
+  }
+  return fitted;
+}
+
+StepProfile measure_step_profile(const StepProfilerConfig& requested) {
+  const StepProfilerConfig config = fit_to_device(requested);
+  if (config.grid.max_decode_kv_tokens != requested.grid.max_decode_kv_tokens) {
+    progress(config, "decode: the device holds " + std::to_string(config.max_device_blocks) +
+                         " KV blocks: cells past " + std::to_string(config.grid.max_decode_kv_tokens) +
+                         " KV tokens are extrapolated");
+  }
   validate(config);
   const ProfileGridSpec& grid = config.grid;
   const profiling::PromptMaker prompts(config.token_begin, config.token_end);

@@ -52,6 +52,10 @@ struct StepProfilerConfig {
   // Synthetic prompt tokens are drawn from [token_begin, token_end) (ordinary tokens).
   TokenId token_begin = 0;
   TokenId token_end = 0;
+  // The most device blocks one executor can hold (0: no limit). The CUDA profile sets it from
+  // the device's memory: decode cells whose KV would not fit are extrapolated (fit_to_device),
+  // and every session's cache is capped to it.
+  int64_t max_device_blocks = 0;
   // A fresh executor whose KV store has the given tiers (the profiler sizes them per shape).
   std::function<std::unique_ptr<engine::Executor>(const kv::KvCacheConfig&)> make_executor;
   std::function<void(const std::string&)> on_progress;  // one line per phase
@@ -59,6 +63,11 @@ struct StepProfilerConfig {
 
 // Throws std::invalid_argument naming the field of a grid the profiler cannot measure.
 void validate(const StepProfilerConfig& config);
+
+// `config` with grid.max_decode_kv_tokens lowered, where max_device_blocks is set, until every
+// measured decode cell fits the device (its prompts and its wave's blocks at once); the cells past
+// it are extrapolated from the measured rows. Unchanged when nothing binds.
+StepProfilerConfig fit_to_device(const StepProfilerConfig& config);
 
 // Every table and constant of the profile; the descriptive fields (executor, device, model,
 // threads) are the caller's to fill. Throws std::runtime_error when the engine does not produce

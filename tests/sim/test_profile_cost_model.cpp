@@ -12,6 +12,7 @@
 
 #include "core/engine/scripted_executor.h"
 #include "sim/profile_cost_model.h"
+#include "sim/profile_grids.h"
 #include "sim/profile_interpolation.h"
 #include "sim/step_profile.h"
 #include "sim/step_profiler.h"
@@ -450,6 +451,65 @@ BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
   builder.add({.start = 50, .end = 51, .num_prompt_tokens = 10, .sample = true});
   builder.add({.start = 0, .end = 20, .num_prompt_tokens = 20, .sample = true});
   BOOST_TEST(model.step_cost(builder.plan()).seconds == 0.01 + 1e-5 * 22, tolerance);
+}
+
+// A device smaller than the grid asks for (a 7B model's cache on one GPU): the decode cells that do
+// not fit are extrapolated, every session stays within the device, and each shape still measures
+// exactly (the profiler re-reads the prompts it needs, so nothing it relies on is evicted).
+BOOST_AUTO_TEST_CASE(fits_a_device_smaller_than_the_grid) {
+  sim::StepProfilerConfig config;
+  config.grid = sim::quick_profile_grid(112);
+  config.block_size = 16;
+  config.max_model_len = 112;
+  config.num_warmup_steps = 1;
+  config.num_repeats = 3;
+  config.num_passes = 3;
+  config.token_begin = 3;
+  config.token_end = 500;
+  config.grid.prefill_chunk_tokens = {1, 32, 64, 96};  // the fresh blocks of a few columns outgrow the device
+  config.grid.prefill_context_before = {0, 32, 48};
+  config.grid.decode_num_sequences = {1, 2, 4, 8};
+  // The largest cell, 8 x 64, needs one block more than the device holds.
+  config.max_device_blocks = sim::profiling::decode_cell_blocks(config, 8, 64) - 1;
+  BOOST_TEST_REQUIRE(sim::profiling::decode_grid_blocks(config) > config.max_device_blocks);
+  int64_t most_blocks_asked = 0;
+  config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
+    most_blocks_asked = std::max<int64_t>(most_blocks_asked, cache.num_device_blocks);
+    engine::ScriptedExecutorConfig scripted;
+    scripted.vocab_size = 500;
+    scripted.seconds_per_step = 0.01;
+    scripted.seconds_per_token = 1e-5;
+    return std::make_unique<engine::ScriptedExecutor>(scripted, cache);
+  };
+  const sim::StepProfilerConfig fitted = sim::fit_to_device(config);
+  BOOST_TEST(fitted.grid.max_decode_kv_tokens == 8 * 64 - 1);
+
+  const StepProfile profile = sim::measure_step_profile(config);
+  BOOST_TEST(most_blocks_asked <= config.max_device_blocks);
+  BOOST_TEST(most_blocks_asked == config.max_device_blocks);  // the decode and prefill grids bind
+  const auto tolerance = boost::test_tools::tolerance(1e-9);
+  for (size_t i = 0; i < profile.decode.rows.size(); ++i) {
+    for (size_t j = 0; j < profile.decode.columns.size(); ++j) {
+      BOOST_TEST(profile.decode.seconds[i][j] == 0.01 + 1e-5 * profile.decode.rows[i], tolerance);
+    }
+  }
+  for (size_t i = 0; i < profile.prefill.rows.size(); ++i) {
+    for (size_t j = 0; j < profile.prefill.columns.size(); ++j) {
+      BOOST_TEST(profile.prefill.seconds[i][j] == 0.01 + 1e-5 * profile.prefill.rows[i], tolerance);
+    }
+  }
+  BOOST_TEST_REQUIRE(profile.decode.filled_cells.size() == 1u);  // (8, 64), from rows 2 and 4
+  BOOST_TEST(profile.decode.filled_cells[0].first == 3);
+  BOOST_TEST(profile.decode.filled_cells[0].second == 1);
+
+  // A device that cannot hold two rows at the longest context is refused, saying what to change.
+  config.max_device_blocks = sim::profiling::decode_cell_blocks(config, 2, 64) - 1;
+  try {
+    (void)sim::measure_step_profile(config);
+    BOOST_FAIL("a device too small for the grid was accepted");
+  } catch (const std::invalid_argument& error) {
+    BOOST_TEST(std::string(error.what()).find("gpu-memory-utilization") != std::string::npos, error.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_grid_it_cannot_measure_naming_the_field) {

@@ -130,6 +130,8 @@ int run_profile(const std::vector<std::string>& args) {
        "untimed steps before each shape's timed ones")
       ("passes", po::value(&options.num_passes)->default_value(options.num_passes),
        "passes over the decode and prefill grids (a shape's timed steps are pooled)")
+      ("gpu-memory-utilization", po::value(&options.cuda.gpu_memory_utilization)->default_value(options.cuda.gpu_memory_utilization),
+       "cuda: the fraction of device memory for weights, activations and KV; decode cells whose KV does not fit are extrapolated")
       ("quick", po::bool_switch(&options.quick), "a small grid, 3 repeats, one pass (a second; for tests)")
       ("output,o", po::value(&options.output)->required(), "the profile to write (JSON)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress lines");
@@ -170,6 +172,10 @@ int run_profile(const std::vector<std::string>& args) {
       on_gpu ? upload_cuda_model(options.cuda,
                                  frontend::load_weights(bundle, {.dtype = host_weight_dtype(options.cuda)}), gpu_config)
              : nullptr;
+  if (on_gpu) {  // what the device holds beside the weights and the largest step's activations
+    const CudaExecutorSetup probe = make_cuda_executor(options.cuda, gpu_model, gpu_config);
+    config.max_device_blocks = probe.cache.num_device_blocks;
+  }
   std::string gpu_description;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
     if (!on_gpu) {
