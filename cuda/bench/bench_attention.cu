@@ -72,7 +72,7 @@ void bench_decode(double peak_gbps, int32_t num_sms, std::mt19937_64& rng) {
   const int32_t num_heads = 32;
   for (const int32_t num_kv_heads : {32, 8}) {
     for (const int32_t batch : {1, 16, 64}) {
-      for (const int32_t context : {1024, 4096, 32768}) {
+      for (const int32_t context : {1024, 2048, 4096, 32768}) {  // 64 x 2048 GQA: issue 20's target shape
         const int32_t blocks_per_seq = (context + block_size - 1) / block_size;
         const kv::KvLayout layout{1, num_kv_heads, head_dim, block_size, batch * blocks_per_seq};
         const std::size_t cache_bytes = layout.total_elements() * cuda::kDTypeBytes;

@@ -2,7 +2,7 @@
 """PyTorch anchor for pagedllm's attention benchmark (cuda/bench/bench_attention.cu).
 
 Same cases as `bench_cuda_attention`: bf16, head_dim 128, 32 query heads with 32 KV heads (MHA)
-and 8 KV heads (GQA), batch 1/16/64 x context 1024/4096/32768, one query token per sequence.
+and 8 KV heads (GQA), batch 1/16/64 x context 1024/2048/4096/32768, one query token per sequence.
 For each case: dense K/V [batch, kv_heads, context, 128] and q [batch, 32, 1, 128] on the GPU,
 torch.nn.functional.scaled_dot_product_attention timed with CUDA events (--warmup launches, then
 --iters back to back, averaged), reported as
@@ -26,7 +26,7 @@ prompt (prompt + 1) / 2 per sequence), so the two tables compare line by line.
 
 Usage
     python tools/bench/sdpa_anchor.py [--iters 100] [--warmup 10] [--json PATH]
-        [--batches 1 16 64] [--contexts 1024 4096 32768] [--kv-heads 32 8]
+        [--batches 1 16 64] [--contexts 1024 2048 4096 32768] [--kv-heads 32 8]
 Needs a CUDA device: without one it says "no CUDA device" and exits 2.
 Requirements: pip install torch (a CUDA build; PyPI's Linux wheel is one).
 """
@@ -45,7 +45,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64])
-    parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 4096, 32768])
+    parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 2048, 4096, 32768])
     parser.add_argument("--kv-heads", type=int, nargs="+", default=[32, 8], help="32 = MHA, 8 = GQA 32/8")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=100)
