@@ -14,6 +14,7 @@
 #                 committed trace (default KV, and a small KV with swap and with recompute), the
 #                 Transformers oracle in bf16 and fp16
 #   decode        bench_cuda_decode: the decode step against the memory floor, and block 16 vs 2048
+#   nsight        Nsight Compute per-kernel summaries of eager Llama-3-8B decode steps (batch 1 and 64)
 #   transformers  tools/bench/cuda_vs_transformers.sh (output tok/s against HF generate())
 #   calibrate     a random Llama-2-7B-shaped checkpoint (the transformers phase's, in the same call):
 #                 `profile --executor cuda`, real replays, the simulator on that profile and on the
@@ -37,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --budget) budget=$2; shift 2 ;;
     --max-step) max_step=$2; shift 2 ;;
     -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
-    kernels|sanitize|executor|decode|transformers|calibrate) phases+=("$1"); shift ;;
+    kernels|sanitize|executor|decode|nsight|transformers|calibrate) phases+=("$1"); shift ;;
     *) echo "session.sh: unknown phase or option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -172,6 +173,21 @@ phase_executor() {
 phase_decode() {
   step decode floor 240 "$bench/bench_cuda_decode"
   step decode block_16_vs_2048 300 "$bench/bench_cuda_decode" --block-sizes 16,2048 --batches 1,4,8,32,64
+}
+
+# Where a decode step's time goes: Nsight Compute over eager Llama-3-8B steps at batch 1 (the
+# 85%-of-floor target) and batch 64 (GQA decode attention at size), one line per kernel name
+# (time, % of DRAM and SM peak, occupancy). --clock-control none: the card's clocks as found.
+phase_nsight() {
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [[ -n "$ncu" ]] || { echo "nsight: no ncu on this machine" | tee -a "$summary"; return 0; }
+  local batch
+  for batch in 1 64; do
+    step nsight "decode_batch_$batch" 150 "$ncu" --clock-control none --section SpeedOfLight --section Occupancy \
+      --launch-count 600 --print-summary per-kernel \
+      "$bench/bench_cuda_decode" --models llama-3-8b --batches "$batch" --eager --warmup 1 --steps 1
+  done
 }
 
 phase_transformers() {
