@@ -24,9 +24,6 @@ bool decode_cell_measured(const StepProfilerConfig& config, int32_t b, int32_t c
   return static_cast<int64_t>(b) * c <= config.grid.max_decode_kv_tokens;
 }
 
-// By waves in one engine. Prompt k is the same token sequence at every context (a longer context
-// extends it), so each level only computes what the previous one lacked, and every wave finds
-// its prompts in the prefix cache.
 namespace {
 
 // Decode j (1-based) after the prompt ends at prompt_len + j; the timed ones are w+1 .. w+r,
@@ -84,12 +81,13 @@ DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const Prompt
   const auto prompt_len = [&](int32_t c) { return decode_prompt_len(config, c); };
   const int32_t max_tokens = decode_max_tokens(config);
   const int32_t b_max = rows.back();
+  const int32_t bs = config.block_size;
 
   const int64_t wanted = std::min<int64_t>(decode_grid_blocks(config), kv::kMaxBlocksPerTier);
   const bool tight = config.max_device_blocks > 0 && wanted > config.max_device_blocks;
   const int64_t num_blocks = tight ? config.max_device_blocks : wanted;
   Session session(config,
-                  engine_config(config, static_cast<int32_t>(num_blocks), b_max, std::max(2048, b_max * 2 * config.block_size)));
+                  engine_config(config, static_cast<int32_t>(num_blocks), b_max, std::max(2048, b_max * 2 * bs)));
 
   DecodeSamples samples;
   samples.seconds.assign(rows.size(), std::vector<CellSamples>(columns.size(), CellSamples(config.num_passes)));
