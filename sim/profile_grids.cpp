@@ -189,8 +189,8 @@ GridSamples measure_prefill_grid(const StepProfilerConfig& config, const PromptM
     const int64_t least = 64 + blocks_for(c0_max + bs, bs) + blocks_for(n_max, bs) + 2;
     if (least > config.max_device_blocks) {
       throw std::runtime_error("profile: the prefill grid needs " + std::to_string(least) +
-                               " KV blocks at once (a cached context of " + std::to_string(c0_max) + " and a chunk of " +
-                               std::to_string(n_max) + " tokens); the device holds " +
+                               " KV blocks at once (a cached context of " + std::to_string(c0_max) +
+                               " and a chunk of " + std::to_string(n_max) + " tokens); the device holds " +
                                std::to_string(config.max_device_blocks));
     }
     num_blocks = config.max_device_blocks;

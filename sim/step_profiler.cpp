@@ -85,11 +85,10 @@ void validate(const StepProfilerConfig& config) {
   require(grid.decode_context_lengths.back() + (config.num_repeats + 1) / 2 <= config.max_model_len,
           "decode_context_lengths",
           "must leave (num_repeats + 1) / 2 positions of max_model_len for the timed decodes");
-  const std::string device_note =
-      config.max_device_blocks > 0
-          ? " (lowered to what the device's " + std::to_string(config.max_device_blocks) +
-                " KV blocks hold: raise --gpu-memory-utilization or lower --max-num-seqs)"
-          : "";
+  const std::string device_note = config.max_device_blocks > 0
+                                      ? " (lowered to what the device's " + std::to_string(config.max_device_blocks) +
+                                            " KV blocks hold: raise --gpu-memory-utilization or lower --max-num-seqs)"
+                                      : "";
   require(decode_cell_measured(config, grid.decode_num_sequences.back(), grid.decode_context_lengths.front()),
           "max_decode_kv_tokens", "must cover the most decode sequences at the shortest context" + device_note);
   require(grid.decode_num_sequences.size() >= 2 &&
