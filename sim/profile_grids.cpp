@@ -64,8 +64,11 @@ int64_t decode_grid_blocks(const StepProfilerConfig& config) {
 
 int64_t decode_cell_blocks(const StepProfilerConfig& config, int32_t b, int32_t c) {
   const int32_t bs = config.block_size;
-  return 64 + static_cast<int64_t>(b) * (blocks_for(decode_prompt_len(config, c), bs) + 1 +
-                                         blocks_for(decode_max_tokens(config) + bs, bs) + 2);
+  // Admission leaves the scheduler's watermark (1% of the device blocks) free.
+  const int64_t watermark = config.max_device_blocks / 100 + 1;
+  return 64 + watermark +
+         static_cast<int64_t>(b) *
+             (blocks_for(decode_prompt_len(config, c), bs) + 1 + blocks_for(decode_max_tokens(config) + bs, bs) + 2);
 }
 
 // By waves in one engine. Prompt k is the same token sequence at every context (a longer context
@@ -125,6 +128,17 @@ DecodeSamples measure_decode_grid(const StepProfilerConfig& config, const Prompt
                                      params_for(Sampling::greedy, max_tokens, 0)));
         }
         const std::string what = std::to_string(b) + " decodes in lockstep at context " + std::to_string(c);
+        // Its first step: every prompt found cached, so each computes at most its last block. A
+        // prompt evicted would be recomputed over several chunked steps, out of lockstep.
+        const StepRecord first = session.step();
+        const bool all_cached = first.shape.num_decodes == 0 && std::ssize(first.shape.chunks) == b &&
+                                std::all_of(first.shape.chunks.begin(), first.shape.chunks.end(),
+                                            [&](const Chunk& chunk) { return chunk.end - chunk.start <= bs; });
+        if (!all_cached) {
+          throw std::runtime_error("profile: " + what + ": the wave's prompts were not all in the prefix cache (" +
+                                   std::to_string(first.shape.chunks.size()) + " chunks, " +
+                                   std::to_string(first.shape.num_decodes) + " decodes in its first step)");
+        }
         session.step_until([&](const StepRecord& record) { return record.shape.decodes_only(b); }, what);
         for (int32_t jw = 1; jw < w; ++jw) session.step();
         for (int32_t jr = 0; jr < r; ++jr) {
@@ -191,7 +205,7 @@ GridSamples measure_prefill_grid(const StepProfilerConfig& config, const PromptM
       throw std::runtime_error("profile: the prefill grid needs " + std::to_string(least) +
                                " KV blocks at once (a cached context of " + std::to_string(c0_max) +
                                " and a chunk of " + std::to_string(n_max) + " tokens); the device holds " +
-                               std::to_string(config.max_device_blocks));
+                               std::to_string(config.max_device_blocks) + " (raise --gpu-memory-utilization)");
     }
     num_blocks = config.max_device_blocks;
   }

@@ -96,7 +96,8 @@ engine::EngineConfig engine_config(const StepProfilerConfig& config, int32_t num
                                    int32_t max_num_batched_tokens) {
   if (config.max_device_blocks > 0 && num_device_blocks > config.max_device_blocks) {
     throw std::runtime_error("profile: a measurement needs " + std::to_string(num_device_blocks) +
-                             " KV blocks at once; the device holds " + std::to_string(config.max_device_blocks));
+                             " KV blocks at once; the device holds " + std::to_string(config.max_device_blocks) +
+                             " (raise --gpu-memory-utilization)");
   }
   engine::EngineConfig engine;
   engine.cache.block_size = config.block_size;

@@ -86,8 +86,8 @@ void validate(const StepProfilerConfig& config) {
           "decode_context_lengths",
           "must leave (num_repeats + 1) / 2 positions of max_model_len for the timed decodes");
   const std::string device_note = config.max_device_blocks > 0
-                                      ? " (lowered to what the device's " + std::to_string(config.max_device_blocks) +
-                                            " KV blocks hold: raise --gpu-memory-utilization or lower --max-num-seqs)"
+                                      ? " (the device holds " + std::to_string(config.max_device_blocks) +
+                                            " KV blocks: raise --gpu-memory-utilization or lower --max-num-seqs)"
                                       : "";
   require(decode_cell_measured(config, grid.decode_num_sequences.back(), grid.decode_context_lengths.front()),
           "max_decode_kv_tokens", "must cover the most decode sequences at the shortest context" + device_note);
@@ -138,6 +138,7 @@ StepProfilerConfig fit_to_device(const StepProfilerConfig& config) {
 }
 
 StepProfile measure_step_profile(const StepProfilerConfig& requested) {
+  validate(requested);
   const StepProfilerConfig config = fit_to_device(requested);
   if (config.grid.max_decode_kv_tokens != requested.grid.max_decode_kv_tokens) {
     progress(config, "decode: the device holds " + std::to_string(config.max_device_blocks) +

@@ -11,6 +11,7 @@
 //                     [--block-sizes 16] [--steps 40] [--warmup 5] [--eager] [--dtype bf16|fp16]
 //
 // Needs a GPU; says so and exits 1 without one.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -135,6 +136,8 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
   double kv_bytes = 0.0;
   const double kv_bytes_per_token = 2.0 * static_cast<double>(config.num_layers * config.kv_dim()) * 2.0;
   for (int32_t step = 0; step < options.warmup + options.steps; ++step) {
+    // A profiler started with --profile-from-start off (ncu, nsys) records the timed steps only.
+    if (step == options.warmup) PAGEDLLM_CUDA_CHECK(cudaProfilerStart());
     sched::StepPlan plan;
     plan.step = step;
     for (int32_t s = 0; s < batch; ++s) {
@@ -162,6 +165,7 @@ Result run_batch(const std::shared_ptr<const cuda::DeviceModel>& model, const Op
     for (int32_t s = 0; s < batch; ++s)
       tokens[static_cast<size_t>(s)].push_back(result.outputs[static_cast<size_t>(s)].samples[0].token);
   }
+  PAGEDLLM_CUDA_CHECK(cudaProfilerStop());
   // Bytes a decode step must read: all weights but the embedding table (only `batch` rows of it
   // are read; tied embeddings are read whole as the LM head), plus the KV of every sequence.
   const double embedding =

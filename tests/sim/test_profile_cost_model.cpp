@@ -502,7 +502,7 @@ BOOST_AUTO_TEST_CASE(fits_a_device_smaller_than_the_grid) {
   BOOST_TEST(profile.decode.filled_cells[0].first == 3);
   BOOST_TEST(profile.decode.filled_cells[0].second == 1);
 
-  // A device that cannot hold two rows at the longest context is refused, saying what to change.
+  // A device too small for the grid's decode rows is refused, saying what to change.
   config.max_device_blocks = sim::profiling::decode_cell_blocks(config, 2, 64) - 1;
   try {
     (void)sim::measure_step_profile(config);

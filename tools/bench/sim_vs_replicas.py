@@ -40,7 +40,7 @@ SHAPES = {  # make-model options: steps of milliseconds on one core, a profile o
     "small": ["--hidden-size", "512", "--layers", "8", "--heads", "8", "--kv-heads", "2", "--head-dim", "64",
               "--intermediate-size", "1408", "--max-positions", "1024", "--vocab-size", "2048"],
 }
-METRICS = [  # (key in the metrics, label, higher is better)
+METRICS = [  # (key in the metrics, label)
     ("output_throughput", "output tok/s"),
     ("median_ttft_ms", "TTFT p50 ms"),
     ("p99_ttft_ms", "TTFT p99 ms"),
@@ -68,7 +68,8 @@ def wait_http(url, timeout):
                 if response.status == 200:
                     return True
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     return False
 
 
@@ -96,15 +97,16 @@ def real_run(args, model, trace, out):
             print(f"replica {i}: port {port}", flush=True)
             replicas[-1].port = port
         port = free_port()
-        router_log = open(out.parent / "router.log", "w")
-        router = subprocess.Popen([args.router_bin, "--host", "127.0.0.1", "--port", str(port), "--prometheus-port",
-                                   str(free_port()), "--policy", "round_robin", "--worker-urls",
-                                   *[f"http://127.0.0.1:{p.port}" for p in replicas]],
-                                  stdout=router_log, stderr=subprocess.STDOUT)
+        with open(out.parent / "router.log", "w") as router_log:
+            router = subprocess.Popen([args.router_bin, "--host", "127.0.0.1", "--port", str(port),
+                                       "--prometheus-port", str(free_port()), "--policy", "round_robin",
+                                       "--worker-urls", *[f"http://127.0.0.1:{p.port}" for p in replicas]],
+                                      stdout=router_log, stderr=subprocess.STDOUT)
         if not wait_http(f"http://127.0.0.1:{port}/health", 60):
-            sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {router_log.name})")
-        run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{port}", "--model", "m",
-             "-q", "-o", out], stdout=open(out.parent / "bench.txt", "w"))
+            sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {out.parent / 'router.log'})")
+        with open(out.parent / "bench.txt", "w") as bench_log:
+            run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{port}", "--model", "m",
+                 "-q", "-o", out], stdout=bench_log)
     finally:
         for process in ([router] if router else []) + replicas:
             process.terminate()
@@ -172,8 +174,8 @@ def main():
     report = {"replicas": args.replicas, "threads": args.threads, "requests": args.requests, "rate": args.rate,
               "profile_under_load": args.profile_under_load, "metrics": {}}
     for key, label in METRICS:
-        error = (sim[key] - real[key]) / real[key] if real.get(key) else float("nan")
-        report["metrics"][key] = {"real": real.get(key), "sim": sim.get(key), "error": error}
+        error = (sim[key] - real[key]) / real[key] if real[key] else float("nan")
+        report["metrics"][key] = {"real": real[key], "sim": sim[key], "error": error}
         print(f"{label:<14} {real[key]:>10.2f} {sim[key]:>10.2f} {error:>+8.1%}")
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     return 0

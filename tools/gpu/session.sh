@@ -37,7 +37,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --max-step) max_step=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     kernels|sanitize|executor|decode|nsight|transformers|calibrate) phases+=("$1"); shift ;;
     *) echo "session.sh: unknown phase or option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -184,8 +184,9 @@ phase_nsight() {
   [[ -n "$ncu" ]] || { echo "nsight: no ncu on this machine" | tee -a "$summary"; return 0; }
   local batch
   for batch in 1 64; do
-    step nsight "decode_batch_$batch" 150 "$ncu" --clock-control none --section SpeedOfLight --section Occupancy \
-      --launch-count 600 --print-summary per-kernel \
+    # Only the timed step: the bench brackets its timed steps with cudaProfilerStart/Stop.
+    step nsight "decode_batch_$batch" 150 "$ncu" --clock-control none --profile-from-start off \
+      --section SpeedOfLight --section Occupancy --print-summary per-kernel \
       "$bench/bench_cuda_decode" --models llama-3-8b --batches "$batch" --eager --warmup 1 --steps 1
   done
 }
