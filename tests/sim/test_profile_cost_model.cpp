@@ -389,9 +389,12 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(step_profiler)
 
-// The profiler through the real engine on the scripted executor, whose step time is
-// 0.01 + 1e-5 x (batched tokens): every table must come back as that function of its shape.
-BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
+namespace {
+
+// The profiler over the scripted executor, whose step time is 0.01 + 1e-5 x (batched tokens),
+// on a quick grid of a 112-position model. `most_blocks_asked`, when given, records the largest
+// KV store any session asked for.
+sim::StepProfilerConfig scripted_profiler_config(int64_t* most_blocks_asked = nullptr) {
   sim::StepProfilerConfig config;
   config.grid = sim::quick_profile_grid(112);
   config.block_size = 16;
@@ -401,20 +404,19 @@ BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
   config.num_passes = 2;
   config.token_begin = 3;
   config.token_end = 500;
-  config.make_executor = [](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
+  config.make_executor = [most_blocks_asked](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
+    if (most_blocks_asked) *most_blocks_asked = std::max<int64_t>(*most_blocks_asked, cache.num_device_blocks);
     engine::ScriptedExecutorConfig scripted;
     scripted.vocab_size = 500;
     scripted.seconds_per_step = 0.01;
     scripted.seconds_per_token = 1e-5;
     return std::make_unique<engine::ScriptedExecutor>(scripted, cache);
   };
-  config.grid.prefill_chunk_tokens = {1, 32, 64};
-  config.grid.prefill_context_before = {0, 32, 48};  // 48 + 64 + 1 > 112: a filled cell
-  config.grid.decode_num_sequences = {1, 2, 4};
-  config.grid.max_decode_kv_tokens = 4 * 32;  // (4, 64) is past it: a filled cell
-  StepProfile profile = sim::measure_step_profile(config);
-  profile.executor = "scripted";  // the descriptive fields are the caller's
+  return config;
+}
 
+// Every cell of both tables is the scripted step time of its row's tokens.
+void check_tables_follow_the_scripted_step_time(const StepProfile& profile) {
   const auto tolerance = boost::test_tools::tolerance(1e-9);
   for (size_t i = 0; i < profile.decode.rows.size(); ++i) {
     for (size_t j = 0; j < profile.decode.columns.size(); ++j) {
@@ -426,6 +428,23 @@ BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
       BOOST_TEST(profile.prefill.seconds[i][j] == 0.01 + 1e-5 * profile.prefill.rows[i], tolerance);
     }
   }
+}
+
+}  // namespace
+
+// The profiler through the real engine on the scripted executor, whose step time is
+// 0.01 + 1e-5 x (batched tokens): every table must come back as that function of its shape.
+BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
+  sim::StepProfilerConfig config = scripted_profiler_config();
+  config.grid.prefill_chunk_tokens = {1, 32, 64};
+  config.grid.prefill_context_before = {0, 32, 48};  // 48 + 64 + 1 > 112: a filled cell
+  config.grid.decode_num_sequences = {1, 2, 4};
+  config.grid.max_decode_kv_tokens = 4 * 32;  // (4, 64) is past it: a filled cell
+  StepProfile profile = sim::measure_step_profile(config);
+  profile.executor = "scripted";  // the descriptive fields are the caller's
+
+  check_tables_follow_the_scripted_step_time(profile);
+  const auto tolerance = boost::test_tools::tolerance(1e-9);
   BOOST_TEST(profile.prefill.filled_cells.size() == 1u);
   BOOST_TEST(profile.prefill.filled_cells[0].first == 2);
   BOOST_TEST(profile.prefill.filled_cells[0].second == 2);
@@ -457,47 +476,22 @@ BOOST_AUTO_TEST_CASE(recovers_a_known_step_time_through_the_engine) {
 // not fit are extrapolated, every session stays within the device, and each shape still measures
 // exactly (the profiler re-reads the prompts it needs, so nothing it relies on is evicted).
 BOOST_AUTO_TEST_CASE(fits_a_device_smaller_than_the_grid) {
-  sim::StepProfilerConfig config;
-  config.grid = sim::quick_profile_grid(112);
-  config.block_size = 16;
-  config.max_model_len = 112;
-  config.num_warmup_steps = 1;
-  config.num_repeats = 3;
+  int64_t most_blocks_asked = 0;
+  sim::StepProfilerConfig config = scripted_profiler_config(&most_blocks_asked);
   config.num_passes = 3;
-  config.token_begin = 3;
-  config.token_end = 500;
   config.grid.prefill_chunk_tokens = {1, 32, 64, 96};  // the fresh blocks of a few columns outgrow the device
   config.grid.prefill_context_before = {0, 32, 48};
   config.grid.decode_num_sequences = {1, 2, 4, 8};
   // The largest cell, 8 x 64, needs one block more than the device holds.
   config.max_device_blocks = sim::profiling::decode_cell_blocks(config, 8, 64) - 1;
   BOOST_TEST_REQUIRE(sim::profiling::decode_grid_blocks(config) > config.max_device_blocks);
-  int64_t most_blocks_asked = 0;
-  config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
-    most_blocks_asked = std::max<int64_t>(most_blocks_asked, cache.num_device_blocks);
-    engine::ScriptedExecutorConfig scripted;
-    scripted.vocab_size = 500;
-    scripted.seconds_per_step = 0.01;
-    scripted.seconds_per_token = 1e-5;
-    return std::make_unique<engine::ScriptedExecutor>(scripted, cache);
-  };
   const sim::StepProfilerConfig fitted = sim::fit_to_device(config);
   BOOST_TEST(fitted.grid.max_decode_kv_tokens == 8 * 64 - 1);
 
   const StepProfile profile = sim::measure_step_profile(config);
   BOOST_TEST(most_blocks_asked <= config.max_device_blocks);
   BOOST_TEST(most_blocks_asked == config.max_device_blocks);  // the decode and prefill grids bind
-  const auto tolerance = boost::test_tools::tolerance(1e-9);
-  for (size_t i = 0; i < profile.decode.rows.size(); ++i) {
-    for (size_t j = 0; j < profile.decode.columns.size(); ++j) {
-      BOOST_TEST(profile.decode.seconds[i][j] == 0.01 + 1e-5 * profile.decode.rows[i], tolerance);
-    }
-  }
-  for (size_t i = 0; i < profile.prefill.rows.size(); ++i) {
-    for (size_t j = 0; j < profile.prefill.columns.size(); ++j) {
-      BOOST_TEST(profile.prefill.seconds[i][j] == 0.01 + 1e-5 * profile.prefill.rows[i], tolerance);
-    }
-  }
+  check_tables_follow_the_scripted_step_time(profile);
   BOOST_TEST_REQUIRE(profile.decode.filled_cells.size() == 1u);  // (8, 64), from rows 2 and 4
   BOOST_TEST(profile.decode.filled_cells[0].first == 3);
   BOOST_TEST(profile.decode.filled_cells[0].second == 1);

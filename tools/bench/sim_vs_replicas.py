@@ -29,11 +29,11 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "pypi"))
+from router_harness import Router  # noqa: E402  (vllm-router as check_router.py starts it)
 from serve_process import start_server  # noqa: E402  (one way of starting a replica for every script)
 
 SHAPES = {  # make-model options: steps of milliseconds on one core, a profile of minutes
@@ -51,26 +51,6 @@ METRICS = [  # (key in the metrics, label)
 def run(command, **kwargs):
     print("$ " + " ".join(str(c) for c in command), flush=True)
     return subprocess.run([str(c) for c in command], check=True, **kwargs)
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return True
-        except OSError:
-            pass
-        time.sleep(0.2)
-    return False
 
 
 def profile(args, model, out):
@@ -96,21 +76,18 @@ def real_run(args, model, trace, out):
             replicas.append(process)
             print(f"replica {i}: port {port}", flush=True)
             replicas[-1].port = port
-        port = free_port()
-        with open(out.parent / "router.log", "w") as router_log:
-            router = subprocess.Popen([args.router_bin, "--host", "127.0.0.1", "--port", str(port),
-                                       "--prometheus-port", str(free_port()), "--policy", "round_robin",
-                                       "--worker-urls", *[f"http://127.0.0.1:{p.port}" for p in replicas]],
-                                      stdout=router_log, stderr=subprocess.STDOUT)
-        if not wait_http(f"http://127.0.0.1:{port}/health", 60):
-            sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {out.parent / 'router.log'})")
+        router = Router(args.router_bin, [f"http://127.0.0.1:{p.port}" for p in replicas], "round_robin")
+        if not router.wait_ready(60):
+            sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {router.log.name})")
         with open(out.parent / "bench.txt", "w") as bench_log:
-            run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{port}", "--model", "m",
-                 "-q", "-o", out], stdout=bench_log)
+            run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{router.port}",
+                 "--model", "m", "-q", "-o", out], stdout=bench_log)
     finally:
-        for process in ([router] if router else []) + replicas:
+        if router:
+            router.stop()
+        for process in replicas:
             process.terminate()
-        for process in ([router] if router else []) + replicas:
+        for process in replicas:
             try:
                 process.wait(timeout=40)
             except subprocess.TimeoutExpired:
