@@ -12,6 +12,10 @@ ClusterSimulation::ClusterSimulation(ClusterConfig config)
       router_(config_.router) {
   if (config_.num_replicas < 1) throw std::invalid_argument("cluster: num_replicas must be at least 1");
   if (!config_.make_executor) throw std::invalid_argument("cluster: make_executor is required");
+  if (!(config_.serving_path_seconds >= 0.0)) {
+    throw std::invalid_argument("cluster: serving_path_seconds must be 0 or more");
+  }
+  config_.host.validate();
   for (size_t i = 0; i < replicas_.size(); ++i) {
     Replica& replica = replicas_[i];
     replica.executor = config_.make_executor(static_cast<int32_t>(i));
@@ -25,19 +29,49 @@ int32_t ClusterSimulation::replica_of(sched::RequestId id) const {
   return replica_of_[static_cast<size_t>(id)];
 }
 
-void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayResult& result,
-                                   engine::ReplayProgress& progress) {
-  replica.clock.set(now);
-  for (engine::RequestOutput& output : replica.engine->step()) {
+double ClusterSimulation::shared_rate() const {
+  int32_t busy = 0;
+  for (const Replica& replica : replicas_) busy += replica.busy ? 1 : 0;
+  return config_.host.rate(busy);
+}
+
+void ClusterSimulation::progress_shared_work(double now) {
+  if (!config_.host.enabled()) return;
+  const double done = (now - last_event_) * shared_rate();
+  if (done > 0.0) {
+    for (Replica& replica : replicas_) {
+      if (replica.busy) replica.work_left = std::max(0.0, replica.work_left - done);
+    }
+  }
+  last_event_ = now;
+}
+
+void ClusterSimulation::reschedule_shared_ends(double now) {
+  if (!config_.host.enabled()) return;
+  const double rate = shared_rate();
+  for (Replica& replica : replicas_) {
+    if (replica.busy) replica.step_end = now + replica.work_left / rate;
+  }
+}
+
+void ClusterSimulation::add_serving_path(engine::RequestOutput& output) const {
+  const double delay = config_.serving_path_seconds;
+  if (delay == 0.0) return;
+  sched::RequestTimes& times = output.times;
+  if (times.first_token >= 0.0) times.first_token += delay;
+  if (times.finished >= 0.0) times.finished += delay;
+  for (double& time : times.token_times) time += delay;
+}
+
+void ClusterSimulation::collect(std::vector<engine::RequestOutput> outputs, engine::ReplayResult& result,
+                                engine::ReplayProgress& progress) {
+  for (engine::RequestOutput& output : outputs) {
     if (!output.finished) continue;
     ++progress.num_finished;
+    add_serving_path(output);
     result.outputs.push_back(std::move(output));
   }
-  ++counters_.num_steps;
-  // A step that scheduled nothing leaves the replica idle until its next arrival.
-  replica.busy = replica.engine->num_idle_steps() == 0 && replica.engine->has_unfinished();
   if (config_.on_progress) {
-    progress.now = replica.clock.now();
     progress.num_running = 0;
     progress.num_waiting = 0;
     for (const engine::Engine* engine : engines_) {
@@ -46,6 +80,31 @@ void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayR
     }
     config_.on_progress(progress);
   }
+}
+
+void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayResult& result,
+                                   engine::ReplayProgress& progress) {
+  replica.clock.set(now);
+  const double work = replica.engine->begin_step();
+  ++counters_.num_steps;
+  if (replica.engine->num_idle_steps() > 0) {
+    // Nothing scheduled: the step takes no time and the replica waits for its next arrival.
+    progress.now = now;
+    collect(replica.engine->finish_step(now), result, progress);
+    return;
+  }
+  replica.busy = true;
+  replica.work_left = work;
+  replica.step_end = now + work;  // with host sharing, moved by reschedule_shared_ends
+}
+
+void ClusterSimulation::end_step(Replica& replica, engine::ReplayResult& result, engine::ReplayProgress& progress) {
+  const double end = replica.step_end;
+  replica.busy = false;
+  replica.work_left = 0.0;
+  progress.now = end;
+  collect(replica.engine->finish_step(end), result, progress);
+  if (replica.engine->has_unfinished()) start_step(replica, end, result, progress);
 }
 
 engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests) {
@@ -67,22 +126,20 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
     size_t stepping = replicas_.size();
     double step_end = kNever;
     for (size_t i = 0; i < replicas_.size(); ++i) {
-      if (replicas_[i].busy && replicas_[i].clock.now() < step_end) {
-        step_end = replicas_[i].clock.now();
+      if (replicas_[i].busy && replicas_[i].step_end < step_end) {
+        step_end = replicas_[i].step_end;
         stepping = i;
       }
     }
     const double arrival = next < requests.size() ? requests[next].arrival_time : kNever;
     if (stepping == replicas_.size() && next == requests.size()) break;
     if (step_end < arrival) {  // on ties the arrival first: the next step admits it
-      Replica& replica = replicas_[stepping];
-      if (replica.engine->has_unfinished()) {
-        start_step(replica, step_end, result, progress);
-      } else {
-        replica.busy = false;
-      }
+      progress_shared_work(step_end);
+      end_step(replicas_[stepping], result, progress);
+      reschedule_shared_ends(step_end);
       continue;
     }
+    progress_shared_work(arrival);
     sched::Request& request = requests[next++];
     ++counters_.num_arrivals;
     ++progress.num_added;
@@ -90,14 +147,17 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
     Replica& replica = replicas_[target];
     if (request.id >= 0) replica_of_[static_cast<size_t>(request.id)] = static_cast<int32_t>(target);
     try {
-      replica.engine->add_request(request);
+      replica.engine->add_request(request);  // while a step is in flight, the next one admits it
     } catch (const std::invalid_argument& error) {
       result.refused.push_back(
           {request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
       ++progress.num_finished;
       continue;
     }
-    if (!replica.busy) start_step(replica, std::max(replica.clock.now(), arrival), result, progress);
+    if (!replica.busy) {
+      start_step(replica, std::max(replica.clock.now(), arrival), result, progress);
+      reschedule_shared_ends(arrival);
+    }
   }
   for (const Replica& replica : replicas_) {
     if (replica.engine->has_unfinished()) {
@@ -108,6 +168,7 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
   result.start_time = 0.0;
   result.end_time = 0.0;
   for (const Replica& replica : replicas_) result.end_time = std::max(result.end_time, replica.clock.now());
+  if (!result.outputs.empty()) result.end_time += config_.serving_path_seconds;  // the last output's way out
   std::sort(result.outputs.begin(), result.outputs.end(),
             [](const engine::RequestOutput& a, const engine::RequestOutput& b) { return a.id < b.id; });
   return result;

@@ -5,10 +5,17 @@
 // (a replica's next step starts at once while it has unfinished requests). Ties are broken the
 // same way every run: at equal times arrivals come before step ends (so a request arriving
 // exactly when a step ends is admitted by the next step), arrivals in trace order, step ends by
-// replica index. A step's effects are computed when it starts (the engine is synchronous) and are
-// visible to the router from then on; its outputs carry its end time.
+// replica index. A step is scheduled and executed when it starts (Engine::begin_step), so its
+// admissions and preemptions are visible to the router from then on; it is applied when it ends
+// (Engine::finish_step) and its outputs carry that time.
 //
-// With one replica this is exactly engine::replay_requests in virtual time.
+// A step's length is the executor's elapsed time, unless the replicas share a host's cores
+// (ClusterConfig::host): then each in-flight step progresses at the host's processor-sharing rate,
+// min(1, cores / (busy replicas x threads)), recomputed at every event, so a step's end moves as
+// neighbours start and finish.
+//
+// With one replica, no host sharing and no serving-path latency this is exactly
+// engine::replay_requests in virtual time.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +27,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/replay.h"
 #include "core/kv/kv_event_log.h"
+#include "sim/host_sharing.h"
 #include "sim/router.h"
 
 namespace pagedllm::sim {
@@ -28,6 +36,12 @@ struct ClusterConfig {
   int32_t num_replicas = 1;
   RouterConfig router;
   engine::EngineConfig engine;  // every replica's
+  HostSharing host;             // replicas that share one host's cores slow each other's steps
+  // Per request, the client's time the engine does not see: the HTTP request and its
+  // tokenization, a router's hop, the SSE event back. Added to every time an output reports
+  // after the engine took the request (first token, token times, finished), as a client measures
+  // them. A constant delay on the way in only shifts the whole run, so one term covers both ways.
+  double serving_path_seconds = 0.0;
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
@@ -41,7 +55,8 @@ struct ClusterCounters {
 
 class ClusterSimulation {
  public:
-  // Throws std::invalid_argument for a config without replicas or an executor factory.
+  // Throws std::invalid_argument for a config without replicas or an executor factory, or with a
+  // negative serving-path latency or invalid host sharing.
   explicit ClusterSimulation(ClusterConfig config);
 
   // Runs `requests` (sorted by arrival_time, times relative to 0) to completion. Returns every
@@ -59,10 +74,22 @@ class ClusterSimulation {
     std::unique_ptr<engine::Executor> executor;
     engine::VirtualClock clock;
     std::unique_ptr<engine::Engine> engine;
-    bool busy = false;  // a step is in flight until clock.now()
+    bool busy = false;       // a step is in flight (begun, not finished)
+    double step_end = 0.0;   // when it ends, as the work left and the sharing rate say now
+    double work_left = 0.0;  // host sharing: seconds of the step left at full speed
   };
 
+  // Begins a step at `now` on an idle replica; a step that scheduled nothing is finished at once.
   void start_step(Replica& replica, double now, engine::ReplayResult& result, engine::ReplayProgress& progress);
+  void end_step(Replica& replica, engine::ReplayResult& result, engine::ReplayProgress& progress);
+  void collect(std::vector<engine::RequestOutput> outputs, engine::ReplayResult& result,
+               engine::ReplayProgress& progress);
+  void add_serving_path(engine::RequestOutput& output) const;
+  // Host sharing: the in-flight steps' progress from the last event to `now`, and their ends as the
+  // busy count stands after an event.
+  void progress_shared_work(double now);
+  void reschedule_shared_ends(double now);
+  double shared_rate() const;
 
   ClusterConfig config_;
   std::vector<Replica> replicas_;
@@ -70,6 +97,7 @@ class ClusterSimulation {
   Router router_;
   std::vector<int32_t> replica_of_;  // by request id
   ClusterCounters counters_;
+  double last_event_ = 0.0;  // host sharing: when the in-flight work was last brought up to date
 };
 
 }  // namespace pagedllm::sim

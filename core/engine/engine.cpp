@@ -62,6 +62,7 @@ void Engine::add_validated_request(sched::Request request) {
 }
 
 bool Engine::abort_request(sched::RequestId id) {
+  PAGEDLLM_ASSERT(!in_flight_, "abort_request() while a step is in flight");
   if (!scheduler_.abort(id)) return false;
   scheduler_.find(id)->times.finished = clock_.now();
   ++counters_.requests_aborted;
@@ -70,6 +71,7 @@ bool Engine::abort_request(sched::RequestId id) {
 }
 
 bool Engine::stop_sample(sched::RequestId id, int32_t sample_index) {
+  PAGEDLLM_ASSERT(!in_flight_, "stop_sample() while a step is in flight");
   SequenceGroup* group = scheduler_.find(id);
   if (group == nullptr || group->state != GroupState::running || group->is_beam_search()) return false;
   if (sample_index < 0 || static_cast<size_t>(sample_index) >= group->seqs.size()) return false;
@@ -88,23 +90,39 @@ bool Engine::stop_sample(sched::RequestId id, int32_t sample_index) {
 
 std::vector<RequestOutput> Engine::step() {
   const double start = clock_.now();
+  const double elapsed = begin_step();
+  // A virtual clock is advanced by the step's time; a wall clock has moved on by itself.
+  return finish_step(virtual_clock_ != nullptr ? start + elapsed : clock_.now());
+}
+
+double Engine::begin_step() {
+  PAGEDLLM_ASSERT(!in_flight_, "begin_step() while a step is in flight");
+  const double start = clock_.now();
   if (event_log_ != nullptr) event_log_->set_step(step_);
-  sched::StepPlan plan = scheduler_.schedule(step_, start);
-  for (const sched::RejectedGroup& rejected : plan.rejected) {
+  in_flight_plan_ = scheduler_.schedule(step_, start);
+  for (const sched::RejectedGroup& rejected : in_flight_plan_.rejected) {
     scheduler_.find(rejected.request)->times.finished = start;
     ++counters_.requests_rejected;
     pending_outputs_.push_back(rejected.request);
   }
-  sched::StepResult result;
-  if (!plan.empty()) result = executor_.execute(plan);
-  idle_steps_ = plan.empty() && plan.rejected.empty() ? idle_steps_ + 1 : 0;
-  if (virtual_clock_ != nullptr) virtual_clock_->advance(result.elapsed_seconds);
-  const double end = clock_.now();
+  in_flight_result_ = in_flight_plan_.empty() ? sched::StepResult{} : executor_.execute(in_flight_plan_);
+  idle_steps_ = in_flight_plan_.empty() && in_flight_plan_.rejected.empty() ? idle_steps_ + 1 : 0;
+  in_flight_start_ = start;
+  in_flight_ = true;
+  return in_flight_result_.elapsed_seconds;
+}
+
+std::vector<RequestOutput> Engine::finish_step(double end_time) {
+  PAGEDLLM_ASSERT(in_flight_, "finish_step() without begin_step()");
+  PAGEDLLM_ASSERT(end_time >= in_flight_start_, "a step cannot end before it began");
+  in_flight_ = false;
+  if (virtual_clock_ != nullptr) virtual_clock_->set(end_time);
+  const double end = end_time;
   touched_groups_.clear();
-  apply(plan, result, end);
-  executor_.recycle(std::move(result));
-  record_step(plan, start, end);
-  scheduler_.recycle(std::move(plan));
+  apply(in_flight_plan_, in_flight_result_, end);
+  executor_.recycle(std::move(in_flight_result_));
+  record_step(in_flight_plan_, in_flight_start_, end);
+  scheduler_.recycle(std::move(in_flight_plan_));
   ++step_;
 
   std::vector<RequestOutput> outputs;

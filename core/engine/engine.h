@@ -48,6 +48,15 @@ class Engine {
   // config().output_kind says (cumulative, delta, or finished requests only).
   std::vector<RequestOutput> step();
 
+  // step() in two halves, for a simulator that decides when a step ends (replicas sharing a
+  // host's cores): begin_step() schedules at the clock's time and runs the executor; it returns
+  // the executor's elapsed_seconds. finish_step(end_time) applies the result as of end_time (a
+  // virtual clock is set to it) and returns step()'s outputs. Between the two, requests may be
+  // added (the next step schedules them) but not aborted or stopped.
+  double begin_step();
+  std::vector<RequestOutput> finish_step(double end_time);
+  bool step_in_flight() const { return in_flight_; }
+
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
   int64_t num_steps() const { return step_; }
   // Steps in a row that scheduled nothing while requests were unfinished (a driver's stall check).
@@ -86,6 +95,11 @@ class Engine {
   std::vector<StepMetrics> step_metrics_;
   std::vector<sched::RequestId> pending_outputs_;      // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
+  // The step between begin_step() and finish_step(): its plan, its result, when it began.
+  bool in_flight_ = false;
+  sched::StepPlan in_flight_plan_;
+  sched::StepResult in_flight_result_;
+  double in_flight_start_ = 0.0;
 };
 
 }  // namespace pagedllm::engine

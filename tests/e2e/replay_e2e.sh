@@ -2,7 +2,8 @@
 # End to end through the binary: trace synth / convert / stats, replay on cpu and sim of the
 # committed traces, preemption in both modes, bad input (a malformed line is reported with file,
 # line and field, and the rest of the trace still runs; --strict stops), the lockstep check,
-# simulate (routers, the contiguous allocator), plan, and a measured profile driving all three.
+# simulate (routers, the contiguous allocator), plan (in parallel, in shards, merged), and a
+# measured profile driving all three.
 #   tests/e2e/replay_e2e.sh PAGEDLLM_BINARY SOURCE_DIR
 set -euo pipefail
 pagedllm="$1"
@@ -146,6 +147,38 @@ expect "plan: the chosen points meet the SLOs" \
   "$(json "$work/plan.json" "all(c['latency_ms']['ttft_p99'] <= 1000 and c['latency_ms']['tpot_p99'] <= 50 for c in d['configurations'])")" True
 expect "plan: more running sequences sustain more" \
   "$(json "$work/plan.json" "d['configurations'][1]['max_request_rate_per_replica'] > d['configurations'][0]['max_request_rate_per_replica']")" True
+
+echo "--- plan: sweep points on threads and in shards, merged"
+# One thread gives the document all cores gave; two shards, run by the Slurm array script as
+# Slurm runs its tasks, merge into it exactly; a missing, repeated or foreign shard is refused.
+plan_args=(--trace "$work/plan_trace.jsonl" --model llama-2-7b --hardware h100-sxm --slo ttft_p99=1000,tpot_p99=50
+  --target-rate 30 --sweep max-num-seqs=32,256)
+"$pagedllm" plan "${plan_args[@]}" --jobs 1 -o "$work/plan_jobs1.json" > /dev/null
+same_json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))" "$1" "$2"; }
+expect "plan: the document does not depend on --jobs" "$(same_json "$work/plan.json" "$work/plan_jobs1.json")" True
+for i in 0 1; do
+  SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=2 SLURM_CPUS_PER_TASK=1 PAGEDLLM="$pagedllm" PLAN_DIR="$work/shards" \
+    PLAN_ARGS="${plan_args[*]}" bash "$source_dir/deploy/slurm/plan-array.sh" > /dev/null
+done
+expect "plan --shard: one configuration each" \
+  "$(json "$work/shards/shard-1.json" "[c['index'] for c in d['configurations']] == [1] and d['shard'] == {'index': 1, 'count': 2}")" True
+"$pagedllm" plan merge "$work/shards/shard-1.json" "$work/shards/shard-0.json" -o "$work/merged.json" > "$work/merged.txt"
+expect "plan merge: the shards make the unsharded document exactly" "$(same_json "$work/plan.json" "$work/merged.json")" True
+diff <(grep -v '^wrote' "$work/plan.txt") <(grep -v '^wrote' "$work/merged.txt") || fail "plan merge prints another table"
+merge_refuses() {  # merge_refuses DESCRIPTION MESSAGE SHARD...
+  local description="$1" message="$2"
+  shift 2
+  if "$pagedllm" plan merge "$@" > /dev/null 2> "$work/merge_err.txt"; then fail "plan merge accepted $description"; fi
+  grep -q "$message" "$work/merge_err.txt" || fail "plan merge, $description: $(cat "$work/merge_err.txt")"
+  echo "ok: plan merge refuses $description"
+}
+merge_refuses "a missing shard" "shard 1/2 is missing" "$work/shards/shard-0.json"
+merge_refuses "a shard given twice" "given twice" "$work/shards/shard-0.json" "$work/shards/shard-0.json" \
+  "$work/shards/shard-1.json"
+"$pagedllm" plan "${plan_args[@]/ttft_p99=1000,tpot_p99=50/ttft_p99=900,tpot_p99=50}" --shard 1/2 \
+  -o "$work/foreign.json" > /dev/null
+merge_refuses "a shard of another sweep" "another sweep" "$work/shards/shard-0.json" "$work/foreign.json"
+merge_refuses "a file that is not a shard" "not a shard of a plan" "$work/shards/shard-0.json" "$work/plan.json"
 
 # The steady state, not the trace's length, decides: 200 and 2,000 requests of one distribution
 # (synth seeds 1 and 2, as first run) give rates within 10% (docs/SIMULATOR.md has the spread

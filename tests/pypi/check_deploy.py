@@ -5,6 +5,9 @@ KEDA's ScaledObject, a CRD whose schema kubernetes-validate does not have, by ha
 against each other (selectors, ports, probes, the shutdown timeline, the autoscalers' metric);
 the container's command line against `pagedllm serve --help`, then that command line itself on
 the CPU engine (/health answers, /metrics has the autoscalers' metric, SIGTERM exits 0 in time);
+the capacity plan's Indexed Job and merge Job (deploy/kubernetes/plan) against `pagedllm plan
+--help` and each other (completions = the N of --shard, the index from the Job's annotation,
+the merge's glob matching the shards' files);
 deploy/Dockerfile with hadolint (from PyPI, deploy/hadolint.yaml) and by structure. Negative
 controls follow: broken copies of the files must fail each kind of check.
 
@@ -65,11 +68,14 @@ def load_manifests():
     return manifests
 
 
-def only(manifests, kind, api_group=None):
+def only(manifests, kind, api_group=None, component=None):
+    """The one object of `kind` (and of the app.kubernetes.io/component label, if given)."""
     found = [doc for docs in manifests.values() for doc in docs
-             if doc.get("kind") == kind and (api_group is None or doc.get("apiVersion", "").startswith(api_group))]
+             if doc.get("kind") == kind and (api_group is None or doc.get("apiVersion", "").startswith(api_group))
+             and (component is None or doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component)]
     if len(found) != 1:
-        raise SystemExit(f"expected one {kind} under deploy/kubernetes, found {len(found)}")
+        what = kind + (f" of component {component}" if component else "")
+        raise SystemExit(f"expected one {what} under deploy/kubernetes, found {len(found)}")
     return found[0]
 
 
@@ -340,14 +346,55 @@ def autoscaler_metrics(files):
     return sorted({name for text in texts for name in re.findall(r"\b(?:vllm|pagedllm):[a-z_]+", text)})
 
 
-def flag_problems(command, help_text):
+def flag_problems(command, help_text, subcommand="serve", repeatable=()):
     known = set(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))
     problems = []
     for flag, values in option_values(command).items():
         if flag not in known:
-            problems.append(f"{flag}: not an option of `pagedllm serve` (not in its --help)")
-        if len(values) > 1:
+            problems.append(f"{flag}: not an option of `pagedllm {subcommand}` (not in its --help)")
+        if len(values) > 1 and flag not in repeatable:
             problems.append(f"{flag}: given {len(values)} times (the image's ENTRYPOINT and the args?)")
+    return problems
+
+
+def plan_job_problems(shards, merge, pvc):
+    """The plan's Indexed Job, its merge Job and its volume against each other."""
+    problems = []
+    spec = shards["spec"]
+    container = spec["template"]["spec"]["containers"][0]
+    args = container.get("args", [])
+    if container.get("command") != ["pagedllm", "plan"]:
+        problems.append(f"the shards' command {container.get('command')} is not [pagedllm, plan]")
+    if spec.get("completionMode") != "Indexed":
+        problems.append("the shards Job is not completionMode: Indexed")
+    if spec.get("parallelism", 1) > spec.get("completions", 1):
+        problems.append("parallelism above completions: pods with no shard")
+    shard = option_values(args).get("--shard", [None])
+    match = re.fullmatch(r"\$\((\w+)\)/(\d+)", shard[0] or "")
+    if len(shard) != 1 or not match:
+        problems.append(f"--shard {shard}: expected one $(VAR)/N")
+        return problems
+    variable, count = match.group(1), int(match.group(2))
+    if count != spec.get("completions"):
+        problems.append(f"--shard .../{count} but completions: {spec.get('completions')} (shards missing or empty)")
+    env = {e["name"]: e for e in container.get("env", [])}
+    field = env.get(variable, {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+    if field != "metadata.annotations['batch.kubernetes.io/job-completion-index']":
+        problems.append(f"${variable} is not the pod's completion index (fieldRef {field!r})")
+    output = (option_values(args).get("--output-json") or [""])[0] or ""
+    if f"$({variable})" not in output:
+        problems.append(f"--output-json {output!r} does not name the shard: the pods would overwrite each other")
+    merge_command = " ".join(merge["spec"]["template"]["spec"]["containers"][0].get("command", []))
+    glob = re.search(r"plan merge (\S+)", merge_command)
+    if not glob or not re.fullmatch(re.escape(glob.group(1)).replace(r"\*", ".*"), output.replace(f"$({variable})", "3")):
+        problems.append(f"the merge's files {glob.group(1) if glob else None!r} do not match the shards' {output!r}")
+    for job in (shards, merge):
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in job["spec"]["template"]["spec"].get("volumes", [])
+                  if "persistentVolumeClaim" in v]
+        if claims != [pvc["metadata"]["name"]]:
+            problems.append(f"{job['metadata']['name']} mounts {claims}, not the plan volume {pvc['metadata']['name']}")
+    if "ReadWriteMany" not in pvc["spec"].get("accessModes", []):
+        problems.append("the plan volume is not ReadWriteMany: the shards' pods write it from several nodes")
     return problems
 
 
@@ -504,7 +551,11 @@ def main():
         dockerfile_text = handle.read()
     files = {
         "deployment": only(manifests, "Deployment"), "service": only(manifests, "Service"),
-        "job": only(manifests, "Job"), "pvc": only(manifests, "PersistentVolumeClaim"),
+        "job": only(manifests, "Job", component="fetch-model"),
+        "pvc": only(manifests, "PersistentVolumeClaim", component="models"),
+        "plan_shards": only(manifests, "Job", component="plan"),
+        "plan_merge": only(manifests, "Job", component="plan-merge"),
+        "plan_pvc": only(manifests, "PersistentVolumeClaim", component="plan"),
         "hpa": only(manifests, "HorizontalPodAutoscaler"), "adapter": only(manifests, "ConfigMap"),
         "keda": only(manifests, "ScaledObject", "keda.sh/"), "dockerfile": parse_dockerfile(dockerfile_text),
     }
@@ -527,6 +578,13 @@ def main():
                       f"{name}: valid for Kubernetes {', '.join(KUBERNETES_VERSIONS)} (strict)")
     check(consistency_problems(files), "the files agree: selectors, ports, probes, shutdown timeline, "
                                        "non-root user, model volume, autoscaler metric")
+    plan_help = subprocess.run([binary, "plan", "--help"], capture_output=True, text=True, check=True).stdout
+    plan_args = files["plan_shards"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    check(flag_problems(plan_args, plan_help, "plan", repeatable=("--sweep",)),
+          f"every flag of the plan Job's `pagedllm plan {shlex.join(plan_args)}` is in plan --help")
+    check(plan_job_problems(files["plan_shards"], files["plan_merge"], files["plan_pvc"]),
+          "the plan's Indexed Job, merge Job and volume agree: completions = the N of --shard, the index from "
+          "the Job's annotation, one file per shard, the merge's glob, a ReadWriteMany volume")
     flags = flag_problems(command, help_text)
     check(flags, f"every flag of `pagedllm serve {shlex.join(command)}` is in serve --help, once")
     metrics = autoscaler_metrics(files)
@@ -586,6 +644,13 @@ def main():
                                                        if k != "triggers"}}, deployment),
               "a ScaledObject without triggers")
     must_fail(flag_problems(command + ["--no-such-flag", "1"], help_text), "an unknown serve flag")
+    fewer = broken("plan_shards", lambda j: j["spec"].update({"completions": 4, "parallelism": 4}))
+    must_fail(plan_job_problems(fewer["plan_shards"], files["plan_merge"], files["plan_pvc"]),
+              "a plan Job with fewer completions than shards")
+    shared_file = broken("plan_shards", lambda j: j["spec"]["template"]["spec"]["containers"][0]["args"].__setitem__(
+        -1, "/plan/shard.json"))
+    must_fail(plan_job_problems(shared_file["plan_shards"], files["plan_merge"], files["plan_pvc"]),
+              "plan shards that all write one file")
     rooted = parse_dockerfile(dockerfile_text.replace("USER 10001:10001", "USER root"))
     must_fail(dockerfile_problems(rooted, setup_packages), "a Dockerfile whose USER is root")
     must_fail(runtime_package_problems(binary, [p for p in packages if not p.startswith("libicu")], runtime),

@@ -1,5 +1,6 @@
 // The cluster's discrete-event loop: one replica reproduces replay_requests exactly; routers
-// place requests as they say; every request is served once.
+// place requests as they say; every request is served once; replicas sharing a host's cores
+// progress at the processor-sharing rate; the serving path's latency reaches every client time.
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
@@ -55,6 +56,17 @@ sim::ClusterConfig cluster_config(int32_t replicas, sim::RouterPolicy policy) {
                                               engine_config().cache);
   };
   return config;
+}
+
+// One prefill step (200 prompt tokens, one output token), arriving at `arrival`.
+sched::Request one_step_request(sched::RequestId id, double arrival) {
+  sched::Request request;
+  request.id = id;
+  request.arrival_time = arrival;
+  for (int32_t p = 0; p < 200; ++p) request.prompt_tokens.push_back(100 + (static_cast<int32_t>(id) * 131 + p) % 20000);
+  request.params.max_tokens = 1;
+  request.params.ignore_eos = true;
+  return request;
 }
 
 BOOST_AUTO_TEST_SUITE(cluster)
@@ -118,6 +130,87 @@ BOOST_AUTO_TEST_CASE(configs_without_replicas_or_executors_are_refused) {
   config.make_executor = nullptr;
   BOOST_CHECK_THROW(sim::ClusterSimulation{config}, std::invalid_argument);
   BOOST_CHECK_THROW(sim::parse_router_policy("random"), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(host_sharing_rate_is_cores_over_busy_threads) {
+  BOOST_TEST(sim::HostSharing{}.rate(5) == 1.0);  // disabled: every replica on its own hardware
+  const sim::HostSharing two_cores{.num_cores = 2, .threads_per_replica = 1};
+  BOOST_TEST(two_cores.rate(1) == 1.0);
+  BOOST_TEST(two_cores.rate(2) == 1.0);
+  BOOST_TEST(two_cores.rate(3) == 2.0 / 3.0);
+  const sim::HostSharing two_threads{.num_cores = 4, .threads_per_replica = 2};
+  BOOST_TEST(two_threads.rate(2) == 1.0);
+  BOOST_TEST(two_threads.rate(4) == 0.5);
+  BOOST_CHECK_THROW((sim::HostSharing{.num_cores = -1, .threads_per_replica = 1}.validate()), std::invalid_argument);
+  BOOST_CHECK_THROW((sim::HostSharing{.num_cores = 2, .threads_per_replica = 0}.validate()), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(steps_on_a_shared_host_progress_at_the_processor_sharing_rate) {
+  sim::ClusterSimulation alone(cluster_config(1, sim::RouterPolicy::round_robin));
+  const double step = alone.run({one_step_request(0, 0.0)}).outputs.at(0).times.finished;
+  BOOST_REQUIRE(step > 0.0);
+
+  // Two replicas on one core, the second request arriving half-way through the first's step:
+  // replica 0 runs alone for step/2, then both at half speed, so it needs another full `step`
+  // (ends at 1.5 step); replica 1 has then done step/2 and finishes the rest alone (ends at 2 step).
+  sim::ClusterConfig config = cluster_config(2, sim::RouterPolicy::round_robin);
+  config.host = {.num_cores = 1, .threads_per_replica = 1};
+  const auto both = [&] {
+    sim::ClusterSimulation cluster(config);
+    return cluster.run({one_step_request(0, 0.0), one_step_request(1, step / 2)});
+  };
+  engine::ReplayResult shared = both();
+  BOOST_REQUIRE_EQUAL(shared.outputs.size(), 2u);
+  BOOST_TEST(shared.outputs[0].times.finished == 1.5 * step, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(shared.outputs[1].times.finished == 2.0 * step, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(shared.end_time == 2.0 * step, boost::test_tools::tolerance(1e-9));
+
+  // A core each: neither slows the other.
+  config.host.num_cores = 2;
+  shared = both();
+  BOOST_TEST(shared.outputs[0].times.finished == step, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(shared.outputs[1].times.finished == 1.5 * step, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(a_lone_replica_on_a_shared_host_runs_as_profiled) {
+  sim::ClusterSimulation plain(cluster_config(1, sim::RouterPolicy::round_robin));
+  const engine::ReplayResult expected = plain.run(requests(40));
+  sim::ClusterConfig config = cluster_config(1, sim::RouterPolicy::round_robin);
+  config.host = {.num_cores = 1, .threads_per_replica = 1};
+  sim::ClusterSimulation shared(config);
+  const engine::ReplayResult result = shared.run(requests(40));
+  BOOST_REQUIRE_EQUAL(result.outputs.size(), expected.outputs.size());
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    BOOST_TEST(result.outputs[i].times.finished == expected.outputs[i].times.finished,
+               boost::test_tools::tolerance(1e-9));
+  }
+  BOOST_TEST(shared.replica(0).num_steps() == plain.replica(0).num_steps());
+}
+
+BOOST_AUTO_TEST_CASE(the_serving_path_adds_to_every_client_visible_time) {
+  sim::ClusterSimulation plain(cluster_config(2, sim::RouterPolicy::least_outstanding));
+  const engine::ReplayResult expected = plain.run(requests(30));
+  sim::ClusterConfig config = cluster_config(2, sim::RouterPolicy::least_outstanding);
+  config.serving_path_seconds = 0.015;
+  sim::ClusterSimulation delayed(config);
+  const engine::ReplayResult result = delayed.run(requests(30));
+  BOOST_REQUIRE_EQUAL(result.outputs.size(), expected.outputs.size());
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    const sched::RequestTimes& times = result.outputs[i].times;
+    const sched::RequestTimes& base = expected.outputs[i].times;
+    BOOST_TEST(times.arrival == base.arrival);
+    BOOST_TEST(times.first_scheduled == base.first_scheduled);  // the engine's own view is unchanged
+    BOOST_TEST(times.first_token == base.first_token + 0.015, boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(times.finished == base.finished + 0.015, boost::test_tools::tolerance(1e-12));
+    BOOST_REQUIRE_EQUAL(times.token_times.size(), base.token_times.size());
+    for (size_t t = 0; t < times.token_times.size(); ++t) {
+      BOOST_TEST(times.token_times[t] == base.token_times[t] + 0.015, boost::test_tools::tolerance(1e-12));
+    }
+    BOOST_TEST(result.outputs[i].completions.front().tokens == expected.outputs[i].completions.front().tokens);
+  }
+  BOOST_TEST(result.end_time == expected.end_time + 0.015, boost::test_tools::tolerance(1e-12));
+  config.serving_path_seconds = -0.001;
+  BOOST_CHECK_THROW(sim::ClusterSimulation{config}, std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,19 +12,25 @@ Steps (everything lands in --out):
   3. profile   `pagedllm profile --executor cpu --threads T` (unless --profile); with
                --profile-under-load K, K-1 copies run at once beside it, so that its steps are timed
                with the machine as busy as K replicas make it (and only the first is kept)
-  4. real      R replicas (`serve --threads T`), vllm-router --policy round_robin in front, and
-               `pagedllm bench --trace` through the router (the trace's arrival times)
-  5. sim       `pagedllm simulate --replicas R --router round-robin --profile` on the same trace
+  4. real      R replicas (`serve --threads T`), vllm-router --policy round_robin in front; first
+               the serving-path probe on the idle deployment (--probe-requests of the trace's
+               prompts, one output token each, --probe-gap s apart), then `pagedllm bench --trace`
+               through the router (the trace's arrival times)
+  5. sim       `pagedllm simulate --replicas R --router round-robin --profile`: the probe, whose
+               median TTFT gap to the real probe is the serving path's latency; then the trace,
+               once on the profile alone and once modelled (--host-cores, --serving-latency-ms)
   6. report    output tok/s, p50/p99 TTFT, p50 TPOT: real, simulated, error
 
   python3 tools/bench/sim_vs_replicas.py --router-bin $(which vllm-router) [--replicas 3] [--threads 1]
-      [--requests 120] [--rate 3] [--profile-under-load 3] [--out build/bench/sim_vs_replicas]
+      [--requests 120] [--rate 3] [--host-cores N] [--profile-under-load 3] [--out build/bench/sim_vs_replicas]
 
 Needs vllm-router (PyPI, tests/pypi/requirements.txt pins it). Run it on a quiet machine: the
 real run and the profile are timings.
 """
 import argparse
 import json
+import os
+import statistics
 import shutil
 import subprocess
 import sys
@@ -40,6 +46,7 @@ SHAPES = {  # make-model options: steps of milliseconds on one core, a profile o
     "small": ["--hidden-size", "512", "--layers", "8", "--heads", "8", "--kv-heads", "2", "--head-dim", "64",
               "--intermediate-size", "1408", "--max-positions", "1024", "--vocab-size", "2048"],
 }
+PROBE_BLOCK_IDS = 1 << 40  # the probe's prefix block ids start here, far above any trace's
 METRICS = [  # (key in the metrics, label)
     ("output_throughput", "output tok/s"),
     ("median_ttft_ms", "TTFT p50 ms"),
@@ -66,7 +73,8 @@ def profile(args, model, out):
             process.wait()
 
 
-def real_run(args, model, trace, out):
+def real_run(args, model, runs):
+    """Starts the deployment once and runs `pagedllm bench` for each (trace, output) in order."""
     replicas = []
     router = None
     try:
@@ -79,9 +87,10 @@ def real_run(args, model, trace, out):
         router = Router(args.router_bin, [f"http://127.0.0.1:{p.port}" for p in replicas], "round_robin")
         if not router.wait_ready(60):
             sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {router.log.name})")
-        with open(out.parent / "bench.txt", "w") as bench_log:
-            run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{router.port}",
-                 "--model", "m", "-q", "-o", out], stdout=bench_log)
+        for trace, out in runs:
+            with open(out.with_suffix(".txt"), "w") as bench_log:
+                run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{router.port}",
+                     "--model", "m", "-q", "-o", out], stdout=bench_log)
     finally:
         if router:
             router.stop()
@@ -92,6 +101,38 @@ def real_run(args, model, trace, out):
                 process.wait(timeout=40)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def probe_trace(trace, out, count, gap):
+    """The trace's first `count` prompt lengths, one output token each, `gap` seconds apart: requests
+    that meet an idle deployment, so that their TTFT is a prefill plus the serving path. Their
+    prefix block ids are moved out of the trace's range, so that the probe caches none of the
+    trace's prompts."""
+    lines = trace.read_text().splitlines()
+    header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:] if line.strip()]
+    header["source"] = f"the serving-path probe of {trace.name}"
+    with open(out, "w") as file:
+        file.write(json.dumps(header) + "\n")
+        for i, record in enumerate(records[:count]):
+            ids = [PROBE_BLOCK_IDS + block for block in record.get("prefix_block_ids", [])]
+            file.write(json.dumps({**record, "arrival_time": i * gap, "output_len": 1, "prefix_block_ids": ids}) + "\n")
+
+
+def simulate(args, model, trace, profile_path, out, *extra):
+    run([args.pagedllm, "simulate", "--trace", trace, "--model", model, "--profile", profile_path, "--replicas",
+         args.replicas, "--router", "round-robin", "--max-num-seqs", args.max_num_seqs, *extra, "-q", "-o", out],
+        stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def serving_latency_ms(reals, sim):
+    """The median over the probes' requests (every repeat's) of real TTFT minus simulated TTFT."""
+    simulated = {r["id"]: r["ttft_ms"] for r in sim["requests"] if r["success"]}
+    gaps = [r["ttft_ms"] - simulated[r["id"]] for real in reals for r in real["requests"]
+            if r["success"] and r["id"] in simulated]
+    if not gaps:
+        sys.exit("sim_vs_replicas: no probe request succeeded in both runs")
+    return max(0.0, statistics.median(gaps))
 
 
 def main():
@@ -113,6 +154,15 @@ def main():
     parser.add_argument("--profile-args", default="--repeats 5 --passes 2")
     parser.add_argument("--profile-under-load", type=int, default=1,
                         help="K: time the profile with K-1 copies of it running beside it")
+    parser.add_argument("--real-repeats", type=int, default=1,
+                        help="real runs, each on a fresh deployment (a cold prefix cache); errors are against "
+                             "their mean")
+    parser.add_argument("--host-cores", type=int, default=os.cpu_count(),
+                        help="the cores the replicas share (simulate --host-cores; default: this machine's)")
+    parser.add_argument("--probe-requests", type=int, default=24,
+                        help="requests of the serving-path probe (0: none; then --serving-latency-ms)")
+    parser.add_argument("--probe-gap", type=float, default=0.5, help="seconds between the probe's requests")
+    parser.add_argument("--serving-latency-ms", type=float, default=0.0, help="without a probe: the latency to use")
     parser.add_argument("--out", type=Path, default=REPO / "build/bench/sim_vs_replicas")
     args = parser.parse_args()
     if not args.router_bin:
@@ -133,27 +183,50 @@ def main():
         profile(args, model, profile_path)
         print(f"profile: {time.time() - started:.0f} s", flush=True)
 
-    real_path = args.out / "real.json"
-    started = time.time()
-    real_run(args, model, trace, real_path)
-    print(f"real run: {time.time() - started:.0f} s", flush=True)
-    sim_path = args.out / "sim.json"
-    run([args.pagedllm, "simulate", "--trace", trace, "--model", model, "--profile", profile_path, "--replicas",
-         args.replicas, "--router", "round-robin", "--max-num-seqs", args.max_num_seqs, "-q", "-o", sim_path],
-        stdout=subprocess.DEVNULL)
+    # A multiple of the replicas, so that the router's round robin starts the trace at replica 0,
+    # as the simulated one does.
+    args.probe_requests = -(-args.probe_requests // args.replicas) * args.replicas
+    probe = args.out / "probe_trace.jsonl"
+    probe_trace(trace, probe, args.probe_requests, args.probe_gap)
+    real_paths = [args.out / f"real_{i}.json" for i in range(args.real_repeats)]
+    probe_paths = [args.out / f"probe_real_{i}.json" for i in range(args.real_repeats)] if args.probe_requests else []
+    for i, real_path in enumerate(real_paths):
+        started = time.time()
+        real_run(args, model, ([(probe, probe_paths[i])] if probe_paths else []) + [(trace, real_path)])
+        print(f"real run {i}: {time.time() - started:.0f} s", flush=True)
 
-    real = json.loads(real_path.read_text())["metrics"]
-    sim = json.loads(sim_path.read_text())["metrics"]
+    host = ["--host-cores", args.host_cores]
+    latency = args.serving_latency_ms
+    if args.probe_requests > 0:
+        probe_sim = simulate(args, model, probe, profile_path, args.out / "probe_sim.json", *host)
+        latency = serving_latency_ms([json.loads(path.read_text()) for path in probe_paths], probe_sim)
+        print(f"serving path: {latency:.1f} ms (median real - simulated TTFT over {args.probe_requests} idle "
+              f"requests x {len(probe_paths)} deployment(s))", flush=True)
+    reals = [json.loads(path.read_text())["metrics"] for path in real_paths]
+    real = {key: statistics.mean(r[key] for r in reals) for key, _ in METRICS}
+    runs = {
+        "profile only": simulate(args, model, trace, profile_path, args.out / "sim.json")["metrics"],
+        "modelled": simulate(args, model, trace, profile_path, args.out / "sim_modelled.json", *host,
+                             "--serving-latency-ms", latency)["metrics"],
+    }
     print(f"\n{args.replicas} replicas x {args.threads} thread(s), {args.requests} requests at {args.rate} req/s, "
           f"vllm-router round_robin vs simulate --router round-robin (profile under load "
-          f"{args.profile_under_load})")
-    print(f"{'metric':<14} {'real':>10} {'sim':>10} {'error':>8}")
+          f"{args.profile_under_load}); modelled: --host-cores {args.host_cores} --serving-latency-ms {latency:.1f}; "
+          f"real: the mean of {len(reals)} run(s) [min..max]")
+    print(f"{'metric':<14} {'real':>22} " + " ".join(f"{name:>22}" for name in runs))
     report = {"replicas": args.replicas, "threads": args.threads, "requests": args.requests, "rate": args.rate,
-              "profile_under_load": args.profile_under_load, "metrics": {}}
+              "real_repeats": len(reals),
+              "profile_under_load": args.profile_under_load, "host_cores": args.host_cores,
+              "serving_latency_ms": latency, "metrics": {}}
     for key, label in METRICS:
-        error = (sim[key] - real[key]) / real[key] if real[key] else float("nan")
-        report["metrics"][key] = {"real": real[key], "sim": sim[key], "error": error}
-        print(f"{label:<14} {real[key]:>10.2f} {sim[key]:>10.2f} {error:>+8.1%}")
+        cells = []
+        report["metrics"][key] = {"real": real[key], "real_runs": [r[key] for r in reals]}
+        for name, sim in runs.items():
+            error = (sim[key] - real[key]) / real[key] if real[key] else float("nan")
+            report["metrics"][key][name] = {"sim": sim[key], "error": error}
+            cells.append(f"{sim[key]:>12.2f} ({error:>+6.1%})")
+        spread = f"[{min(r[key] for r in reals):.1f}..{max(r[key] for r in reals):.1f}]"
+        print(f"{label:<14} {real[key]:>8.2f} {spread:>13} " + " ".join(cells))
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     return 0
 

@@ -3,16 +3,22 @@
 // request rate one replica sustains within the latency SLOs (binary search on the trace's rate
 // scale; each rate simulated on the trace tiled until the queue reaches its steady state, and
 // judged there: sim/steady_state.h), the replicas a target rate needs, and what it costs.
+// Configurations are simulated in parallel (--jobs), each on one thread, so the result does not
+// depend on the thread count; --shard I/N computes every N-th and `plan merge` joins the shards
+// (plan_report.h).
 #include <algorithm>
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/metrics/request_records.h"
@@ -22,6 +28,7 @@
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/executor_factory.h"
+#include "tools/pagedllm/plan_report.h"
 #include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
@@ -118,6 +125,8 @@ struct PlanOptions {
   sim::SteadyStateConfig steady_state;
   std::vector<std::string> sweeps;
   std::string output_json;
+  int32_t jobs = 0;
+  std::string shard = "0/1";
   EngineOptions engine;
   ExecutorOptions executor;
 };
@@ -143,9 +152,55 @@ struct PlanRow {
   std::string note;
 };
 
+// The arguments that decide a plan's result: all but --shard, --jobs and the output file.
+std::vector<std::string> result_arguments(const std::vector<std::string>& args) {
+  static const std::vector<std::string> kSeparate = {"--shard", "--jobs", "-j", "--output-json", "-o"};
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (std::find(kSeparate.begin(), kSeparate.end(), arg) != kSeparate.end()) {
+      ++i;  // and its value
+      continue;
+    }
+    const bool attached = arg.starts_with("--shard=") || arg.starts_with("--jobs=") ||
+                          arg.starts_with("--output-json=") || (arg.starts_with("-j") && arg.size() > 2) ||
+                          (arg.starts_with("-o") && arg.size() > 2 && arg[2] != '-');
+    if (!attached) kept.push_back(arg);
+  }
+  return kept;
+}
+
+// Runs compute(i) for every index in `indices` on up to `jobs` threads (0 = all cores). Each
+// index is computed whole on one thread, so the results do not depend on the thread count. The
+// first failure (in index order) is rethrown after every thread has stopped.
+template <typename Compute>
+void for_each_parallel(const std::vector<size_t>& indices, int32_t jobs, Compute compute) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min(indices.size(), jobs > 0 ? static_cast<size_t>(jobs) : cores);
+  std::vector<std::exception_ptr> failures(indices.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t k = next++; k < indices.size(); k = next++) {
+      try {
+        compute(indices[k]);
+      } catch (...) {
+        failures[k] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
 }  // namespace
 
 int run_plan(const std::vector<std::string>& args) {
+  if (!args.empty() && args.front() == "merge") return run_plan_merge({args.begin() + 1, args.end()});
   PlanOptions options;
   po::options_description description(
       "pagedllm plan: the highest request rate per replica within latency SLOs, the replicas and cost for a\n"
@@ -172,7 +227,12 @@ int run_plan(const std::vector<std::string>& args) {
       ("sweep", po::value(&options.sweeps)->multitoken(),
        "KNOB=V1,V2,... for block-size, max-num-seqs, max-num-batched-tokens, tp (repeatable: all combinations)")
       ("output-json,o", po::value(&options.output_json), "every configuration and its rate-latency curve as JSON "
-                                                        "(tools/plot_plan.py draws it)");
+                                                        "(tools/plot_plan.py draws it)")
+      ("jobs,j", po::value(&options.jobs)->default_value(0),
+       "configurations simulated at once, one thread each (0 = all cores); the result does not depend on it")
+      ("shard", po::value(&options.shard)->default_value(options.shard),
+       "I/N: compute only configurations i with i mod N = I, for `pagedllm plan merge` to join (run every shard "
+       "with the same arguments otherwise)");
   // clang-format on
   add_trace_input_options(description, options.trace);
   add_engine_options(description, options.engine);
@@ -180,6 +240,13 @@ int run_plan(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const std::vector<SloTerm> slo = parse_slo(options.slo);
+  PlanShard shard;
+  try {
+    shard = parse_plan_shard(options.shard);
+  } catch (const std::invalid_argument& error) {
+    throw po::error(error.what());
+  }
+  if (options.jobs < 0) throw po::error("--jobs: expected 0 (all cores) or a number of threads");
   std::vector<SweepAxis> axes;
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
   for (const SweepAxis& axis : axes) {
@@ -264,6 +331,8 @@ int run_plan(const std::vector<std::string>& args) {
                              .vocab_size = vocab_size,
                              .num_replicas = 1,
                              .router = {},
+                             .host = {},
+                             .serving_path_seconds = 0.0,
                              .on_progress = {}},
                             std::move(tiled))
           .result;
@@ -290,8 +359,14 @@ int run_plan(const std::vector<std::string>& args) {
     return evaluation;
   };
 
-  std::vector<PlanRow> rows;
-  for (const auto& knobs : combinations) {
+  // This shard's configurations, each searched whole on one thread.
+  std::vector<size_t> owned;
+  for (size_t i = 0; i < combinations.size(); ++i) {
+    if (shard.owns(i)) owned.push_back(i);
+  }
+  std::vector<PlanRow> rows(combinations.size());
+  for_each_parallel(owned, options.jobs, [&](size_t index) {
+    const std::map<std::string, int32_t>& knobs = combinations[index];
     PlanRow row;
     row.knobs = knobs;
     std::optional<Evaluation> low;   // feasible
@@ -330,40 +405,35 @@ int run_plan(const std::vector<std::string>& args) {
     }
     std::sort(row.curve.begin(), row.curve.end(),
               [](const Evaluation& a, const Evaluation& b) { return a.rate_scale < b.rate_scale; });
-    rows.push_back(std::move(row));
-  }
+    rows[index] = std::move(row);
+  });
 
   const double price = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : base_backend.usd_per_gpu_hour;
-  std::printf("plan: %s, trace %s (%zu requests, %.2f req/s as recorded); SLOs:", base_backend.description.c_str(),
-              options.trace.path.c_str(), requests.requests.size(), base_rate);
-  for (const SloTerm& term : slo) std::printf(" %s <= %g ms", term.name().c_str(), term.ms);
-  if (price > 0.0) {
-    std::printf("; $%.2f per GPU-hour\n\n", price);
-  } else {
-    std::printf("; no price for %s (--usd-per-gpu-hour)\n\n", base_backend.device.c_str());
-  }
-  std::printf("%-44s %12s %12s", "configuration", "req/s/replica", "out tok/s");
-  for (const SloTerm& term : slo) std::printf(" %12s", (term.name() + " ms").c_str());
-  std::printf(" %10s", "$/M tok");
-  if (options.target_rate > 0.0) std::printf(" %9s %9s", "replicas", "$/hour");
-  std::printf("\n");
+  char base_rate_text[32];
+  std::snprintf(base_rate_text, sizeof(base_rate_text), "%.17g", base_rate);
+  std::vector<std::string> identity = result_arguments(args);
+  identity.push_back(std::to_string(requests.requests.size()));
+  identity.push_back(base_rate_text);
   nlohmann::json document = {
       {"model", model.shape.name},
       {"hardware", base_backend.device},
       {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
+      {"description", base_backend.description},
       {"trace", options.trace.path},
+      {"num_requests", requests.requests.size()},
       {"base_request_rate", base_rate},
       {"usd_per_gpu_hour", price},
       {"target_rate", options.target_rate},
       {"slo", nlohmann::json::object()},
+      {"sweep", {{"fingerprint", plan_fingerprint(identity)}, {"num_configurations", combinations.size()}}},
       {"configurations", nlohmann::json::array()}};
+  if (shard.sharded()) document["shard"] = {{"index", shard.index}, {"count", shard.count}};
   for (const SloTerm& term : slo) document["slo"][term.name()] = term.ms;
-  for (const PlanRow& row : rows) {
-    std::string label;
+  for (const size_t index : owned) {
+    const PlanRow& row = rows[index];
     const int32_t tp = row.knobs.contains("tp") ? row.knobs.at("tp") : options.executor.tensor_parallel;
-    for (const auto& [knob, value] : row.knobs) label += knob + "=" + std::to_string(value) + " ";
-    if (label.empty()) label = "as given";
-    nlohmann::json entry = {{"knobs", row.knobs}, {"tensor_parallel", tp}, {"curve", nlohmann::json::array()}};
+    nlohmann::json entry = {
+        {"index", index}, {"knobs", row.knobs}, {"tensor_parallel", tp}, {"curve", nlohmann::json::array()}};
     for (const Evaluation& point : row.curve) {
       entry["curve"].push_back({{"rate_scale", point.rate_scale},
                                 {"request_rate", point.request_rate},
@@ -376,42 +446,26 @@ int run_plan(const std::vector<std::string>& args) {
                                 {"latency_ms", point.values_ms},
                                 {"output_throughput", point.output_throughput}});
     }
-    if (!row.best || !row.note.empty()) {
-      std::printf("%-44s %s\n", label.c_str(), row.note.c_str());
-      entry["note"] = row.note;
-    }
+    if (!row.note.empty()) entry["note"] = row.note;
     if (row.best) {
       const Evaluation& best = *row.best;
-      const double usd_per_million =
-          best.output_throughput > 0.0 ? tp * price / 3600.0 / best.output_throughput * 1e6 : 0.0;
-      std::printf("%-44s %12.2f %12.1f", label.c_str(), best.request_rate, best.output_throughput);
-      for (const SloTerm& term : slo) std::printf(" %12.1f", best.values_ms.at(term.name()));
-      if (price > 0.0) {
-        std::printf(" %10.3f", usd_per_million);
-        entry["usd_per_million_output_tokens"] = usd_per_million;
-      } else {
-        std::printf(" %10s", "-");
-      }
       entry["max_request_rate_per_replica"] = best.request_rate;
       entry["output_throughput"] = best.output_throughput;
       entry["latency_ms"] = best.values_ms;
+      if (price > 0.0 && best.output_throughput > 0.0) {
+        entry["usd_per_million_output_tokens"] = tp * price / 3600.0 / best.output_throughput * 1e6;
+      }
       if (options.target_rate > 0.0) {
         // Replicas behind a balancing router scale about linearly; check with `simulate --replicas`.
         const auto replicas = static_cast<int64_t>(std::ceil(options.target_rate / best.request_rate));
-        std::printf(" %9lld", static_cast<long long>(replicas));
         entry["replicas"] = replicas;
         entry["gpus"] = replicas * tp;
-        if (price > 0.0) {
-          std::printf(" %9.2f", static_cast<double>(replicas) * tp * price);
-          entry["usd_per_hour"] = static_cast<double>(replicas) * tp * price;
-        } else {
-          std::printf(" %9s", "-");
-        }
+        if (price > 0.0) entry["usd_per_hour"] = static_cast<double>(replicas) * tp * price;
       }
-      std::printf("\n");
     }
     document["configurations"].push_back(std::move(entry));
   }
+  print_plan(document, stdout);
   if (!options.output_json.empty()) {
     std::ofstream file(options.output_json);
     file << document.dump(1) << '\n';

@@ -133,6 +133,8 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
   backend.cost_model = cost_model;
   backend.model_name = measured.model.name;
   backend.device = measured.device;
+  backend.cpu_profile = measured.executor == "cpu_ref";
+  if (backend.cpu_profile) backend.cpu_threads = measured.num_threads;
   std::ostringstream description;
   description << "sim (profile " << options.profile << ": " << measured.executor << ", " << measured.num_threads
               << " threads, " << measured.device << ", ";
@@ -164,6 +166,8 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   cluster.num_replicas = spec.num_replicas;
   cluster.router = spec.router;
   cluster.engine = spec.config;
+  cluster.host = spec.host;
+  cluster.serving_path_seconds = spec.serving_path_seconds;
   cluster.on_progress = spec.on_progress;
   engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
   script.vocab_size = spec.vocab_size;

@@ -38,6 +38,8 @@ struct SimBackend {
   std::string device;             // the hardware preset's name, or the profiled device
   int32_t tensor_parallel = 1;    // GPUs per replica
   double usd_per_gpu_hour = 0.0;  // the hardware preset's indicative price; 0 for a profile
+  bool cpu_profile = false;       // a profile of the CPU engine (replicas that may share a host)
+  int32_t cpu_threads = 0;        // its OpenMP threads (0 = all cores)
 };
 
 // Builds the backend for `shape` and sizes the KV tiers of the engine `config` for it (a
@@ -55,6 +57,8 @@ struct SimRunSpec {
   int32_t vocab_size = 0;  // of the token script
   int32_t num_replicas = 1;
   sim::RouterConfig router;
+  sim::HostSharing host;              // CPU replicas sharing one host's cores
+  double serving_path_seconds = 0.0;  // per request, the client's time outside the engine
   std::function<void(const engine::ReplayProgress&)> on_progress;
 };
 

@@ -1,6 +1,7 @@
 // `pagedllm simulate`: a trace through a simulated cluster (R replicas of the engine's own core,
 // each on the roofline cost model of a GPU or on a measured step profile), with replay's
 // metrics, the memory view and cost.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iomanip>
@@ -36,6 +37,8 @@ struct SimulateOptions {
   int32_t max_imbalance = 8;
   std::string allocator = "paged";
   double usd_per_gpu_hour = 0.0;
+  int32_t host_cores = 0;
+  double serving_latency_ms = 0.0;
   bool quiet = false;
   RunReportOptions report;
   EngineOptions engine;
@@ -65,6 +68,13 @@ int run_simulate(const std::vector<std::string>& args) {
        "paged (blocks of --block-size) or contiguous (max-model-len reserved per sequence: the pre-vLLM baseline)")
       ("usd-per-gpu-hour", po::value(&options.usd_per_gpu_hour)->default_value(0.0),
        "price of one GPU-hour (0 = the hardware preset's indicative price)")
+      ("host-cores", po::value(&options.host_cores)->default_value(0),
+       "with a CPU engine's --profile: the replicas share one host of this many cores; while k replicas step, "
+       "each step runs at min(1, cores / (k x the profile's threads)) of its profiled speed (processor sharing; "
+       "0 = each replica on its own hardware)")
+      ("serving-latency-ms", po::value(&options.serving_latency_ms)->default_value(0.0),
+       "per request, the client's time outside the engine (HTTP, tokenization, a router's hop, the SSE event), "
+       "added to TTFT and end-to-end latency; measure it on the idle deployment")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   // clang-format on
   add_trace_input_options(description, options.trace);
@@ -107,6 +117,14 @@ int run_simulate(const std::vector<std::string>& args) {
   const SimBackend backend =
       make_sim_backend(options.executor, model.shape, model.bundle ? &model.bundle->config : nullptr, config);
   config.cache = backend.cache;
+  if (options.host_cores < 0) throw po::error("--host-cores: expected 0 (none) or a number of cores");
+  if (options.host_cores > 0 && !backend.cpu_profile) {
+    throw po::error("--host-cores: only CPU replicas share a host's cores; it needs a --profile of the CPU engine");
+  }
+  if (!(options.serving_latency_ms >= 0.0)) throw po::error("--serving-latency-ms: expected 0 or more");
+  const sim::HostSharing host{
+      .num_cores = options.host_cores,
+      .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
 
   const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
   trace::MaterializedTrace requests = materialize_trace(
@@ -122,6 +140,8 @@ int run_simulate(const std::vector<std::string>& args) {
                   .vocab_size = vocab_size,
                   .num_replicas = options.num_replicas,
                   .router = {.policy = router, .max_imbalance = options.max_imbalance},
+                  .host = host,
+                  .serving_path_seconds = options.serving_latency_ms / 1000.0,
                   .on_progress = [&](const engine::ReplayProgress& p) {
                     std::ostringstream detail;
                     detail << "running " << p.num_running << ", waiting " << p.num_waiting << ", t=" << std::fixed
@@ -136,6 +156,12 @@ int run_simulate(const std::vector<std::string>& args) {
   std::ostringstream executor_description;
   executor_description << backend.description << " per replica, " << options.num_replicas << " replica(s), "
                        << sim::to_string(router) << ", " << options.allocator << " KV, " << backend.sizing;
+  if (host.enabled()) {
+    executor_description << ", sharing " << host.num_cores << " cores (" << host.threads_per_replica
+                         << " thread(s) per replica)";
+  }
+  if (options.serving_latency_ms > 0.0)
+    executor_description << ", serving path " << options.serving_latency_ms << " ms";
   RunReportInput input{.executor = "sim",
                        .executor_description = executor_description.str(),
                        .trace_path = options.trace.path,
@@ -161,6 +187,9 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"max_num_seqs", config.scheduler.max_num_seqs},
                   {"max_num_batched_tokens", config.scheduler.max_num_batched_tokens},
                   {"usd_per_gpu_hour", usd_per_gpu_hour},
+                  {"host_cores", host.num_cores},
+                  {"threads_per_replica", host.enabled() ? host.threads_per_replica : 0},
+                  {"serving_latency_ms", options.serving_latency_ms},
                   {"simulated_events", cluster.counters().num_events()}};
   const int status = write_run_report(input, options.report, std::cout);
   const double duration = result.end_time - result.start_time;
