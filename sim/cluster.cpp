@@ -121,7 +121,11 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
   }
   constexpr double kNever = std::numeric_limits<double>::infinity();
   size_t next = 0;
-  while (true) {
+  for (int64_t event = 1;; ++event) {
+    if (config_.should_stop && event % ClusterConfig::kStopCheckEvents == 0 && config_.should_stop()) {
+      result.stopped = true;
+      break;
+    }
     // The earliest step end (lowest replica index on ties).
     size_t stepping = replicas_.size();
     double step_end = kNever;
@@ -160,7 +164,7 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
     }
   }
   for (const Replica& replica : replicas_) {
-    if (replica.engine->has_unfinished()) {
+    if (!result.stopped && replica.engine->has_unfinished()) {
       throw std::runtime_error("cluster: a replica stalled with " + std::to_string(num_outstanding(*replica.engine)) +
                                " unfinished requests and nothing it could schedule");
     }

@@ -45,6 +45,10 @@ struct ClusterConfig {
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
+  // Asked every kStopCheckEvents events (arrivals or step ends); true ends the run where it stands: run() returns the
+  // requests finished so far with ReplayResult::stopped set (a wall-clock limit).
+  std::function<bool()> should_stop;
+  static constexpr int64_t kStopCheckEvents = 1024;
 };
 
 struct ClusterCounters {
@@ -59,8 +63,9 @@ class ClusterSimulation {
   // negative serving-path latency or invalid host sharing.
   explicit ClusterSimulation(ClusterConfig config);
 
-  // Runs `requests` (sorted by arrival_time, times relative to 0) to completion. Returns every
-  // finished output and every refused request, by request id, over all replicas.
+  // Runs `requests` (sorted by arrival_time, times relative to 0) to completion, or until
+  // should_stop says so. Returns every finished output and every refused request, by request id,
+  // over all replicas.
   engine::ReplayResult run(std::vector<sched::Request> requests);
 
   int32_t num_replicas() const { return static_cast<int32_t>(replicas_.size()); }

@@ -57,6 +57,7 @@ struct ReplayResult {
   std::vector<RefusedRequest> refused;
   double start_time = 0.0;  // engine clock when the replay began
   double end_time = 0.0;    // when the last request finished
+  bool stopped = false;     // its driver ended it before every request finished (a wall-clock limit)
 };
 
 // Replays `requests` (sorted by arrival_time) on `engine`, whose clock must be `clock`: a

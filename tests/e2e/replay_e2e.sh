@@ -180,6 +180,18 @@ merge_refuses "a shard given twice" "given twice" "$work/shards/shard-0.json" "$
 merge_refuses "a shard of another sweep" "another sweep" "$work/shards/shard-0.json" "$work/foreign.json"
 merge_refuses "a file that is not a shard" "not a shard of a plan" "$work/shards/shard-0.json" "$work/plan.json"
 
+echo "--- time limits: simulate and plan stop when told and say so"
+# A limit of 1 ms has passed once the trace is read, so both stop at their first check.
+"$pagedllm" trace synth -n 20000 --request-rate 40 --seed 7 -o "$work/long.jsonl" 2>/dev/null
+"$pagedllm" simulate --trace "$work/long.jsonl" --model llama-2-7b --replicas 2 --max-wall-seconds 0.001 -q \
+  -o "$work/stopped.json" > "$work/stopped.txt"
+grep -q "^Stopped by --max-wall-seconds 0.001 at simulated t=" "$work/stopped.txt" || fail "simulate did not say it stopped"
+expect "simulate --max-wall-seconds: stopped with requests unfinished, metrics over the finished" \
+  "$(json "$work/stopped.json" "d['config']['stopped_by_wall_limit'] and d['config']['unfinished_requests'] > 0 and d['metrics']['completed'] + d['config']['unfinished_requests'] == 20000")" True
+"$pagedllm" plan "${plan_args[@]}" --max-wall-seconds 0.001 -q -o "$work/plan_stopped.json" > "$work/plan_stopped.txt"
+expect "plan --max-wall-seconds: every configuration says it stopped" \
+  "$(json "$work/plan_stopped.json" "all(c.get('stopped_by_wall_limit') and 'max-wall-seconds' in c['note'] for c in d['configurations'])")" True
+
 # The steady state, not the trace's length, decides: 200 and 2,000 requests of one distribution
 # (synth seeds 1 and 2, as first run) give rates within 10% (docs/SIMULATOR.md has the spread
 # over other seeds), and the rates above the one found were judged on a growing queue.

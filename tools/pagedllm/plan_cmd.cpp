@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -29,6 +32,7 @@
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/executor_factory.h"
 #include "tools/pagedllm/plan_report.h"
+#include "tools/pagedllm/progress_bar.h"
 #include "tools/pagedllm/sim_setup.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
@@ -127,6 +131,8 @@ struct PlanOptions {
   std::string output_json;
   int32_t jobs = 0;
   std::string shard = "0/1";
+  double max_wall_seconds = 0.0;
+  bool quiet = false;
   EngineOptions engine;
   ExecutorOptions executor;
 };
@@ -150,11 +156,16 @@ struct PlanRow {
   std::vector<Evaluation> curve;   // every rate evaluated, ascending
   std::optional<Evaluation> best;  // the highest feasible rate
   std::string note;
+  bool stopped = false;  // --max-wall-seconds ended its search
 };
 
-// The arguments that decide a plan's result: all but --shard, --jobs and the output file.
+// Thrown out of a rate's simulation when --max-wall-seconds has passed.
+struct WallLimitReached {};
+
+// The arguments that decide a plan's result: all but --shard, --jobs, --quiet and the output file.
 std::vector<std::string> result_arguments(const std::vector<std::string>& args) {
   static const std::vector<std::string> kSeparate = {"--shard", "--jobs", "-j", "--output-json", "-o"};
+  static const std::vector<std::string> kSwitches = {"--quiet", "-q"};
   std::vector<std::string> kept;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -165,7 +176,8 @@ std::vector<std::string> result_arguments(const std::vector<std::string>& args) 
     const bool attached = arg.starts_with("--shard=") || arg.starts_with("--jobs=") ||
                           arg.starts_with("--output-json=") || (arg.starts_with("-j") && arg.size() > 2) ||
                           (arg.starts_with("-o") && arg.size() > 2 && arg[2] != '-');
-    if (!attached) kept.push_back(arg);
+    const bool is_switch = std::find(kSwitches.begin(), kSwitches.end(), arg) != kSwitches.end();
+    if (!attached && !is_switch) kept.push_back(arg);
   }
   return kept;
 }
@@ -230,6 +242,10 @@ int run_plan(const std::vector<std::string>& args) {
                                                         "(tools/plot_plan.py draws it)")
       ("jobs,j", po::value(&options.jobs)->default_value(0),
        "configurations simulated at once, one thread each (0 = all cores); the result does not depend on it")
+      ("max-wall-seconds", po::value(&options.max_wall_seconds)->default_value(0.0),
+       "stop searching after this much wall time; each configuration reports the best rate found by then "
+       "(marked stopped; 0 = no limit)")
+      ("quiet,q", po::bool_switch(&options.quiet), "no progress bar")
       ("shard", po::value(&options.shard)->default_value(options.shard),
        "I/N: compute only configurations i with i mod N = I, for `pagedllm plan merge` to join (run every shard "
        "with the same arguments otherwise)");
@@ -247,6 +263,12 @@ int run_plan(const std::vector<std::string>& args) {
     throw po::error(error.what());
   }
   if (options.jobs < 0) throw po::error("--jobs: expected 0 (all cores) or a number of threads");
+  if (!(options.max_wall_seconds >= 0.0)) throw po::error("--max-wall-seconds: expected 0 (no limit) or more");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.max_wall_seconds);
+  const std::function<bool()> past_deadline =
+      options.max_wall_seconds > 0.0
+          ? std::function<bool()>([deadline] { return std::chrono::steady_clock::now() >= deadline; })
+          : std::function<bool()>();
   std::vector<SweepAxis> axes;
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
   for (const SweepAxis& axis : axes) {
@@ -325,17 +347,21 @@ int run_plan(const std::vector<std::string>& args) {
     config.cache.num_device_blocks = engine_options.num_gpu_blocks_override;
     const SimBackend backend = make_sim_backend(executor_options, model.shape, model_config, config);
     config.cache = backend.cache;
+    if (past_deadline && past_deadline()) throw WallLimitReached();
     const auto simulate = [&](std::vector<sched::Request> tiled) {
-      return run_simulation({.config = config,
-                             .cost_model = backend.cost_model,
-                             .vocab_size = vocab_size,
-                             .num_replicas = 1,
-                             .router = {},
-                             .host = {},
-                             .serving_path_seconds = 0.0,
-                             .on_progress = {}},
-                            std::move(tiled))
-          .result;
+      engine::ReplayResult result = run_simulation({.config = config,
+                                                    .cost_model = backend.cost_model,
+                                                    .vocab_size = vocab_size,
+                                                    .num_replicas = 1,
+                                                    .router = {},
+                                                    .host = {},
+                                                    .serving_path_seconds = 0.0,
+                                                    .on_progress = {},
+                                                    .should_stop = past_deadline},
+                                                   std::move(tiled))
+                                        .result;
+      if (result.stopped) throw WallLimitReached();
+      return result;
     };
     const sim::SteadyStateReport steady =
         sim::run_to_steady_state(requests.requests, rate_scale, simulate, options.steady_state);
@@ -365,39 +391,51 @@ int run_plan(const std::vector<std::string>& args) {
     if (shard.owns(i)) owned.push_back(i);
   }
   std::vector<PlanRow> rows(combinations.size());
+  ProgressBar progress("plan", static_cast<int64_t>(owned.size()), !options.quiet);
+  std::mutex progress_mutex;
+  int64_t num_done = 0;
+  int64_t num_evaluations = 0;
   for_each_parallel(owned, options.jobs, [&](size_t index) {
     const std::map<std::string, int32_t>& knobs = combinations[index];
     PlanRow row;
     row.knobs = knobs;
     std::optional<Evaluation> low;   // feasible
     std::optional<Evaluation> high;  // infeasible
-    Evaluation first = evaluate(knobs, 1.0);
-    row.curve.push_back(first);
-    (first.feasible ? low : high) = first;
-    for (double scale = 1.0; !high && scale < 1e6;) {  // grow until the SLOs break
-      scale *= 2.0;
-      Evaluation evaluation = evaluate(knobs, scale);
-      row.curve.push_back(evaluation);
-      (evaluation.feasible ? low : high) = evaluation;
-    }
-    for (double scale = 1.0; !low && scale > 1e-6;) {  // shrink until they hold
-      scale /= 2.0;
-      Evaluation evaluation = evaluate(knobs, scale);
-      row.curve.push_back(evaluation);
-      (evaluation.feasible ? low : high) = evaluation;
-    }
-    if (!low) {
-      row.note = "SLOs not met even at 1e-6 of the trace's rate (an unloaded request already misses them)";
-    } else if (!high) {
-      row.note = "SLOs met at every rate tried (up to 1e6 x the trace's rate)";
-    } else {
-      while (high->rate_scale / low->rate_scale > 1.0 + options.precision) {
-        Evaluation middle = evaluate(knobs, std::sqrt(low->rate_scale * high->rate_scale));
-        row.curve.push_back(middle);
-        (middle.feasible ? low : high) = middle;
+    bool stopped = false;
+    try {
+      Evaluation first = evaluate(knobs, 1.0);
+      row.curve.push_back(first);
+      (first.feasible ? low : high) = first;
+      for (double scale = 1.0; !high && scale < 1e6;) {  // grow until the SLOs break
+        scale *= 2.0;
+        Evaluation evaluation = evaluate(knobs, scale);
+        row.curve.push_back(evaluation);
+        (evaluation.feasible ? low : high) = evaluation;
       }
+      for (double scale = 1.0; !low && scale > 1e-6;) {  // shrink until they hold
+        scale /= 2.0;
+        Evaluation evaluation = evaluate(knobs, scale);
+        row.curve.push_back(evaluation);
+        (evaluation.feasible ? low : high) = evaluation;
+      }
+      if (!low) {
+        row.note = "SLOs not met even at 1e-6 of the trace's rate (an unloaded request already misses them)";
+      } else if (!high) {
+        row.note = "SLOs met at every rate tried (up to 1e6 x the trace's rate)";
+      } else {
+        while (high->rate_scale / low->rate_scale > 1.0 + options.precision) {
+          Evaluation middle = evaluate(knobs, std::sqrt(low->rate_scale * high->rate_scale));
+          row.curve.push_back(middle);
+          (middle.feasible ? low : high) = middle;
+        }
+      }
+    } catch (const WallLimitReached&) {
+      stopped = true;
+      row.note = low ? "stopped by --max-wall-seconds before the search converged: the rate is a lower bound"
+                     : "stopped by --max-wall-seconds before a rate within the SLOs was found";
     }
     row.best = low;
+    row.stopped = stopped;
     if (low && !low->shortfall.empty()) {
       row.note += std::string(row.note.empty() ? "" : "; ") +
                   "warning: too short to judge the steady state at the rate found: " + low->shortfall +
@@ -405,8 +443,14 @@ int run_plan(const std::vector<std::string>& args) {
     }
     std::sort(row.curve.begin(), row.curve.end(),
               [](const Evaluation& a, const Evaluation& b) { return a.rate_scale < b.rate_scale; });
+    {
+      const std::lock_guard lock(progress_mutex);
+      num_evaluations += static_cast<int64_t>(row.curve.size());
+      progress.update(++num_done, "configurations searched, " + std::to_string(num_evaluations) + " rates simulated");
+    }
     rows[index] = std::move(row);
   });
+  progress.finish("configurations searched, " + std::to_string(num_evaluations) + " rates simulated");
 
   const double price = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : base_backend.usd_per_gpu_hour;
   char base_rate_text[32];
@@ -447,6 +491,7 @@ int run_plan(const std::vector<std::string>& args) {
                                 {"output_throughput", point.output_throughput}});
     }
     if (!row.note.empty()) entry["note"] = row.note;
+    if (row.stopped) entry["stopped_by_wall_limit"] = true;
     if (row.best) {
       const Evaluation& best = *row.best;
       entry["max_request_rate_per_replica"] = best.request_rate;

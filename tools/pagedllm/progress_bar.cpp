@@ -24,19 +24,37 @@ void ProgressBar::update(int64_t done, const std::string& detail) {
     if (now - last_draw_ < kRedrawInterval) return;
     last_draw_ = now;
   } else {
-    if (done < next_line_at_) return;
+    if (done < next_line_at_ || done >= total_) return;  // the last line is finish()'s
     next_line_at_ = (done * 10 / total_ + 1) * total_ / 10;
   }
   draw(done, detail, false);
 }
 
-void ProgressBar::finish(const std::string& detail) {
+void ProgressBar::finish(const std::string& detail, int64_t done) {
   if (!enabled_) return;
-  draw(total_, detail, true);
+  draw(done < 0 ? total_ : done, detail, true);
 }
 
-void ProgressBar::draw(int64_t done, const std::string& detail, bool final_line) {
+std::string format_duration(double seconds) {
+  const auto whole = static_cast<long long>(std::max(0.0, seconds) + 0.5);
+  char text[32];
+  if (whole < 60) {
+    std::snprintf(text, sizeof(text), "%lld s", whole);
+  } else if (whole < 3600) {
+    std::snprintf(text, sizeof(text), "%lldm%02llds", whole / 60, whole % 60);
+  } else {
+    std::snprintf(text, sizeof(text), "%lldh%02lldm", whole / 3600, whole / 60 % 60);
+  }
+  return text;
+}
+
+void ProgressBar::draw(int64_t done, const std::string& detail_in, bool final_line) {
   const int64_t percent = std::min<int64_t>(100, done * 100 / total_);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string detail = detail_in + (detail_in.empty() ? "" : "; ") + format_duration(elapsed) + " elapsed";
+  if (!final_line && done > 0 && done < total_) {
+    detail += ", ETA " + format_duration(elapsed * static_cast<double>(total_ - done) / static_cast<double>(done));
+  }
   if (terminal_) {
     const auto filled = static_cast<int>(std::min<int64_t>(kBarWidth, done * kBarWidth / total_));
     std::fprintf(stderr, "\r%s [%s%s] %3lld%% %lld/%lld  %s\033[K%s", label_.c_str(), std::string(filled, '#').c_str(),

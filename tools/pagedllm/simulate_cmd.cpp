@@ -3,7 +3,9 @@
 // metrics, the memory view and cost.
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -39,6 +41,7 @@ struct SimulateOptions {
   double usd_per_gpu_hour = 0.0;
   int32_t host_cores = 0;
   double serving_latency_ms = 0.0;
+  double max_wall_seconds = 0.0;
   bool quiet = false;
   RunReportOptions report;
   EngineOptions engine;
@@ -75,6 +78,9 @@ int run_simulate(const std::vector<std::string>& args) {
       ("serving-latency-ms", po::value(&options.serving_latency_ms)->default_value(0.0),
        "per request, the client's time outside the engine (HTTP, tokenization, a router's hop, the SSE event), "
        "added to TTFT and end-to-end latency; measure it on the idle deployment")
+      ("max-wall-seconds", po::value(&options.max_wall_seconds)->default_value(0.0),
+       "stop after this much wall time (from the start, trace reading included) and report the requests "
+       "finished by then (0 = no limit)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar");
   // clang-format on
   add_trace_input_options(description, options.trace);
@@ -84,6 +90,8 @@ int run_simulate(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
+  // The limit counts from here: reading the trace is part of the run.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.max_wall_seconds);
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
   if (time_mode == engine::TimeMode::real) throw po::error("--time real: the simulator runs in virtual time only");
   const sim::RouterPolicy router = sim::parse_router_policy(options.router);
@@ -122,6 +130,7 @@ int run_simulate(const std::vector<std::string>& args) {
     throw po::error("--host-cores: only CPU replicas share a host's cores; it needs a --profile of the CPU engine");
   }
   if (!(options.serving_latency_ms >= 0.0)) throw po::error("--serving-latency-ms: expected 0 or more");
+  if (!(options.max_wall_seconds >= 0.0)) throw po::error("--max-wall-seconds: expected 0 (no limit) or more");
   const sim::HostSharing host{
       .num_cores = options.host_cores,
       .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
@@ -135,6 +144,7 @@ int run_simulate(const std::vector<std::string>& args) {
   }
 
   ProgressBar progress("simulate", static_cast<int64_t>(requests.requests.size()), !options.quiet);
+  const int64_t num_requests = static_cast<int64_t>(requests.requests.size());
   SimRunSpec spec{.config = config,
                   .cost_model = backend.cost_model,
                   .vocab_size = vocab_size,
@@ -142,16 +152,29 @@ int run_simulate(const std::vector<std::string>& args) {
                   .router = {.policy = router, .max_imbalance = options.max_imbalance},
                   .host = host,
                   .serving_path_seconds = options.serving_latency_ms / 1000.0,
-                  .on_progress = [&](const engine::ReplayProgress& p) {
-                    std::ostringstream detail;
-                    detail << "running " << p.num_running << ", waiting " << p.num_waiting << ", t=" << std::fixed
-                           << std::setprecision(1) << p.now << " s";
-                    progress.update(p.num_finished, detail.str());
-                  }};
+                  .on_progress =
+                      [&](const engine::ReplayProgress& p) {
+                        std::ostringstream detail;
+                        detail << "running " << p.num_running << ", waiting " << p.num_waiting << ", t=" << std::fixed
+                               << std::setprecision(1) << p.now << " s";
+                        progress.update(p.num_finished, detail.str());
+                      },
+                  .should_stop = options.max_wall_seconds > 0.0 ? std::function<bool()>([deadline] {
+                    return std::chrono::steady_clock::now() >= deadline;
+                  })
+                                                                : std::function<bool()>()};
   const SimRunOutput run = run_simulation(spec, std::move(requests.requests));
   const sim::ClusterSimulation& cluster = *run.cluster;
   const engine::ReplayResult& result = run.result;
-  progress.finish("done");
+  const int64_t num_ended = static_cast<int64_t>(result.outputs.size() + result.refused.size());
+  progress.finish(result.stopped ? "stopped by --max-wall-seconds" : "done", num_ended);
+  if (result.stopped) {
+    std::printf(
+        "Stopped by --max-wall-seconds %g at simulated t=%.1f s: %lld of %lld requests finished; the metrics "
+        "below cover those (the rest were still waiting or running)\n",
+        options.max_wall_seconds, result.end_time, static_cast<long long>(num_ended),
+        static_cast<long long>(num_requests));
+  }
 
   std::ostringstream executor_description;
   executor_description << backend.description << " per replica, " << options.num_replicas << " replica(s), "
@@ -190,7 +213,9 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"host_cores", host.num_cores},
                   {"threads_per_replica", host.enabled() ? host.threads_per_replica : 0},
                   {"serving_latency_ms", options.serving_latency_ms},
-                  {"simulated_events", cluster.counters().num_events()}};
+                  {"simulated_events", cluster.counters().num_events()},
+                  {"stopped_by_wall_limit", result.stopped},
+                  {"unfinished_requests", num_requests - num_ended}};
   const int status = write_run_report(input, options.report, std::cout);
   const double duration = result.end_time - result.start_time;
   int64_t output_tokens = 0;
