@@ -45,8 +45,9 @@ struct ClusterConfig {
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
-  // Asked every kStopCheckEvents events (arrivals or step ends); true ends the run where it stands: run() returns the
-  // requests finished so far with ReplayResult::stopped set (a wall-clock limit).
+  // Asked every kStopCheckEvents events (arrivals or step ends); true ends the run where it
+  // stands: run() returns the requests finished so far with ReplayResult::stopped set (a
+  // wall-clock limit).
   std::function<bool()> should_stop;
   static constexpr int64_t kStopCheckEvents = 1024;
 };
