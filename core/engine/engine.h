@@ -55,7 +55,6 @@ class Engine {
   // added (the next step schedules them) but not aborted or stopped.
   double begin_step();
   std::vector<RequestOutput> finish_step(double end_time);
-  bool step_in_flight() const { return in_flight_; }
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
   int64_t num_steps() const { return step_; }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -263,12 +262,7 @@ int run_plan(const std::vector<std::string>& args) {
     throw po::error(error.what());
   }
   if (options.jobs < 0) throw po::error("--jobs: expected 0 (all cores) or a number of threads");
-  if (!(options.max_wall_seconds >= 0.0)) throw po::error("--max-wall-seconds: expected 0 (no limit) or more");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.max_wall_seconds);
-  const std::function<bool()> past_deadline =
-      options.max_wall_seconds > 0.0
-          ? std::function<bool()>([deadline] { return std::chrono::steady_clock::now() >= deadline; })
-          : std::function<bool()>();
+  const std::function<bool()> past_deadline = wall_clock_limit(options.max_wall_seconds);
   std::vector<SweepAxis> axes;
   for (const std::string& sweep : options.sweeps) axes.push_back(parse_sweep(sweep));
   for (const SweepAxis& axis : axes) {
@@ -401,7 +395,6 @@ int run_plan(const std::vector<std::string>& args) {
     row.knobs = knobs;
     std::optional<Evaluation> low;   // feasible
     std::optional<Evaluation> high;  // infeasible
-    bool stopped = false;
     try {
       Evaluation first = evaluate(knobs, 1.0);
       row.curve.push_back(first);
@@ -430,12 +423,11 @@ int run_plan(const std::vector<std::string>& args) {
         }
       }
     } catch (const WallLimitReached&) {
-      stopped = true;
+      row.stopped = true;
       row.note = low ? "stopped by --max-wall-seconds before the search converged: the rate is a lower bound"
                      : "stopped by --max-wall-seconds before a rate within the SLOs was found";
     }
     row.best = low;
-    row.stopped = stopped;
     if (low && !low->shortfall.empty()) {
       row.note += std::string(row.note.empty() ? "" : "; ") +
                   "warning: too short to judge the steady state at the rate found: " + low->shortfall +

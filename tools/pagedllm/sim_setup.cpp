@@ -1,6 +1,7 @@
 #include "tools/pagedllm/sim_setup.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -180,6 +181,13 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   output.cluster = std::make_unique<sim::ClusterSimulation>(std::move(cluster));
   output.result = output.cluster->run(std::move(requests));
   return output;
+}
+
+std::function<bool()> wall_clock_limit(double seconds) {
+  if (!(seconds >= 0.0)) throw std::invalid_argument("--max-wall-seconds: expected 0 (no limit) or more");
+  if (seconds == 0.0) return {};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  return [deadline] { return std::chrono::steady_clock::now() >= deadline; };
 }
 
 }  // namespace pagedllm::cli

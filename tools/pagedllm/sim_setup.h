@@ -70,4 +70,8 @@ struct SimRunOutput {
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests);
 
+// --max-wall-seconds: a check that turns true once `seconds` of wall time have passed since this
+// call (SimRunSpec::should_stop); empty for 0, no limit. Throws std::invalid_argument when negative.
+std::function<bool()> wall_clock_limit(double seconds);
+
 }  // namespace pagedllm::cli

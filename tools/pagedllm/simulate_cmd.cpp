@@ -3,7 +3,6 @@
 // metrics, the memory view and cost.
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <iomanip>
@@ -91,7 +90,7 @@ int run_simulate(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   // The limit counts from here: reading the trace is part of the run.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.max_wall_seconds);
+  const std::function<bool()> past_deadline = wall_clock_limit(options.max_wall_seconds);
   const engine::TimeMode time_mode = engine::parse_time_mode(options.time);
   if (time_mode == engine::TimeMode::real) throw po::error("--time real: the simulator runs in virtual time only");
   const sim::RouterPolicy router = sim::parse_router_policy(options.router);
@@ -130,7 +129,6 @@ int run_simulate(const std::vector<std::string>& args) {
     throw po::error("--host-cores: only CPU replicas share a host's cores; it needs a --profile of the CPU engine");
   }
   if (!(options.serving_latency_ms >= 0.0)) throw po::error("--serving-latency-ms: expected 0 or more");
-  if (!(options.max_wall_seconds >= 0.0)) throw po::error("--max-wall-seconds: expected 0 (no limit) or more");
   const sim::HostSharing host{
       .num_cores = options.host_cores,
       .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
@@ -159,10 +157,7 @@ int run_simulate(const std::vector<std::string>& args) {
                                << std::setprecision(1) << p.now << " s";
                         progress.update(p.num_finished, detail.str());
                       },
-                  .should_stop = options.max_wall_seconds > 0.0 ? std::function<bool()>([deadline] {
-                    return std::chrono::steady_clock::now() >= deadline;
-                  })
-                                                                : std::function<bool()>()};
+                  .should_stop = past_deadline};
   const SimRunOutput run = run_simulation(spec, std::move(requests.requests));
   const sim::ClusterSimulation& cluster = *run.cluster;
   const engine::ReplayResult& result = run.result;
