@@ -56,13 +56,14 @@ size_t Router::route(const sched::Request& request, std::span<const engine::Engi
       const int32_t block_size = replicas.front()->kv().config().block_size;
       // Hashed once, looked up in every replica's prefix cache.
       const std::vector<kv::BlockHash> hashes =
-          kv::hash_prompt_blocks(request.prompt_tokens, block_size, request.cache_salt);
+          kv::hash_prompt_blocks(request.prompt_tokens, block_size, request.cache_salt, request.content_ids);
+      const int32_t num_named = request.content_ids.num_named_blocks(block_size);
       size_t best = least;
       int32_t best_tokens = 0;
       for (size_t i = 0; i < replicas.size(); ++i) {
         if (num_outstanding(*replicas[i]) > least_load + config_.max_imbalance) continue;
         const kv::PrefixMatch match =
-            replicas[i]->kv().match_prefix({request.prompt_tokens, request.cache_salt, hashes});
+            replicas[i]->kv().match_prefix({request.prompt_tokens, request.cache_salt, hashes, num_named});
         if (match.num_cached_tokens > best_tokens) {
           best = i;
           best_tokens = match.num_cached_tokens;

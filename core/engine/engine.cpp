@@ -35,6 +35,10 @@ void validate_request(const EngineConfig& config, const sched::SamplingParams& p
 
 void Engine::add_request(sched::Request request) {
   validate_request(config_, request.params, static_cast<int32_t>(request.prompt_tokens.size()));
+  if (const std::string problem = kv::content_ids_problem(request.content_ids, request.prompt_tokens.size());
+      !problem.empty()) {
+    throw sched::InvalidRequestError("content_ids", problem);
+  }
   add_validated_request(std::move(request));
 }
 

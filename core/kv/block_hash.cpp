@@ -1,6 +1,9 @@
 #include "core/kv/block_hash.h"
 
+#include <algorithm>
 #include <bit>
+#include <stdexcept>
+#include <string>
 
 #include "core/common/mix.h"
 
@@ -10,12 +13,34 @@ namespace {
 constexpr uint64_t kLaneMultiplierLo = 0x9e3779b97f4a7c15ULL;
 constexpr uint64_t kLaneMultiplierHi = 0xbf58476d1ce4e5b9ULL;
 constexpr uint64_t kOddTokenMarker = uint64_t{1} << 63;
+constexpr uint64_t kNamedContentDomain = 0xa4093822299f31d0ULL;
 
 // Two lanes with different multipliers and rotations absorb every input word, so the 128-bit
 // result behaves as two independent 64-bit hashes; the lanes are cross-mixed at the end.
 inline void absorb(uint64_t& lo, uint64_t& hi, uint64_t word) {
   lo = mix64(lo ^ (word * kLaneMultiplierLo));
   hi = mix64(std::rotl(hi, 23) ^ (std::rotl(word, 17) * kLaneMultiplierHi));
+}
+
+BlockHash finish_hash(uint64_t lo, uint64_t hi, uint64_t length) {
+  lo = mix64(lo ^ length ^ std::rotl(hi, 32));
+  hi = mix64(hi + length * kLaneMultiplierLo + lo);
+  return BlockHash{lo, hi};
+}
+
+// Block [begin, begin + block_size) of a named prompt: the ids it reads, in order. Where in them
+// it reads follows from its place in the chain (the parent), the block size and tokens_per_id,
+// which the start state takes in with the seed.
+BlockHash hash_named_block(const BlockHash& parent, const PromptContentIds& content, int64_t begin, int32_t block_size,
+                           uint64_t salt) {
+  const uint64_t layout = content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
+  uint64_t lo = mix64(parent.lo ^ salt ^ layout);
+  uint64_t hi = mix64(parent.hi + std::rotl(salt, 29) + std::rotl(layout, 17) + kNamedContentDomain);
+  const int64_t per_id = content.tokens_per_id;
+  const auto first = static_cast<size_t>(begin / per_id);
+  const auto last = static_cast<size_t>((begin + block_size - 1) / per_id);
+  for (size_t index = first; index <= last; ++index) absorb(lo, hi, content.ids[index]);
+  return finish_hash(lo, hi, static_cast<uint64_t>(block_size));
 }
 
 }  // namespace
@@ -41,10 +66,7 @@ BlockHash BlockHasher::finish() const {
   uint64_t lo = lo_;
   uint64_t hi = hi_;
   if ((num_tokens_ & 1) != 0) absorb(lo, hi, pending_ | kOddTokenMarker);
-  const auto length = static_cast<uint64_t>(num_tokens_);
-  lo = mix64(lo ^ length ^ std::rotl(hi, 32));
-  hi = mix64(hi + length * kLaneMultiplierLo + lo);
-  return BlockHash{lo, hi};
+  return finish_hash(lo, hi, static_cast<uint64_t>(num_tokens_));
 }
 
 BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, uint64_t salt) {
@@ -54,14 +76,36 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, u
 }
 
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt) {
+  return hash_prompt_blocks(tokens, block_size, salt, PromptContentIds{});
+}
+
+std::string content_ids_problem(const PromptContentIds& content, size_t prompt_len) {
+  if (content.empty()) return {};
+  const int64_t covered = static_cast<int64_t>(content.ids.size()) * content.tokens_per_id;
+  if (content.tokens_per_id >= 1 && content.num_tokens > 0 && content.num_tokens <= covered &&
+      static_cast<size_t>(content.num_tokens) <= prompt_len) {
+    return {};
+  }
+  return "content ids name " + std::to_string(content.num_tokens) + " prompt tokens with " +
+         std::to_string(content.ids.size()) + " ids of " + std::to_string(content.tokens_per_id) +
+         " tokens each; the prompt has " + std::to_string(prompt_len);
+}
+
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt,
+                                          const PromptContentIds& content) {
+  if (const std::string problem = content_ids_problem(content, tokens.size()); !problem.empty()) {
+    throw std::invalid_argument("block hash: " + problem);
+  }
   std::vector<BlockHash> hashes;
   if (block_size <= 0) return hashes;
   const size_t num_full = tokens.size() / static_cast<size_t>(block_size);
+  const auto num_named = static_cast<size_t>(content.num_named_blocks(block_size));
   hashes.reserve(num_full);
   BlockHash parent = kRootBlockHash;
   for (size_t i = 0; i < num_full; ++i) {
-    parent =
-        hash_block(parent, tokens.subspan(i * static_cast<size_t>(block_size), static_cast<size_t>(block_size)), salt);
+    const size_t begin = i * static_cast<size_t>(block_size);
+    parent = i < num_named ? hash_named_block(parent, content, static_cast<int64_t>(begin), block_size, salt)
+                           : hash_block(parent, tokens.subspan(begin, static_cast<size_t>(block_size)), salt);
     hashes.push_back(parent);
   }
   return hashes;

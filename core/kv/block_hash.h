@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/common/types.h"
@@ -46,6 +47,26 @@ class BlockHasher {
   int32_t num_tokens_ = 0;
 };
 
+// A prompt whose leading tokens are named by content ids instead of being read: a trace's prefix
+// block ids (Mooncake's hash_ids). Token p < num_tokens is a function of (seed, ids[p /
+// tokens_per_id], p % tokens_per_id) alone, as trace::materialize_requests writes it, so the chain
+// hash of a block inside those tokens follows from the ids without reading a token, and two prompts
+// that name the same ids share blocks exactly where their tokens would.
+struct PromptContentIds {
+  std::vector<uint64_t> ids;
+  int32_t tokens_per_id = 0;
+  int32_t num_tokens = 0;  // leading prompt tokens the ids name, <= ids.size() * tokens_per_id
+  uint64_t seed = 0;       // of the token content the ids stand for
+
+  bool empty() const { return num_tokens == 0; }
+  // Full blocks of block_size tokens that lie inside the named tokens.
+  int32_t num_named_blocks(int32_t block_size) const { return block_size > 0 ? num_tokens / block_size : 0; }
+};
+
+// Empty when `content` can name the leading tokens of a prompt of prompt_len tokens; otherwise
+// what is wrong with it.
+std::string content_ids_problem(const PromptContentIds& content, size_t prompt_len);
+
 // Hash of one full block given its parent's hash (kRootBlockHash for the first block).
 BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, uint64_t salt);
 
@@ -53,5 +74,13 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, u
 // that admits the same prompt repeatedly (a scheduler retrying a waiting request) computes them
 // once and passes them in PromptRef::block_hashes.
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt);
+
+// The same for a prompt whose leading tokens are named by `content`: its first
+// content.num_named_blocks(block_size) hashes come from the ids (one word per id a block touches,
+// no token read); the blocks after them chain on over their tokens, as the KV manager's tail
+// hasher continues them. A named hash never equals a token hash of the same parent by design (a
+// separate domain). Throws std::invalid_argument with content_ids_problem's answer.
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt,
+                                          const PromptContentIds& content);
 
 }  // namespace pagedllm::kv

@@ -131,7 +131,7 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
   append_tokens(state,
                 prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
                                       static_cast<size_t>(plan.slots - match.num_cached_tokens)),
-                prompt.block_hashes, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
+                KnownHashes{prompt.block_hashes, prompt.num_named_hashes}, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
   if (logging) {
     event_log_->allocate(seq,
                          std::span(state.block_table)
@@ -173,7 +173,8 @@ bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<
   }
   const int32_t needed = num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
   if (device_.num_free() - needed < keep_free_blocks) return false;
-  append_counted(request.seq, state, request.tokens, request.block_hashes, copies);
+  append_counted(request.seq, state, request.tokens, KnownHashes{request.block_hashes, request.num_named_hashes},
+                 copies);
   if (table != nullptr) *table = state.block_table;
   return true;
 }
@@ -199,7 +200,9 @@ bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, s
   }
   if (device_.num_free() - needed < keep_free_blocks) return false;
   for (size_t i = 0; i < requests.size(); ++i) {
-    append_counted(requests[i].seq, *scratch_appending_[i], requests[i].tokens, requests[i].block_hashes, copies);
+    const AppendRequest& request = requests[i];
+    append_counted(request.seq, *scratch_appending_[i], request.tokens,
+                   KnownHashes{request.block_hashes, request.num_named_hashes}, copies);
   }
   if (tables != nullptr) {
     for (size_t i = 0; i < requests.size(); ++i) tables[i] = scratch_appending_[i]->block_table;
@@ -220,7 +223,7 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
 }
 
 void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                    std::span<const BlockHash> known, std::vector<BlockCopy>& copies) {
+                                    KnownHashes known, std::vector<BlockCopy>& copies) {
   if (tokens.empty()) return;
   release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
@@ -234,7 +237,7 @@ void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<cons
 }
 
 BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                          std::span<const BlockHash> known) {
+                                          KnownHashes known) {
   // The shared partial block is copied before this sequence writes into it.
   const int32_t fill = state.num_tokens % config_.block_size;
   const BlockId src = state.block_table.back();
@@ -250,7 +253,7 @@ BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::spa
 }
 
 void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                    std::span<const BlockHash> known) {
+                                    KnownHashes known) {
   if (event_log_ == nullptr) [[likely]] {
     append_tokens(state, tokens, known, nullptr, nullptr);
     return;
@@ -261,7 +264,7 @@ void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<cons
   if (!scratch_fresh_.empty() || !scratch_cached_.empty()) event_log_->append(seq, scratch_fresh_, scratch_cached_);
 }
 
-void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
+void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
                                    std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
   const int32_t block_size = config_.block_size;
   if (tokens.size() == 1 && (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
@@ -295,15 +298,17 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
     if (!config_.enable_prefix_caching) continue;
     const bool fills = offset + static_cast<int32_t>(run) == block_size;
     const size_t index = state.block_table.size() - 1;  // the block being filled
-    const bool known_hash = fills && index < known.size();
-    if (!known_hash || kCheckKnownHashes) {
+    const bool known_hash = fills && index < known.hashes.size();
+    // A hash named by content ids (leading entries) cannot be checked against the tokens.
+    const bool check_known = kCheckKnownHashes && index >= static_cast<size_t>(known.num_named);
+    if (!known_hash || check_known) {
       for (const TokenId token : part) state.tail_hasher.add(token);
     }
     if (!fills) continue;
     if (known_hash) {
-      PAGEDLLM_DEBUG_ASSERT(state.tail_hasher.finish() == known[index],
+      PAGEDLLM_DEBUG_ASSERT(!check_known || state.tail_hasher.finish() == known.hashes[index],
                             "a given block hash does not match the block's tokens");
-      register_full_block(state, state.block_table.back(), known[index], cached);
+      register_full_block(state, state.block_table.back(), known.hashes[index], cached);
     } else {
       PAGEDLLM_ASSERT(state.tail_hasher.num_tokens() == block_size, "hashing a block that is not full");
       register_full_block(state, state.block_table.back(), state.tail_hasher.finish(), cached);

@@ -51,9 +51,12 @@ std::ostream& operator<<(std::ostream& out, AllocStatus status);
 struct PromptRef {
   std::span<const TokenId> tokens;
   uint64_t salt = 0;  // requests with different salts never share blocks
-  // Optional: hash_prompt_blocks(tokens, block_size, salt), computed once by a caller that looks
-  // the same prompt up repeatedly. Empty: the manager hashes the tokens itself.
+  // Optional: hash_prompt_blocks(tokens, block_size, salt[, content ids]), computed once by a
+  // caller that looks the same prompt up repeatedly. Empty: the manager hashes the tokens itself.
   std::span<const BlockHash> block_hashes = {};
+  // Leading block_hashes derived from content ids, not tokens (debug builds check only the rest
+  // against the tokens).
+  int32_t num_named_hashes = 0;
 };
 
 // What an admission (an allocation, a swap-in) must leave of the device tier.
@@ -76,6 +79,7 @@ struct AppendRequest {
   // its admission): a block they cover is registered with its hash instead of hashing its tokens
   // again (debug builds check they agree).
   std::span<const BlockHash> block_hashes = {};
+  int32_t num_named_hashes = 0;  // leading block_hashes derived from content ids (not checked)
 };
 
 struct SwapInResult {
@@ -244,6 +248,11 @@ class KvCacheManager {
     int32_t num_skipped_hits = 0;
     int32_t num_held = 0;  // blocks the sequence holds once allocated
   };
+  // Chain hashes a caller already has for a sequence's leading full blocks.
+  struct KnownHashes {
+    std::span<const BlockHash> hashes;
+    int32_t num_named = 0;  // leading entries derived from content ids, not from tokens
+  };
   AllocPlan plan_allocation(PromptRef prompt, int32_t num_tokens, std::vector<BlockId>* hits) const;
   AllocStatus status_of(int32_t num_blocks_held, int32_t num_free_blocks_taken, Headroom headroom) const;
   // The blocks an allocation must some day hold at once, for its "never" answer: the whole prompt;
@@ -255,7 +264,7 @@ class KvCacheManager {
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
   void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;   // misuse throws
   // Appends to a device sequence whose blocks were counted by the caller.
-  void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known,
+  void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
                       std::vector<BlockCopy>& copies);
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
@@ -288,13 +297,13 @@ class KvCacheManager {
   void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
   // The copy-on-write case of an append: copies the shared last block, then appends.
   [[gnu::noinline]] BlockCopy copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                              std::span<const BlockHash> known);
+                                              KnownHashes known);
   // append_tokens, with the event log's `append` line when a log is set.
-  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, std::span<const BlockHash> known);
+  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known);
   // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
   // chain hashes of the sequence's leading full blocks (may be empty), used for the blocks they
   // cover instead of hashing their tokens.
-  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, std::span<const BlockHash> known,
+  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, KnownHashes known,
                      std::vector<BlockId>* fresh, std::vector<BlockId>* cached);
 
   KvCacheConfig config_;

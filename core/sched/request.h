@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/kv/block_hash.h"
 #include "core/sched/sampling_params.h"
 
 namespace pagedllm::sched {
@@ -19,6 +20,9 @@ struct Request {
   double arrival_time = 0.0;  // seconds on the engine clock
   int32_t priority = 0;       // priority policy: lower runs first (as vLLM), ties by arrival
   uint64_t cache_salt = 0;    // requests with different salts never share prefix-cache blocks
+  // Optional: the prompt's leading tokens named by content ids (a trace's prefix block ids), so
+  // the prefix cache hashes its blocks from the ids instead of reading the tokens.
+  kv::PromptContentIds content_ids = {};
 };
 
 enum class FinishReason : uint8_t {

@@ -294,7 +294,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     // Matched again: a sibling allocated just before may have filled blocks of the shared prompt
     // (computed in this same step), so the hits only grow and the blocks taken only shrink.
     Sequence& seq = group.seqs[rejoin.index];
-    const kv::PromptRef prompt{seq.tokens, group.request.cache_salt};
+    const kv::PromptRef prompt = rejoin_prompt(group, seq);
     const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
     const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
     seq.num_computed_tokens = kv_.allocate(seq.id, prompt, cached + tokens);
@@ -326,7 +326,8 @@ void Scheduler::build_appends(const SequenceGroup& group) {
         .tokens = std::span<const TokenId>(seq.tokens)
                       .subspan(static_cast<size_t>(seq.num_computed_tokens), static_cast<size_t>(tokens)),
         .block_hashes =
-            hashed ? std::span<const kv::BlockHash>(group.admission_hashes) : std::span<const kv::BlockHash>()});
+            hashed ? std::span<const kv::BlockHash>(group.admission_hashes) : std::span<const kv::BlockHash>(),
+        .num_named_hashes = hashed ? num_named_hashes(group) : 0});
   }
 }
 
@@ -375,9 +376,10 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
   PAGEDLLM_ASSERT(leader != group.seqs.end(), "a waiting group with no live sequence");
   Sequence& seq = *leader;
   if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
-    group.admission_hashes = kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt);
+    group.admission_hashes =
+        kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt, group.request.content_ids);
   }
-  const kv::PromptRef prompt{seq.tokens, group.request.cache_salt, group.admission_hashes};
+  const kv::PromptRef prompt{seq.tokens, group.request.cache_salt, group.admission_hashes, num_named_hashes(group)};
   const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
   const int32_t end = lockstep_end(group, seq, num_seqs > 1);
   const int32_t tokens = plan_chunk({cached, end, state.token_budget, block_size, config_.enable_chunked_prefill});
@@ -420,7 +422,7 @@ int32_t Scheduler::plan_rejoins(const SequenceGroup& group, int32_t share, bool 
   for (size_t i = 0; i < group.seqs.size(); ++i) {
     const Sequence& seq = group.seqs[i];
     if (seq.finished() || !is_rejoining(seq)) continue;
-    const kv::PrefixMatch match = kv_.match_prefix({seq.tokens, group.request.cache_salt});
+    const kv::PrefixMatch match = kv_.match_prefix(rejoin_prompt(group, seq));
     const int32_t cached = match.num_cached_tokens;
     const int32_t tokens = plan_chunk({cached, lockstep_end(group, seq, lockstep), share, block_size, true});
     if (cached + tokens == 0) continue;
@@ -475,6 +477,20 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
 SequenceGroup* Scheduler::find(RequestId id) {
   const int32_t slot = group_index_.find(id);
   return slot == decltype(group_index_)::kAbsent ? nullptr : group_slots_[static_cast<size_t>(slot)].get();
+}
+
+int32_t Scheduler::num_named_hashes(const SequenceGroup& group) const {
+  return std::min(group.request.content_ids.num_named_blocks(kv_.config().block_size),
+                  static_cast<int32_t>(group.admission_hashes.size()));
+}
+
+kv::PromptRef Scheduler::rejoin_prompt(const SequenceGroup& group, const Sequence& seq) {
+  const kv::PromptContentIds& content = group.request.content_ids;
+  if (content.empty() || !kv_.config().enable_prefix_caching) return {seq.tokens, group.request.cache_salt};
+  // Blocks registered under hashes named by content ids are found only by those hashes.
+  const int32_t block_size = kv_.config().block_size;
+  scratch_rejoin_hashes_ = kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt, content);
+  return {seq.tokens, group.request.cache_salt, scratch_rejoin_hashes_, content.num_named_blocks(block_size)};
 }
 
 void Scheduler::release_admission_hashes(SequenceGroup& group, int32_t num_slots) const {

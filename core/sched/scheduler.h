@@ -117,6 +117,11 @@ class Scheduler {
   // `block_table`: the sequence's, as the KV manager holds it after this step's slots.
   void add_to_plan(StepState& state, SequenceGroup& group, size_t seq_index, int32_t start, int32_t end,
                    std::span<const kv::BlockId> block_table);
+  // Leading admission hashes derived from the request's content ids rather than its tokens.
+  int32_t num_named_hashes(const SequenceGroup& group) const;
+  // A rejoining sibling's prompt for the prefix cache; hashed from the request's content ids
+  // when it names them (into scratch_rejoin_hashes_, valid until the next call).
+  kv::PromptRef rejoin_prompt(const SequenceGroup& group, const Sequence& seq);
   // Drops the group's admission hashes once its sequence holds slots for every block they cover.
   void release_admission_hashes(SequenceGroup& group, int32_t num_slots) const;
   Outcome admit(StepState& state, SequenceGroup& group);
@@ -147,6 +152,7 @@ class Scheduler {
     int32_t tokens;  // planned for this step
   };
   std::vector<Rejoin> scratch_rejoins_;
+  std::vector<kv::BlockHash> scratch_rejoin_hashes_;
   std::vector<kv::AppendRequest> scratch_appends_;
   std::vector<std::span<const kv::BlockId>> scratch_tables_;  // each append's block table afterwards
 };

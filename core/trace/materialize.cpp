@@ -55,9 +55,10 @@ std::vector<TokenId> synthesize_prompt(const TraceRequest& request, size_t index
   return prompt;
 }
 
-sched::SamplingParams sampling_for(const TraceRequest& request, size_t index, const MaterializeConfig& config) {
+sched::SamplingParams sampling_for(const TraceRequest& request, int32_t output_len, size_t index,
+                                   const MaterializeConfig& config) {
   sched::SamplingParams params = request.sampling.value_or(config.default_sampling);
-  params.max_tokens = request.output_len;
+  params.max_tokens = output_len;
   params.ignore_eos = params.ignore_eos || config.ignore_eos;
   // A sampled request without a seed still replays the same way twice.
   if (params.temperature > 0.0f && !params.seed) params.seed = mix64(config.seed ^ mix64(index + 1));
@@ -140,12 +141,22 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
       output_len = clipped_output;
       ++result.num_clipped;
     }
-    TraceRequest fitted = entry;
-    fitted.output_len = output_len;
     sched::Request request;
     request.id = static_cast<sched::RequestId>(index);
+    if (entry.prompt_kind == PromptKind::length && !entry.prefix_block_ids.empty()) {
+      // The named blocks' tokens are a function of (seed, id, offset): the prefix cache can hash
+      // them from the ids (kv::PromptContentIds) and never read them.
+      request.content_ids = {
+          .ids = entry.prefix_block_ids,
+          .tokens_per_id = block_tokens,
+          .num_tokens = static_cast<int32_t>(std::min<int64_t>(
+              static_cast<int64_t>(prompt.size()), static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
+          // Everything the block tokens depend on besides (id, offset): the seed and the range.
+          .seed = mix64(config.seed ^ kSeedDomain ^ mix64(static_cast<uint64_t>(config.synthetic_token_begin) << 32 |
+                                                          static_cast<uint32_t>(config.synthetic_token_end)))};
+    }
     request.prompt_tokens = std::move(prompt);
-    request.params = sampling_for(fitted, index, config);
+    request.params = sampling_for(entry, output_len, index, config);
     request.arrival_time = entry.arrival_time / config.rate_scale;
     request.priority = entry.priority;
     result.requests.push_back(std::move(request));

@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <span>
+#include <stdexcept>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +70,61 @@ BOOST_AUTO_TEST_CASE(prompt_block_hashes_chain_full_blocks_only) {
   const kv::BlockHash first = kv::hash_block(kv::kRootBlockHash, std::span(tokens).first(4), 3);
   BOOST_TEST((hashes[0] == first));
   BOOST_TEST((hashes[1] == kv::hash_block(first, std::span(tokens).subspan(4, 4), 3)));
+}
+
+BOOST_AUTO_TEST_CASE(named_blocks_hash_from_their_ids_and_the_rest_chains_on_over_tokens) {
+  std::vector<TokenId> tokens(23);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(100 + i);
+  // Ids of 6 tokens naming the first 14 tokens; KV blocks of 4: blocks 0-2 are named (block 1
+  // straddles ids 10 and 11), block 3 (tokens 12-15) runs past the named tokens.
+  const kv::PromptContentIds content{.ids = {10, 11, 12}, .tokens_per_id = 6, .num_tokens = 14, .seed = 9};
+  BOOST_TEST(content.num_named_blocks(4) == 3);
+  const auto hashes = kv::hash_prompt_blocks(tokens, 4, 3, content);
+  BOOST_REQUIRE(hashes.size() == 5u);
+  const auto plain = kv::hash_prompt_blocks(tokens, 4, 3);
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST((hashes[i] != plain[i]));  // another domain
+  // Past the named blocks the chain goes on over the tokens from the last named hash.
+  const kv::BlockHash fourth = kv::hash_block(hashes[2], std::span(tokens).subspan(12, 4), 3);
+  BOOST_TEST((hashes[3] == fourth));
+  BOOST_TEST((hashes[4] == kv::hash_block(fourth, std::span(tokens).subspan(16, 4), 3)));
+
+  // The named hashes read no token: other tokens under the same ids hash the same.
+  std::vector<TokenId> other = tokens;
+  for (size_t i = 0; i < 12; ++i) other[i] += 1;
+  const auto same_ids = kv::hash_prompt_blocks(other, 4, 3, content);
+  BOOST_TEST((std::vector(same_ids.begin(), same_ids.begin() + 3) == std::vector(hashes.begin(), hashes.begin() + 3)));
+
+  // Every input of a named block counts: an id, the seed, the salt, the tokens per id.
+  const auto differs_at = [&](const kv::PromptContentIds& changed, uint64_t salt) {
+    const auto changed_hashes = kv::hash_prompt_blocks(tokens, 4, salt, changed);
+    size_t first = 0;
+    while (first < hashes.size() && changed_hashes[first] == hashes[first]) ++first;
+    return first;
+  };
+  kv::PromptContentIds changed = content;
+  changed.ids[1] = 13;
+  BOOST_TEST(differs_at(changed, 3) == 1u);  // block 1 is the first to read id 11
+  changed = content;
+  changed.seed = 8;
+  BOOST_TEST(differs_at(changed, 3) == 0u);
+  BOOST_TEST(differs_at(content, 4) == 0u);
+  changed = content;
+  changed.tokens_per_id = 7;  // same ids, other tokens under them
+  BOOST_TEST(differs_at(changed, 3) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(content_ids_that_name_more_than_they_cover_are_refused) {
+  const std::vector<TokenId> tokens(20, 5);
+  const auto problem = [&](kv::PromptContentIds content) { return kv::content_ids_problem(content, tokens.size()); };
+  BOOST_TEST(problem({}).empty());
+  BOOST_TEST(problem({.ids = {1, 2}, .tokens_per_id = 6, .num_tokens = 12}).empty());
+  BOOST_TEST(problem({.ids = {1, 2}, .tokens_per_id = 6, .num_tokens = 13}) ==
+             "content ids name 13 prompt tokens with 2 ids of 6 tokens each; the prompt has 20");
+  BOOST_TEST(!problem({.ids = {1, 2, 3, 4}, .tokens_per_id = 6, .num_tokens = 21}).empty());  // past the prompt
+  BOOST_TEST(!problem({.ids = {1}, .tokens_per_id = 0, .num_tokens = 1}).empty());
+  BOOST_TEST(!problem({.ids = {1}, .tokens_per_id = 4, .num_tokens = -1}).empty());
+  BOOST_CHECK_THROW(kv::hash_prompt_blocks(tokens, 4, 0, {.ids = {1}, .tokens_per_id = 4, .num_tokens = 5}),
+                    std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
