@@ -92,6 +92,38 @@ BOOST_AUTO_TEST_CASE(over_length_requests_are_clipped_keeping_the_prompt_head) {
                         result.requests[0].prompt_tokens.begin()));
 }
 
+BOOST_AUTO_TEST_CASE(named_blocks_are_handed_on_as_content_ids_up_to_the_prompt_end) {
+  Trace trace;
+  trace.header.prefix_block_tokens = 4;
+  trace.requests = {length_request(0.0, 10, 2, 1, {7, 8, 9}),   // ends inside id 9's block
+                    length_request(0.0, 14, 2, 2, {7, 8}),      // runs past its ids
+                    length_request(0.0, 100, 10, 3, {7, 8}),    // clipped to 54, ids cover 8
+                    length_request(0.0, 10, 2, 4)};             // no ids
+  MaterializeConfig config = small_config();
+  const MaterializedTrace result = materialize_requests(trace, config, "t");
+  BOOST_REQUIRE_EQUAL(result.requests.size(), 4u);
+  const kv::PromptContentIds& first = result.requests[0].content_ids;
+  BOOST_TEST(first.ids == (std::vector<uint64_t>{7, 8, 9}));
+  BOOST_TEST(first.tokens_per_id == 4);
+  BOOST_TEST(first.num_tokens == 10);
+  BOOST_TEST(result.requests[1].content_ids.num_tokens == 8);
+  BOOST_TEST(result.requests[2].content_ids.num_tokens == 8);
+  BOOST_TEST(result.requests[3].content_ids.empty());
+  BOOST_TEST(result.requests[1].content_ids.seed == first.seed);
+  // The seed stands for everything the tokens depend on besides (id, offset).
+  MaterializeConfig reseeded = config;
+  reseeded.seed = 12;
+  BOOST_TEST(materialize_requests(trace, reseeded, "t").requests[0].content_ids.seed != first.seed);
+  MaterializeConfig narrower = config;
+  narrower.synthetic_token_end = 999;
+  BOOST_TEST(materialize_requests(trace, narrower, "t").requests[0].content_ids.seed != first.seed);
+  // Prompts given as tokens name nothing: their tokens are what they are.
+  Trace tokens = trace;
+  tokens.requests[0].prompt_kind = PromptKind::tokens;
+  tokens.requests[0].prompt_tokens = std::vector<TokenId>(10, 5);
+  BOOST_TEST(materialize_requests(tokens, config, "t").requests[0].content_ids.empty());
+}
+
 BOOST_AUTO_TEST_CASE(over_length_requests_are_rejected_with_their_line_when_asked) {
   Trace trace;
   trace.requests = {length_request(0.0, 10, 2, 4), length_request(0.0, 100, 10, 5), length_request(0.0, 10, 2, 6)};
