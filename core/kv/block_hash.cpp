@@ -33,7 +33,8 @@ BlockHash finish_hash(uint64_t lo, uint64_t hi, uint64_t length) {
 // which the start state takes in with the seed.
 BlockHash hash_named_block(const BlockHash& parent, const PromptContentIds& content, int64_t begin, int32_t block_size,
                            uint64_t salt) {
-  const uint64_t layout = content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
+  const uint64_t layout =
+      content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
   uint64_t lo = mix64(parent.lo ^ salt ^ layout);
   uint64_t hi = mix64(parent.hi + std::rotl(salt, 29) + std::rotl(layout, 17) + kNamedContentDomain);
   const int64_t per_id = content.tokens_per_id;

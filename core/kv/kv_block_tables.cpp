@@ -131,7 +131,8 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
   append_tokens(state,
                 prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
                                       static_cast<size_t>(plan.slots - match.num_cached_tokens)),
-                KnownHashes{prompt.block_hashes, prompt.num_named_hashes}, logging ? &scratch_fresh_ : nullptr, logging ? &scratch_cached_ : nullptr);
+                KnownHashes{prompt.block_hashes, prompt.num_named_hashes}, logging ? &scratch_fresh_ : nullptr,
+                logging ? &scratch_cached_ : nullptr);
   if (logging) {
     event_log_->allocate(seq,
                          std::span(state.block_table)
@@ -222,8 +223,8 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
   return copies.front();
 }
 
-void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                    KnownHashes known, std::vector<BlockCopy>& copies) {
+void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
+                                    std::vector<BlockCopy>& copies) {
   if (tokens.empty()) return;
   release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
@@ -252,8 +253,7 @@ BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::spa
   return copy;
 }
 
-void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                    KnownHashes known) {
+void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known) {
   if (event_log_ == nullptr) [[likely]] {
     append_tokens(state, tokens, known, nullptr, nullptr);
     return;

@@ -303,8 +303,8 @@ class KvCacheManager {
   // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
   // chain hashes of the sequence's leading full blocks (may be empty), used for the blocks they
   // cover instead of hashing their tokens.
-  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, KnownHashes known,
-                     std::vector<BlockId>* fresh, std::vector<BlockId>* cached);
+  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, KnownHashes known, std::vector<BlockId>* fresh,
+                     std::vector<BlockId>* cached);
 
   KvCacheConfig config_;
   int32_t watermark_blocks_ = 0;

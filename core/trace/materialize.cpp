@@ -152,8 +152,9 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
           .num_tokens = static_cast<int32_t>(std::min<int64_t>(
               static_cast<int64_t>(prompt.size()), static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
           // Everything the block tokens depend on besides (id, offset): the seed and the range.
-          .seed = mix64(config.seed ^ kSeedDomain ^ mix64(static_cast<uint64_t>(config.synthetic_token_begin) << 32 |
-                                                          static_cast<uint32_t>(config.synthetic_token_end)))};
+          .seed = mix64(config.seed ^ kSeedDomain ^
+                        mix64(static_cast<uint64_t>(config.synthetic_token_begin) << 32 |
+                              static_cast<uint32_t>(config.synthetic_token_end)))};
     }
     request.prompt_tokens = std::move(prompt);
     request.params = sampling_for(entry, output_len, index, config);

@@ -95,10 +95,10 @@ BOOST_AUTO_TEST_CASE(over_length_requests_are_clipped_keeping_the_prompt_head) {
 BOOST_AUTO_TEST_CASE(named_blocks_are_handed_on_as_content_ids_up_to_the_prompt_end) {
   Trace trace;
   trace.header.prefix_block_tokens = 4;
-  trace.requests = {length_request(0.0, 10, 2, 1, {7, 8, 9}),   // ends inside id 9's block
-                    length_request(0.0, 14, 2, 2, {7, 8}),      // runs past its ids
-                    length_request(0.0, 100, 10, 3, {7, 8}),    // clipped to 54, ids cover 8
-                    length_request(0.0, 10, 2, 4)};             // no ids
+  trace.requests = {length_request(0.0, 10, 2, 1, {7, 8, 9}),  // ends inside id 9's block
+                    length_request(0.0, 14, 2, 2, {7, 8}),     // runs past its ids
+                    length_request(0.0, 100, 10, 3, {7, 8}),   // clipped to 54, ids cover 8
+                    length_request(0.0, 10, 2, 4)};            // no ids
   MaterializeConfig config = small_config();
   const MaterializedTrace result = materialize_requests(trace, config, "t");
   BOOST_REQUIRE_EQUAL(result.requests.size(), 4u);
