@@ -24,7 +24,8 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
       virtual_clock_(dynamic_cast<VirtualClock*>(&clock)),
       event_log_(event_log),
       kv_(config.cache, event_log),
-      scheduler_(config.scheduler, kv_) {}
+      scheduler_(config.scheduler, kv_),
+      step_timeline_(config.timeline_capacity) {}
 
 void validate_request(const EngineConfig& config, const sched::SamplingParams& params, int32_t num_prompt_tokens) {
   sched::validate(params, num_prompt_tokens,
@@ -402,7 +403,6 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
 }
 
 void Engine::record_step(const sched::StepPlan& plan, double start, double end) {
-  if (!config_.record_step_metrics) return;
   StepMetrics metrics;
   metrics.step = plan.step;
   metrics.start_time = start;
@@ -426,7 +426,9 @@ void Engine::record_step(const sched::StepPlan& plan, double start, double end) 
   for (const sched::PreemptedGroup& preempted : plan.preempted) {
     ++(preempted.mode == sched::PreemptionMode::swap ? metrics.preemptions_swap : metrics.preemptions_recompute);
   }
-  step_metrics_.push_back(metrics);
+  step_totals_.add(metrics, kv_stats.block_size);
+  step_timeline_.add(metrics);
+  if (config_.record_step_metrics) step_metrics_.push_back(metrics);
 }
 
 }  // namespace pagedllm::engine

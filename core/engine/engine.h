@@ -16,6 +16,7 @@
 #include "core/engine/executor.h"
 #include "core/engine/metrics.h"
 #include "core/engine/request_output.h"
+#include "core/engine/step_history.h"
 #include "core/kv/kv_cache_manager.h"
 #include "core/kv/kv_event_log.h"
 #include "core/sched/scheduler.h"
@@ -62,7 +63,9 @@ class Engine {
   int64_t num_idle_steps() const { return idle_steps_; }
   const EngineConfig& config() const { return config_; }
   const EngineCounters& counters() const { return counters_; }
-  const std::vector<StepMetrics>& step_metrics() const { return step_metrics_; }
+  const std::vector<StepMetrics>& step_metrics() const { return step_metrics_; }  // when recorded
+  const StepTotals& step_totals() const { return step_totals_; }
+  const StepTimeline& step_timeline() const { return step_timeline_; }
   const sched::Scheduler& scheduler() const { return scheduler_; }
   const kv::KvCacheManager& kv() const { return kv_; }
   const Clock& clock() const { return clock_; }
@@ -92,6 +95,8 @@ class Engine {
   SeqId next_seq_id_ = 1;
   EngineCounters counters_;
   std::vector<StepMetrics> step_metrics_;
+  StepTotals step_totals_;
+  StepTimeline step_timeline_;
   std::vector<sched::RequestId> pending_outputs_;      // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
   // The step between begin_step() and finish_step(): its plan, its result, when it began.

@@ -1,6 +1,7 @@
 // Everything an engine is built from, in one struct.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -27,7 +28,10 @@ struct EngineConfig {
   std::vector<TokenId> eos_token_ids;
   int32_t vocab_size = 0;  // > 0: token ids a request names are checked against it
   int32_t max_logprobs = 20;
-  bool record_step_metrics = true;  // keep one StepMetrics per step
+  // Keep one StepMetrics per step (tests, benchmarks): memory grows with the run. The summary's
+  // totals and a thinned timeline are kept either way (step_history.h).
+  bool record_step_metrics = true;
+  size_t timeline_capacity = 16384;  // points the engine's timeline keeps (StepTimeline)
   OutputKind output_kind = OutputKind::cumulative;
 };
 

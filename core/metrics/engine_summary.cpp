@@ -16,26 +16,17 @@ EngineSummary summarize_engine(const engine::Engine& engine) {
   summary.prefix_hit_rate = kv.prefix_hit_rate();
   summary.counters = engine.counters();
 
-  double weighted_usage = 0.0;
-  double weighted_waste = 0.0;
-  double waste_weight = 0.0;
-  for (const engine::StepMetrics& step : engine.step_metrics()) {
-    const double seconds = step.end_time - step.start_time;
-    summary.busy_seconds += seconds;
-    weighted_usage += step.kv_usage * seconds;
-    summary.kv_usage_peak = std::max(summary.kv_usage_peak, step.kv_usage);
-    summary.host_blocks_peak = std::max(summary.host_blocks_peak, step.host_blocks_used);
-    if (step.device_blocks_used > 0) {
-      const double reserved = static_cast<double>(step.device_blocks_used) * kv.block_size;
-      weighted_waste += static_cast<double>(step.internal_waste_slots) / reserved * seconds;
-      waste_weight += seconds;
-    }
-    summary.max_running = std::max(summary.max_running, step.num_running);
-    summary.max_waiting = std::max(summary.max_waiting, step.num_waiting);
-    summary.max_swapped = std::max(summary.max_swapped, step.num_swapped);
+  const engine::StepTotals& steps = engine.step_totals();
+  summary.busy_seconds = steps.busy_seconds;
+  summary.kv_usage_peak = steps.kv_usage_peak;
+  summary.host_blocks_peak = steps.host_blocks_peak;
+  summary.max_running = steps.max_running;
+  summary.max_waiting = steps.max_waiting;
+  summary.max_swapped = steps.max_swapped;
+  if (steps.busy_seconds > 0.0) summary.kv_usage_mean = steps.kv_usage_seconds / steps.busy_seconds;
+  if (steps.waste_weight_seconds > 0.0) {
+    summary.internal_waste_mean = steps.waste_fraction_seconds / steps.waste_weight_seconds;
   }
-  if (summary.busy_seconds > 0.0) summary.kv_usage_mean = weighted_usage / summary.busy_seconds;
-  if (waste_weight > 0.0) summary.internal_waste_mean = weighted_waste / waste_weight;
   return summary;
 }
 
@@ -72,25 +63,18 @@ EngineSummary combine(std::span<const EngineSummary> replicas) {
 }
 
 std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t max_points) {
-  const std::vector<engine::StepMetrics>& steps = engine.step_metrics();
   std::vector<TimelinePoint> timeline;
-  if (steps.empty() || max_points == 0) return timeline;
-  const size_t stride = (steps.size() + max_points - 1) / max_points;
-  for (size_t first = 0; first < steps.size(); first += stride) {
-    const size_t last = std::min(steps.size(), first + stride);
-    const auto peak = std::max_element(steps.begin() + static_cast<std::ptrdiff_t>(first),
-                                       steps.begin() + static_cast<std::ptrdiff_t>(last),
-                                       [](const auto& a, const auto& b) { return a.kv_usage < b.kv_usage; });
-    timeline.push_back({.time = peak->end_time,
-                        .num_running = peak->num_running,
-                        .num_waiting = peak->num_waiting,
-                        .num_swapped = peak->num_swapped,
-                        .kv_usage = peak->kv_usage,
-                        .device_blocks_used = peak->device_blocks_used,
-                        .device_blocks_cached = peak->device_blocks_cached,
-                        .host_blocks_used = peak->host_blocks_used,
-                        .internal_waste_slots = peak->internal_waste_slots,
-                        .num_batched_tokens = peak->num_batched_tokens});
+  for (const engine::StepMetrics& peak : engine.step_timeline().points(max_points)) {
+    timeline.push_back({.time = peak.end_time,
+                        .num_running = peak.num_running,
+                        .num_waiting = peak.num_waiting,
+                        .num_swapped = peak.num_swapped,
+                        .kv_usage = peak.kv_usage,
+                        .device_blocks_used = peak.device_blocks_used,
+                        .device_blocks_cached = peak.device_blocks_cached,
+                        .host_blocks_used = peak.host_blocks_used,
+                        .internal_waste_slots = peak.internal_waste_slots,
+                        .num_batched_tokens = peak.num_batched_tokens});
   }
   return timeline;
 }

@@ -45,8 +45,8 @@ struct TimelinePoint {
   int32_t num_batched_tokens = 0;
 };
 
-// Needs the engine's step metrics (EngineConfig::record_step_metrics) for the time-weighted
-// figures; counters and prefix statistics come from the engine either way.
+// From the engine's running totals (Engine::step_totals), its counters and its KV statistics:
+// no per-step history is needed.
 EngineSummary summarize_engine(const engine::Engine& engine);
 
 // A cluster's replicas as one: counts and busy time summed, peaks and maxima the largest, KV
@@ -54,8 +54,10 @@ EngineSummary summarize_engine(const engine::Engine& engine);
 // queries. Block totals are summed (the cluster's memory).
 EngineSummary combine(std::span<const EngineSummary> replicas);
 
-// At most `max_points` points: every step when there are few, else the step with the highest
-// KV usage out of each run of consecutive steps (peaks survive the thinning).
+// At most `max_points` points from the engine's timeline (engine::StepTimeline): every step
+// when there are few, else the step with the highest KV usage out of each run of consecutive steps
+// (peaks survive the thinning). Runs are equal while the run had at most
+// EngineConfig::timeline_capacity steps, powers of two beyond.
 std::vector<TimelinePoint> engine_timeline(const engine::Engine& engine, size_t max_points);
 
 }  // namespace pagedllm::metrics

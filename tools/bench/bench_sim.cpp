@@ -127,7 +127,7 @@ engine::EngineConfig engine_config(const sim::RooflineConfig& roofline) {
   config.scheduler.max_model_len = kMaxModelLen;
   config.eos_token_ids = {kLlamaEos};
   config.output_kind = engine::OutputKind::final_only;  // the replay reads final outputs only
-  config.record_step_metrics = true;                    // as `pagedllm replay` (its report's timeline)
+  config.record_step_metrics = true;                    // its figures average over every step
   return config;
 }
 

@@ -120,6 +120,7 @@ int run_replay(const std::vector<std::string>& args) {
   // replay_requests keeps only final outputs: a cumulative report per step would copy every
   // request's tokens each step (quadratic in the output length).
   config.output_kind = engine::OutputKind::final_only;
+  config.record_step_metrics = false;  // the report reads the engine's step totals and timeline
   frontend::apply_model_limits(bundle, config);
   ExecutorSetup setup = make_executor(options.executor, bundle, config);
   config.cache = setup.cache;
