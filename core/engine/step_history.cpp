@@ -8,7 +8,8 @@ namespace {
 // The first step with the highest KV usage of [first, last).
 const StepMetrics& peak_of(std::vector<StepMetrics>::const_iterator first,
                            std::vector<StepMetrics>::const_iterator last) {
-  return *std::max_element(first, last, [](const StepMetrics& a, const StepMetrics& b) { return a.kv_usage < b.kv_usage; });
+  return *std::max_element(first, last,
+                           [](const StepMetrics& a, const StepMetrics& b) { return a.kv_usage < b.kv_usage; });
 }
 
 }  // namespace
@@ -42,7 +43,8 @@ void StepTimeline::add(const StepMetrics& step) {
   }
   if (points_.size() == capacity_) {
     // Every point is a full run: pair them up, halving the points and doubling the stride.
-    for (size_t i = 0; i < capacity_ / 2; ++i) points_[i] = peak_of(points_.begin() + 2 * i, points_.begin() + 2 * i + 2);
+    for (size_t i = 0; i < capacity_ / 2; ++i)
+      points_[i] = peak_of(points_.begin() + 2 * i, points_.begin() + 2 * i + 2);
     points_.resize(capacity_ / 2);
     stride_ *= 2;
   }

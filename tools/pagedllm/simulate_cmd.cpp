@@ -121,7 +121,7 @@ int run_simulate(const std::vector<std::string>& args) {
   }
   config.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   config.output_kind = engine::OutputKind::final_only;  // only finished requests are read
-  config.record_step_metrics = false;  // the report reads the engine's step totals and timeline
+  config.record_step_metrics = false;                   // the report reads the engine's step totals and timeline
   const SimBackend backend =
       make_sim_backend(options.executor, model.shape, model.bundle ? &model.bundle->config : nullptr, config);
   config.cache = backend.cache;
