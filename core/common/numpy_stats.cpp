@@ -7,26 +7,28 @@ namespace {
 
 // numpy's pairwise summation of float64 (what np.sum and np.mean run on a contiguous array):
 // sequential below 8 values, 8 interleaved accumulators up to 128, halves (multiples of 8) above.
-double pairwise_sum_of(const double* values, size_t count) {
+// value(i) gives element i: an array's, or one computed on the fly with numpy's rounding.
+template <typename Value>
+double pairwise_sum_of(const Value& value, size_t first, size_t count) {
   if (count < 8) {
     double sum = 0.0;
-    for (size_t i = 0; i < count; ++i) sum += values[i];
+    for (size_t i = 0; i < count; ++i) sum += value(first + i);
     return sum;
   }
   if (count <= 128) {
     double lanes[8];
-    for (size_t j = 0; j < 8; ++j) lanes[j] = values[j];
+    for (size_t j = 0; j < 8; ++j) lanes[j] = value(first + j);
     size_t i = 8;
     for (; i < count - count % 8; i += 8) {
-      for (size_t j = 0; j < 8; ++j) lanes[j] += values[i + j];
+      for (size_t j = 0; j < 8; ++j) lanes[j] += value(first + i + j);
     }
     double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for (; i < count; ++i) sum += values[i];
+    for (; i < count; ++i) sum += value(first + i);
     return sum;
   }
   size_t half = count / 2;
   half -= half % 8;
-  return pairwise_sum_of(values, half) + pairwise_sum_of(values + half, count - half);
+  return pairwise_sum_of(value, first, half) + pairwise_sum_of(value, first + half, count - half);
 }
 
 }  // namespace
@@ -52,6 +54,17 @@ double median(std::span<const double> sorted) {
   return (sorted[middle - 1] + sorted[middle]) / 2.0;  // np.median: the mean of the middle two
 }
 
-double pairwise_sum(std::span<const double> values) { return pairwise_sum_of(values.data(), values.size()); }
+double pairwise_sum(std::span<const double> values) {
+  return pairwise_sum_of([values](size_t i) { return values[i]; }, 0, values.size());
+}
+
+double pairwise_sum_of_squared_deviations(std::span<const double> values, double mean) {
+  return pairwise_sum_of(
+      [values, mean](size_t i) {
+        const double deviation = values[i] - mean;
+        return deviation * deviation;
+      },
+      0, values.size());
+}
 
 }  // namespace pagedllm::stats

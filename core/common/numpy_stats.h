@@ -17,4 +17,8 @@ double median(std::span<const double> sorted);
 // np.sum of a contiguous float64 array: numpy's pairwise summation, in the given order.
 double pairwise_sum(std::span<const double> values);
 
+// np.sum((x - mean) ** 2) as np.std computes it (the squared deviations, pairwise summed), without
+// holding the squares: equal to pairwise_sum of them to the bit.
+double pairwise_sum_of_squared_deviations(std::span<const double> values, double mean);
+
 }  // namespace pagedllm::stats

@@ -23,11 +23,11 @@ RequestRecord to_request_record(const engine::RequestOutput& output) {
   return record;
 }
 
-std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result) {
-  std::vector<RequestRecord> records;
-  records.reserve(result.outputs.size() + result.refused.size());
-  for (const engine::RequestOutput& output : result.outputs) records.push_back(to_request_record(output));
-  for (const engine::RefusedRequest& refused : result.refused) {
+namespace {
+
+void add_refused_and_sort(std::span<const engine::RefusedRequest> refused_requests,
+                          std::vector<RequestRecord>& records) {
+  for (const engine::RefusedRequest& refused : refused_requests) {
     RequestRecord record;
     record.id = refused.id;
     record.send_time = refused.arrival_time;
@@ -38,6 +38,31 @@ std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result
     records.push_back(std::move(record));
   }
   std::sort(records.begin(), records.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+}
+
+}  // namespace
+
+std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result) {
+  std::vector<RequestRecord> records;
+  records.reserve(result.outputs.size() + result.refused.size());
+  for (const engine::RequestOutput& output : result.outputs) records.push_back(to_request_record(output));
+  add_refused_and_sort(result.refused, records);
+  return records;
+}
+
+std::vector<RequestRecord> to_request_records(engine::ReplayResult&& result) {
+  std::vector<RequestRecord> records;
+  records.reserve(result.outputs.size() + result.refused.size());
+  for (engine::RequestOutput& output : result.outputs) {
+    std::vector<double> token_times = std::move(output.times.token_times);
+    output.times.token_times.clear();
+    RequestRecord record = to_request_record(output);
+    record.chunk_times = std::move(token_times);
+    records.push_back(std::move(record));
+    output = engine::RequestOutput{};  // its completions' tokens are not needed again
+  }
+  result.outputs.clear();
+  add_refused_and_sort(result.refused, records);
   return records;
 }
 

@@ -16,5 +16,9 @@ RequestRecord to_request_record(const engine::RequestOutput& output);
 
 // Every finished output and every request the engine refused, by request id.
 std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result);
+// The same, consuming the result: each output's token times move into its record and the output
+// is freed as it goes, so the records never sit beside a copy of every output (a long simulation
+// holds 8 bytes per output token in them).
+std::vector<RequestRecord> to_request_records(engine::ReplayResult&& result);
 
 }  // namespace pagedllm::metrics

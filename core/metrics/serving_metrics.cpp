@@ -19,12 +19,7 @@ LatencySummary summarize(std::vector<double> values, const std::vector<double>& 
     const double count = static_cast<double>(values.size());
     summary.count = static_cast<int64_t>(values.size());
     summary.mean = stats::pairwise_sum(values) / count;
-    std::vector<double> squares(values.size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double deviation = values[i] - summary.mean;
-      squares[i] = deviation * deviation;
-    }
-    summary.stddev = std::sqrt(stats::pairwise_sum(squares) / count);
+    summary.stddev = std::sqrt(stats::pairwise_sum_of_squared_deviations(values, summary.mean) / count);
     std::sort(values.begin(), values.end());
     summary.median = median(values);
     summary.p90 = percentile(values, 90.0);

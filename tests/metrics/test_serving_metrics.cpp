@@ -1,11 +1,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/common/numpy_stats.h"
 #include "core/metrics/serving_metrics.h"
 #include "core/metrics/serving_metrics_json.h"
 #include "core/metrics/serving_metrics_report.h"
@@ -211,6 +213,22 @@ BOOST_AUTO_TEST_CASE(mean_and_std_sum_pairwise_as_numpy_does) {
   const metrics::ServingMetrics result = metrics::compute_serving_metrics(many);
   BOOST_TEST(result.ttft.mean == 0x1.999999999999bp-4);
   BOOST_TEST(result.ttft.stddev == 0x1p-56);
+}
+
+BOOST_AUTO_TEST_CASE(squared_deviations_sum_to_the_bit_without_holding_the_squares) {
+  // Every branch of the pairwise sum: sequential (< 8), 8 lanes (<= 128), halves above.
+  std::mt19937_64 random(5);
+  std::uniform_real_distribution<double> gap(0.001, 0.3);
+  for (const size_t count : {size_t{0}, size_t{5}, size_t{8}, size_t{127}, size_t{128}, size_t{129}, size_t{4099}}) {
+    std::vector<double> values(count);
+    for (double& value : values) value = gap(random);
+    const double mean = count > 0 ? pagedllm::stats::pairwise_sum(values) / static_cast<double>(count) : 0.0;
+    std::vector<double> squares(count);
+    for (size_t i = 0; i < count; ++i) squares[i] = (values[i] - mean) * (values[i] - mean);
+    BOOST_TEST(
+        pagedllm::stats::pairwise_sum_of_squared_deviations(values, mean) == pagedllm::stats::pairwise_sum(squares),
+        "count " << count);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(inconsistent_records_and_options_are_refused) {

@@ -164,7 +164,7 @@ int run_replay(const std::vector<std::string>& args) {
            << std::setprecision(1) << p.now << " s";
     progress.update(p.num_finished, detail.str());
   };
-  const engine::ReplayResult result =
+  engine::ReplayResult result =
       engine::replay_requests(engine, clock, std::move(requests.requests), time_mode, replay_config);
   progress.finish("done");
 

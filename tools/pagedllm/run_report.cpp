@@ -108,7 +108,7 @@ nlohmann::json trace_json(const RunReportInput& input) {
 
 int write_run_report(const RunReportInput& input, const RunReportOptions& options, std::ostream& out) {
   const metrics::MetricsOptions metric_options = metrics_options(options);
-  const std::vector<metrics::RequestRecord> records = metrics::to_request_records(*input.result);
+  const std::vector<metrics::RequestRecord> records = metrics::to_request_records(std::move(*input.result));
   metrics::MetricsOptions with_duration = metric_options;
   const double duration = input.result->end_time - input.result->start_time;
   if (duration > 0.0) with_duration.duration = duration;

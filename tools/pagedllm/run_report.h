@@ -42,7 +42,7 @@ struct RunReportInput {
   std::string time_mode;
   const trace::ReadReport* read_report = nullptr;
   const trace::MaterializedTrace* materialized = nullptr;  // its requests may have been moved out
-  const engine::ReplayResult* result = nullptr;
+  engine::ReplayResult* result = nullptr;                  // consumed: its outputs move into the report's records
   std::vector<const engine::Engine*> engines;          // one per replica; the timeline is the first's
   nlohmann::json config = nlohmann::json::object();    // echoed into the JSON
   nlohmann::json sections = nlohmann::json::object();  // further top-level JSON sections, by name

@@ -159,9 +159,14 @@ int run_simulate(const std::vector<std::string>& args) {
                         progress.update(p.num_finished, detail.str());
                       },
                   .should_stop = past_deadline};
-  const SimRunOutput run = run_simulation(spec, std::move(requests.requests));
+  SimRunOutput run = run_simulation(spec, std::move(requests.requests));
   const sim::ClusterSimulation& cluster = *run.cluster;
-  const engine::ReplayResult& result = run.result;
+  engine::ReplayResult& result = run.result;  // the report consumes its outputs
+  int64_t output_tokens = 0;
+  for (const engine::RequestOutput& output : result.outputs) {
+    for (const engine::Completion& completion : output.completions)
+      output_tokens += static_cast<int64_t>(completion.tokens.size());
+  }
   const int64_t num_ended = static_cast<int64_t>(result.outputs.size() + result.refused.size());
   progress.finish(result.stopped ? "stopped by --max-wall-seconds" : "done", num_ended);
   if (result.stopped) {
@@ -214,11 +219,6 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"unfinished_requests", num_requests - num_ended}};
   const int status = write_run_report(input, options.report, std::cout);
   const double duration = result.end_time - result.start_time;
-  int64_t output_tokens = 0;
-  for (const engine::RequestOutput& output : result.outputs) {
-    for (const engine::Completion& completion : output.completions)
-      output_tokens += static_cast<int64_t>(completion.tokens.size());
-  }
   const double gpu_hours = num_gpus * duration / 3600.0;
   if (usd_per_gpu_hour <= 0.0) {
     std::printf("Cost: %d device(s) for %.1f s; no price for %s (--usd-per-gpu-hour)\n", num_gpus, duration,
