@@ -43,9 +43,9 @@ struct RunReportInput {
   const trace::ReadReport* read_report = nullptr;
   const trace::MaterializedTrace* materialized = nullptr;  // its requests may have been moved out
   engine::ReplayResult* result = nullptr;                  // consumed: its outputs move into the report's records
-  std::vector<const engine::Engine*> engines;          // one per replica; the timeline is the first's
-  nlohmann::json config = nlohmann::json::object();    // echoed into the JSON
-  nlohmann::json sections = nlohmann::json::object();  // further top-level JSON sections, by name
+  std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
+  nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
+  nlohmann::json sections = nlohmann::json::object();      // further top-level JSON sections, by name
 };
 
 // Prints the report to `out`, writes the JSON file when asked; returns the exit status (0).
