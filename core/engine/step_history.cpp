@@ -31,9 +31,7 @@ void StepTotals::add(const StepMetrics& step, int32_t block_size) {
   max_swapped = std::max(max_swapped, step.num_swapped);
 }
 
-StepTimeline::StepTimeline(size_t capacity) : capacity_(std::max<size_t>(2, capacity + capacity % 2)) {
-  points_.reserve(capacity_);
-}
+StepTimeline::StepTimeline(size_t capacity) : capacity_(std::max<size_t>(2, capacity + capacity % 2)) {}
 
 void StepTimeline::add(const StepMetrics& step) {
   if (!points_.empty() && steps_in_last_ < stride_) {

@@ -31,7 +31,8 @@ struct StepTotals {
 
 // The steps as at most `capacity` points, each the step with the highest KV usage (the first of
 // equals) out of a run of `stride` consecutive steps. The stride starts at 1; when the points
-// fill the capacity, neighbours pair up and it doubles. Memory: capacity x sizeof(StepMetrics).
+// fill the capacity, neighbours pair up and it doubles. Memory: at most capacity x
+// sizeof(StepMetrics) (1.7 MB at the default 16,384), grown as steps come.
 class StepTimeline {
  public:
   explicit StepTimeline(size_t capacity);  // rounded up to an even count >= 2
