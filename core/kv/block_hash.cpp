@@ -1,6 +1,5 @@
 #include "core/kv/block_hash.h"
 
-#include <algorithm>
 #include <bit>
 #include <stdexcept>
 #include <string>

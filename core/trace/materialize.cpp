@@ -24,6 +24,10 @@ class SyntheticTokens {
   TokenId block_token(uint64_t block_id, int32_t offset) const {
     return pick(mix64(seed_ ^ kBlockDomain ^ mix64(block_id * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(offset))));
   }
+  // Everything a block token depends on besides (id, offset): the seed and the token range.
+  uint64_t block_content_seed() const {
+    return mix64(seed_ ^ (static_cast<uint64_t>(static_cast<uint32_t>(begin_)) << 32 | range_));
+  }
   TokenId request_token(size_t index, int32_t position) const {
     return pick(
         mix64(seed_ ^ kRequestDomain ^ mix64(static_cast<uint64_t>(index) << 32 ^ static_cast<uint32_t>(position))));
@@ -89,6 +93,7 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
   const int32_t block_tokens = trace.header.prefix_block_tokens;
   if (block_tokens < 1) throw std::invalid_argument(file + ": prefix_block_tokens must be positive");
   const SyntheticTokens tokens(config);
+  const uint64_t content_seed = tokens.block_content_seed();
   MaterializedTrace result;
   result.requests.reserve(trace.requests.size());
   for (size_t index = 0; index < trace.requests.size(); ++index) {
@@ -151,10 +156,7 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
           .tokens_per_id = block_tokens,
           .num_tokens = static_cast<int32_t>(std::min<int64_t>(
               static_cast<int64_t>(prompt.size()), static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
-          // Everything the block tokens depend on besides (id, offset): the seed and the range.
-          .seed = mix64(config.seed ^ kSeedDomain ^
-                        mix64(static_cast<uint64_t>(config.synthetic_token_begin) << 32 |
-                              static_cast<uint32_t>(config.synthetic_token_end)))};
+          .seed = content_seed};
     }
     request.prompt_tokens = std::move(prompt);
     request.params = sampling_for(entry, output_len, index, config);
