@@ -37,7 +37,9 @@ class Server:
     def __init__(self, *extra, threads=1):
         self.cache = tempfile.mkdtemp(prefix="pagedllm_e2e_")
         env = dict(os.environ, PAGEDLLM_CACHE=self.cache)
-        self.log = open(os.path.join(self.cache, "serve.log"), "w+")
+        # Append mode (O_APPEND): the child shares this file description, and our seek to read
+        # the log must not move where the child writes.
+        self.log = open(os.path.join(self.cache, "serve.log"), "a+")
         self.process = subprocess.Popen([BINARY, "serve", "--port", "0", "--threads", str(threads), *extra],
                                         stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.port = None

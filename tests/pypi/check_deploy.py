@@ -33,6 +33,8 @@ import urllib.request
 import kubernetes_validate
 import yaml
 
+from child_log import child_log
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(REPO, "deploy")
 # The oldest Kubernetes the manifests are meant for (1.30), and the newest kubernetes-validate knows.
@@ -501,7 +503,7 @@ def serve_problems(binary, command, metrics):
     words += ["--threads", "1"]
     shutdown = float(option_values(words).get("--shutdown-timeout", ["30"])[-1])
     problems = []
-    with tempfile.TemporaryFile("w+") as log:
+    with child_log("pagedllm_deploy_serve_") as log:
         process = subprocess.Popen([binary, "serve", *words], stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline, port = time.time() + 120, None
@@ -534,6 +536,7 @@ def serve_problems(binary, command, metrics):
             if process.poll() is None:
                 process.kill()
                 process.wait()
+            os.unlink(log.name)
     return problems
 
 

@@ -12,12 +12,13 @@ import os
 import re
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from child_log import child_log
 
 FAILURES = []
 PROCESSES = []  # every process started, killed by kill_all()
@@ -202,7 +203,7 @@ def router_counters(families):
 class Replica:
     def __init__(self, binary, name):
         self.name = name
-        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"pagedllm_router_{name}_", suffix=".log", delete=False)
+        self.log = child_log(f"pagedllm_router_{name}_")
         self.process = subprocess.Popen([binary, "serve", "--model", "tiny", "--port", "0", "--threads", "1",
                                          "--served-model-name", "tiny", "--shutdown-timeout", "30"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
@@ -282,7 +283,7 @@ class Router:
     def __init__(self, binary, urls, policy, *extra):
         self.port = free_port()
         self.prometheus_port = free_port()
-        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"vllm_router_{policy}_", suffix=".log", delete=False)
+        self.log = child_log(f"vllm_router_{policy}_")
         workers = ["--worker-urls", *urls] if urls is not None else []
         self.command = [binary, "--host", "127.0.0.1", "--port", str(self.port), "--prometheus-port",
                         str(self.prometheus_port), *workers, "--policy", policy,

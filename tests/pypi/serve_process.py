@@ -2,14 +2,15 @@
 import re
 import subprocess
 import sys
-import tempfile
 import time
+
+from child_log import child_log
 
 
 def start_server(binary, model, *extra, timeout=300):
     """Starts `binary serve --model MODEL --port 0 EXTRA...`; returns (process, port) once it says
     it listens and is ready. Exits the check with the server's log if it dies or times out."""
-    log = tempfile.NamedTemporaryFile("w+", prefix="pagedllm_serve_", suffix=".log", delete=False)
+    log = child_log("pagedllm_serve_")
     process = subprocess.Popen([binary, "serve", "--model", model, "--port", "0", *extra], stdout=log,
                                stderr=subprocess.STDOUT)
     deadline = time.time() + timeout
