@@ -10,11 +10,15 @@
 // Work split: OpenMP hands out tiles of outputs (static schedule). A thread computes its tile
 // for all rows: R-row sub-tiles first (weights reused across R rows, inputs across O outputs),
 // then the rows left over one output at a time (a single weight stream, which the hardware
-// prefetcher follows at full memory bandwidth: what batch-1 decoding needs).
+// prefetcher follows at full memory bandwidth: what batch-1 decoding needs). Stored weights that
+// are not fp32 are decoded one tile of outputs at a time into the thread's buffer first, and the
+// same tile code then reads that buffer instead of the matrix.
 #include "cpu_ref/linear.h"
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "core/common/check.h"
 #include "cpu_ref/dot.h"
@@ -73,6 +77,13 @@ template <typename V, int R, int O>
   }
 }
 
+// The fp32 weight rows of one tile of outputs: the matrix's own rows, or a decoded copy of them.
+struct TileWeights {
+  const float* rows;        // [tile's outputs][in_features], row `first_row` first
+  std::int64_t first_row;   // the tile's first output
+  bool prefetch_next;       // rows after the tile follow in memory (the matrix itself)
+};
+
 // Rows [r0, r0 + R) against the tile's O weight rows; writes only the `num_outs` real outputs.
 template <typename V, int R, int O>
 [[gnu::always_inline]] inline void row_tile(const LinearArgs& a, std::int64_t r0, std::int64_t o0,
@@ -91,16 +102,18 @@ template <typename V, int R, int O>
 // output, the weight pointers repeat the last real row (computed, never stored), so every
 // sub-tile runs the same code.
 template <typename V, int R, int O>
-[[gnu::always_inline]] inline void sub_tile_rows(const LinearArgs& a, std::int64_t o0, std::int64_t r_begin,
-                                                 std::int64_t r_end) {
+[[gnu::always_inline]] inline void sub_tile_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t o0,
+                                                 std::int64_t r_begin, std::int64_t r_end) {
   const int num_outs = static_cast<int>(std::min<std::int64_t>(O, a.out_features - o0));
   const float* w[O];
   for (int o = 0; o < O; ++o) {
-    w[o] = a.weight + std::min<std::int64_t>(o0 + o, a.out_features - 1) * a.in_features;
+    w[o] = tile.rows + (std::min<std::int64_t>(o0 + o, a.out_features - 1) - tile.first_row) * a.in_features;
   }
   // Several weight rows are read side by side: fetch the next O rows (contiguous) ahead, while
   // the first row tile runs; the hardware prefetcher alone falls behind on interleaved streams.
-  const float* next = O > 1 && o0 + 2 * O <= a.out_features ? a.weight + (o0 + O) * a.in_features : nullptr;
+  const float* next = tile.prefetch_next && O > 1 && o0 + 2 * O <= a.out_features
+                          ? tile.rows + (o0 + O - tile.first_row) * a.in_features
+                          : nullptr;
   for (std::int64_t r0 = r_begin; r0 < r_end; r0 += R) {
     row_tile<V, R, O>(a, r0, o0, w, num_outs, r0 == r_begin ? next : nullptr);
   }
@@ -108,19 +121,19 @@ template <typename V, int R, int O>
 
 // The kTileOuts outputs of tile `tile` (the unit OpenMP distributes), as R x O sub-tiles.
 template <typename V, int kTileOuts, int R, int O>
-[[gnu::always_inline]] inline void tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
+[[gnu::always_inline]] inline void tile_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t r_begin,
                                              std::int64_t r_end) {
   static_assert(kTileOuts % O == 0);
-  const std::int64_t o_end = std::min<std::int64_t>((tile + 1) * kTileOuts, a.out_features);
-  for (std::int64_t o0 = tile * kTileOuts; o0 < o_end; o0 += O) {
-    sub_tile_rows<V, R, O>(a, o0, r_begin, r_end);
+  const std::int64_t o_end = std::min<std::int64_t>(tile.first_row + kTileOuts, a.out_features);
+  for (std::int64_t o0 = tile.first_row; o0 < o_end; o0 += O) {
+    sub_tile_rows<V, R, O>(a, tile, o0, r_begin, r_end);
   }
 }
 
 // One instruction set's kernels: tiles of `rows` rows, and single rows for the rows left over.
 // Each function inlines exactly one tile shape, so the compiler keeps its accumulators in
 // registers.
-using TileRowsFn = void (*)(const LinearArgs&, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end);
+using TileRowsFn = void (*)(const LinearArgs&, const TileWeights& tile, std::int64_t r_begin, std::int64_t r_end);
 struct TileKernels {
   std::int64_t rows;
   std::int64_t outs;
@@ -128,19 +141,25 @@ struct TileKernels {
   TileRowsFn single_rows;
 };
 
-void generic_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end) {
+void generic_tile_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Sse, kGenericOuts, kGenericRows, kGenericOuts>(a, tile, r_begin, r_end);
 }
-void generic_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin, std::int64_t r_end) {
+void generic_single_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Sse, kGenericOuts, 1, 1>(a, tile, r_begin, r_end);
 }
-__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
-                                                    std::int64_t r_end) {
+__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, const TileWeights& tile,
+                                                    std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Avx, kAvx2Outs, kAvx2Rows, kAvx2Outs>(a, tile, r_begin, r_end);
 }
-__attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, std::int64_t tile, std::int64_t r_begin,
-                                                      std::int64_t r_end) {
+__attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, const TileWeights& tile,
+                                                      std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Avx, kAvx2Outs, 1, 1>(a, tile, r_begin, r_end);
+}
+
+// One tile of outputs for every row.
+void run_tile(const TileKernels& k, const LinearArgs& a, const TileWeights& tile, std::int64_t num_tiled_rows) {
+  if (num_tiled_rows > 0) k.tile_rows(a, tile, 0, num_tiled_rows);
+  if (num_tiled_rows < a.num_rows) k.single_rows(a, tile, num_tiled_rows, a.num_rows);
 }
 
 constexpr TileKernels kGenericKernels{kGenericRows, kGenericOuts, generic_tile_rows, generic_single_rows};
@@ -173,7 +192,7 @@ const char* linear_kernel_name(LinearKernel kernel) noexcept {
 void linear(const LinearArgs& args) {
   PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0, "linear: negative size");
   if (args.num_rows == 0 || args.out_features == 0) return;
-  PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight)), "linear: null matrix");
+  PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight.data)), "linear: null matrix");
   const LinearKernel kernel = resolve_linear_kernel(args.kernel);
   PAGEDLLM_ASSERT(kernel != LinearKernel::avx2 || cpu_has_avx2(),
                   "linear: AVX2 kernel asked for on a CPU without AVX2");
@@ -181,11 +200,36 @@ void linear(const LinearArgs& args) {
   const TileKernels& k = kernel == LinearKernel::avx2 ? kAvx2Kernels : kGenericKernels;
   const std::int64_t num_tiles = (args.out_features + k.outs - 1) / k.outs;
   const std::int64_t num_tiled_rows = args.num_rows - args.num_rows % k.rows;
-  // Independent outputs only: each element is computed whole by one thread.
+  if (args.weight.is_f32()) {
+    PAGEDLLM_ASSERT(args.weight.row_bytes == args.in_features * static_cast<std::int64_t>(sizeof(float)),
+                    "linear: fp32 weight rows are not in_features long");
+    const float* weight = args.weight.f32_data();
+    // Independent outputs only: each element is computed whole by one thread.
 #pragma omp parallel for schedule(static)
-  for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
-    if (num_tiled_rows > 0) k.tile_rows(args, tile, 0, num_tiled_rows);
-    if (num_tiled_rows < args.num_rows) k.single_rows(args, tile, num_tiled_rows, args.num_rows);
+    for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
+      const std::int64_t first = tile * k.outs;
+      run_tile(k, args, TileWeights{weight + first * args.in_features, first, true}, num_tiled_rows);
+    }
+    return;
+  }
+
+  const std::optional<model::GgmlTypeTraits> traits = model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
+  const model::DequantizeBlocksFn dequantize = model::blocks_dequantizer(args.weight.type);
+  PAGEDLLM_ASSERT(traits && dequantize != nullptr, "linear: weights of a type that cannot be decoded");
+  const auto block_size = static_cast<std::int64_t>(traits->block_size);
+  PAGEDLLM_ASSERT(args.in_features % block_size == 0 &&
+                      args.weight.row_bytes == args.in_features / block_size * traits->type_size,
+                  "linear: stored weight rows are not in_features values of whole blocks");
+#pragma omp parallel
+  {
+    std::vector<float> decoded(static_cast<std::size_t>(k.outs * args.in_features));  // this thread's tile
+#pragma omp for schedule(static)
+    for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
+      const std::int64_t first = tile * k.outs;
+      const std::int64_t count = std::min(k.outs, args.out_features - first);
+      decode_rows(args.weight, dequantize, block_size, first, count, args.in_features, decoded.data());
+      run_tile(k, args, TileWeights{decoded.data(), first, false}, num_tiled_rows);
+    }
   }
 }
 

@@ -7,12 +7,19 @@
 // operations whether it is computed alone, in a batch of 33, or in any row of a tile. OpenMP
 // splits the output tiles (schedule(static)), never a reduction.
 //
+// Weights in a stored type other than F32 (F16, BF16, ggml quantized types) are decoded a tile of
+// output rows at a time into a per-thread fp32 buffer by the load-time dequantizer, then run
+// through the same tiled kernel: the result is bit-identical to dequantizing the whole matrix
+// first, and each weight is decoded once per call, whatever the number of rows.
+//
 // The kernel exists twice: generic x86-64 (SSE2) and AVX2 (chosen at run time with
 // __builtin_cpu_supports). Both perform the same fp32 operations on the same lanes, without
 // FMA, so their results are identical; only the register width differs.
 #pragma once
 
 #include <cstdint>
+
+#include "cpu_ref/weight_matrix.h"
 
 namespace pagedllm::cpu_ref {
 
@@ -26,7 +33,7 @@ enum class LinearKernel {
 // `weight` or `bias`.
 struct LinearArgs {
   const float* x = nullptr;       // [num_rows, in_features]
-  const float* weight = nullptr;  // [out_features, in_features] (nn.Linear layout)
+  WeightMatrix weight;            // [out_features, in_features] (nn.Linear layout)
   const float* bias = nullptr;    // [out_features], or nullptr for none
   float* y = nullptr;             // [num_rows, out_features], written
   std::int64_t num_rows = 0;

@@ -1,6 +1,7 @@
 #include "cpu_ref/llama_model.h"
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -21,12 +22,28 @@ const float* tensor_data(const model::ModelWeights& weights, const std::string& 
   return tensor.f32.data();
 }
 
+// A matrix, fp32 or in its stored type.
+WeightMatrix matrix(const model::ModelWeights& weights, const std::string& name) {
+  const model::HostTensor& tensor = weights.at(name);
+  if (tensor.shape.size() != 2) throw std::invalid_argument("cpu_ref: tensor '" + name + "' is not a matrix");
+  switch (tensor.dtype) {
+    case model::WeightDType::f32:
+      return WeightMatrix::f32(tensor.f32.data(), tensor.shape[1]);
+    case model::WeightDType::stored:
+      return WeightMatrix{tensor.stored_type, tensor.stored.data(),
+                          static_cast<std::int64_t>(tensor.stored.size()) / tensor.shape[0]};
+    case model::WeightDType::bf16:
+      break;
+  }
+  throw std::invalid_argument("cpu_ref: tensor '" + name + "' must be loaded as stored or fp32, not bf16");
+}
+
 const float* optional_tensor_data(const model::ModelWeights& weights, const std::string& name) {
   return weights.tensors.count(name) != 0 ? tensor_data(weights, name) : nullptr;
 }
 
 // y[rows, out] = x[rows, in] W^T (+ b).
-void project(const float* x, std::int64_t rows, std::int64_t in, const float* weight, const float* bias,
+void project(const float* x, std::int64_t rows, std::int64_t in, const WeightMatrix& weight, const float* bias,
              std::int64_t out, float* y) {
   linear(LinearArgs{
       .x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows, .in_features = in, .out_features = out});
@@ -49,22 +66,29 @@ LlamaModel::LlamaModel(model::ModelWeights weights)
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     layers_.push_back(Layer{
         .input_norm = tensor_data(weights_, prefix + "input_layernorm.weight"),
-        .q_proj = tensor_data(weights_, prefix + "self_attn.q_proj.weight"),
-        .k_proj = tensor_data(weights_, prefix + "self_attn.k_proj.weight"),
-        .v_proj = tensor_data(weights_, prefix + "self_attn.v_proj.weight"),
+        .q_proj = matrix(weights_, prefix + "self_attn.q_proj.weight"),
+        .k_proj = matrix(weights_, prefix + "self_attn.k_proj.weight"),
+        .v_proj = matrix(weights_, prefix + "self_attn.v_proj.weight"),
         .q_bias = optional_tensor_data(weights_, prefix + "self_attn.q_proj.bias"),
         .k_bias = optional_tensor_data(weights_, prefix + "self_attn.k_proj.bias"),
         .v_bias = optional_tensor_data(weights_, prefix + "self_attn.v_proj.bias"),
-        .o_proj = tensor_data(weights_, prefix + "self_attn.o_proj.weight"),
+        .o_proj = matrix(weights_, prefix + "self_attn.o_proj.weight"),
         .post_norm = tensor_data(weights_, prefix + "post_attention_layernorm.weight"),
-        .gate_proj = tensor_data(weights_, prefix + "mlp.gate_proj.weight"),
-        .up_proj = tensor_data(weights_, prefix + "mlp.up_proj.weight"),
-        .down_proj = tensor_data(weights_, prefix + "mlp.down_proj.weight"),
+        .gate_proj = matrix(weights_, prefix + "mlp.gate_proj.weight"),
+        .up_proj = matrix(weights_, prefix + "mlp.up_proj.weight"),
+        .down_proj = matrix(weights_, prefix + "mlp.down_proj.weight"),
     });
   }
-  embedding_ = tensor_data(weights_, "model.embed_tokens.weight");
+  embedding_ = matrix(weights_, "model.embed_tokens.weight");
   final_norm_ = tensor_data(weights_, "model.norm.weight");
-  lm_head_ = config.tie_word_embeddings ? embedding_ : tensor_data(weights_, "lm_head.weight");
+  lm_head_ = config.tie_word_embeddings ? embedding_ : matrix(weights_, "lm_head.weight");
+  embedding_dequantizer_ = model::blocks_dequantizer(embedding_.type);
+  const std::optional<model::GgmlTypeTraits> traits =
+      model::ggml_type_traits(static_cast<std::uint32_t>(embedding_.type));
+  if (embedding_dequantizer_ == nullptr || !traits || config.hidden_size % traits->block_size != 0) {
+    throw std::invalid_argument("cpu_ref: the embedding's type cannot be decoded by rows");
+  }
+  embedding_block_size_ = traits->block_size;
 }
 
 std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& cache) const {
@@ -81,8 +105,7 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
     PAGEDLLM_ASSERT(token >= 0 && token < config.vocab_size, "forward batch: token id outside the vocabulary");
     PAGEDLLM_ASSERT(batch.positions[static_cast<std::size_t>(t)] < config.max_position_embeddings,
                     "forward batch: position beyond the model's context");
-    std::memcpy(residual.data() + t * hidden, embedding_ + token * hidden,
-                static_cast<std::size_t>(hidden) * sizeof(float));
+    decode_rows(embedding_, embedding_dequantizer_, embedding_block_size_, token, 1, hidden, residual.data() + t * hidden);
   }
   const auto rows = static_cast<std::size_t>(num_tokens);
   Buffers buffers{

@@ -17,6 +17,7 @@
 #include "core/model/model_weights.h"
 #include "cpu_ref/host_kv_store.h"
 #include "cpu_ref/rotary.h"
+#include "cpu_ref/weight_matrix.h"
 
 namespace pagedllm::cpu_ref {
 
@@ -36,13 +37,16 @@ struct ForwardBatch {
 
 class LlamaModel {
  public:
-  // Takes fp32 weights (WeightDType::f32); throws std::invalid_argument otherwise.
+  // Takes weights loaded as WeightDType::stored (matrices computed from in their stored type) or
+  // WeightDType::f32 (dequantized at load: the test oracle; bit-identical logits); throws
+  // std::invalid_argument for bf16.
   explicit LlamaModel(model::ModelWeights weights);
   LlamaModel(const LlamaModel&) = delete;  // layers_ points into weights_
   LlamaModel& operator=(const LlamaModel&) = delete;
 
   const model::ModelConfig& config() const noexcept { return weights_.config; }
   int32_t vocab_size() const noexcept { return static_cast<int32_t>(weights_.config.vocab_size); }
+  model::WeightMemory weight_memory() const noexcept { return weights_.memory(); }
 
   // Runs the batch; returns logits [logits_rows.size(), vocab_size], row-major.
   std::vector<float> forward(const ForwardBatch& batch, HostKvStore& cache) const;
@@ -50,17 +54,17 @@ class LlamaModel {
  private:
   struct Layer {
     const float* input_norm;  // [hidden]
-    const float* q_proj;      // [q_dim, hidden]
-    const float* k_proj;      // [kv_dim, hidden]
-    const float* v_proj;      // [kv_dim, hidden]
+    WeightMatrix q_proj;      // [q_dim, hidden]
+    WeightMatrix k_proj;      // [kv_dim, hidden]
+    WeightMatrix v_proj;      // [kv_dim, hidden]
     const float* q_bias;      // [q_dim] or nullptr
     const float* k_bias;      // [kv_dim] or nullptr
     const float* v_bias;      // [kv_dim] or nullptr
-    const float* o_proj;      // [hidden, q_dim]
+    WeightMatrix o_proj;      // [hidden, q_dim]
     const float* post_norm;   // [hidden]
-    const float* gate_proj;   // [intermediate, hidden]
-    const float* up_proj;     // [intermediate, hidden]
-    const float* down_proj;   // [hidden, intermediate]
+    WeightMatrix gate_proj;   // [intermediate, hidden]
+    WeightMatrix up_proj;     // [intermediate, hidden]
+    WeightMatrix down_proj;   // [hidden, intermediate]
   };
 
   // Activations of one forward call, sized once for its batch and reused by every layer.
@@ -79,11 +83,13 @@ class LlamaModel {
                        std::vector<float>& residual, Buffers& buffers) const;
   void mlp_block(const Layer& layer, std::vector<float>& residual, Buffers& buffers) const;
 
-  model::ModelWeights weights_;  // owns every tensor the pointers below point into
+  model::ModelWeights weights_;  // owns (or maps) every tensor the views below point into
   std::vector<Layer> layers_;
-  const float* embedding_;   // [vocab, hidden]
+  WeightMatrix embedding_;   // [vocab, hidden]: only the rows of a batch's tokens are decoded
+  model::DequantizeBlocksFn embedding_dequantizer_ = nullptr;
+  std::int64_t embedding_block_size_ = 1;
   const float* final_norm_;  // [hidden]
-  const float* lm_head_;     // [vocab, hidden] (the embedding when tied)
+  WeightMatrix lm_head_;     // [vocab, hidden] (the embedding when tied)
   RotaryEmbedding rotary_;
 };
 

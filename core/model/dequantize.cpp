@@ -246,24 +246,63 @@ void dequantize_q8_k(const std::byte* block, float* out) {
   }
 }
 
-template <typename BlockFn>
-void for_each_block(BlockFn dequantize_block, std::span<const std::byte> src, std::span<float> dst,
-                    std::size_t block_size, std::size_t type_size) {
-  const std::size_t num_blocks = dst.size() / block_size;
-  const std::byte* in = src.data();
-  float* out = dst.data();
-  for (std::size_t b = 0; b < num_blocks; ++b) {
-    dequantize_block(in, out);
-    in += type_size;
-    out += block_size;
-  }
+// One type's dequantizer over whole blocks: `Block` applied to each block of `kTypeSize` bytes.
+template <void (*Block)(const std::byte*, float*), std::size_t kBlockSize, std::size_t kTypeSize>
+void dequantize_blocks(const std::byte* src, float* dst, std::size_t num_blocks) {
+  for (std::size_t b = 0; b < num_blocks; ++b) Block(src + b * kTypeSize, dst + b * kBlockSize);
+}
+
+void dequantize_f16(const std::byte* src, float* out) { *out = load_fp16(src); }
+void dequantize_bf16(const std::byte* src, float* out) {
+  std::uint16_t bits;
+  std::memcpy(&bits, src, sizeof bits);
+  *out = bf16_to_float(bits);
 }
 
 }  // namespace
 
+DequantizeBlocksFn blocks_dequantizer(GgmlType type) noexcept {
+  switch (type) {
+    case GgmlType::f32:
+      return [](const std::byte* src, float* dst, std::size_t n) {
+        if (n != 0) std::memcpy(dst, src, n * sizeof(float));
+      };
+    case GgmlType::f16:
+      return dequantize_blocks<dequantize_f16, 1, 2>;
+    case GgmlType::bf16:
+      return dequantize_blocks<dequantize_bf16, 1, 2>;
+    case GgmlType::q4_0:
+      return dequantize_blocks<dequantize_q4_0, 32, 18>;
+    case GgmlType::q4_1:
+      return dequantize_blocks<dequantize_q4_1, 32, 20>;
+    case GgmlType::q5_0:
+      return dequantize_blocks<dequantize_q5_0, 32, 22>;
+    case GgmlType::q5_1:
+      return dequantize_blocks<dequantize_q5_1, 32, 24>;
+    case GgmlType::q8_0:
+      return dequantize_blocks<dequantize_q8_0, 32, 34>;
+    case GgmlType::q2_k:
+      return dequantize_blocks<dequantize_q2_k, kQkK, 84>;
+    case GgmlType::q3_k:
+      return dequantize_blocks<dequantize_q3_k, kQkK, 110>;
+    case GgmlType::q4_k:
+      return dequantize_blocks<dequantize_q4_k, kQkK, 144>;
+    case GgmlType::q5_k:
+      return dequantize_blocks<dequantize_q5_k, kQkK, 176>;
+    case GgmlType::q6_k:
+      return dequantize_blocks<dequantize_q6_k, kQkK, 210>;
+    case GgmlType::q8_k:
+      return dequantize_blocks<dequantize_q8_k, kQkK, 292>;
+    case GgmlType::q8_1:
+      return nullptr;
+  }
+  return nullptr;
+}
+
 void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<float> dst) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
-  if (!traits || !traits->dequantizable) {
+  const DequantizeBlocksFn dequantize = traits && traits->dequantizable ? blocks_dequantizer(type) : nullptr;
+  if (dequantize == nullptr) {
     throw std::invalid_argument(
         "dequantize_row: type " +
         (traits ? std::string(traits->name) : std::to_string(static_cast<std::uint32_t>(type))) +
@@ -279,50 +318,7 @@ void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<flo
                                 " values need " + std::to_string(expected_bytes) + " bytes, got " +
                                 std::to_string(src.size()));
   }
-  const std::size_t block_size = traits->block_size;
-  const std::size_t type_size = traits->type_size;
-  switch (type) {
-    case GgmlType::f32:
-      if (!dst.empty()) std::memcpy(dst.data(), src.data(), src.size());
-      return;
-    case GgmlType::f16:
-      for_each_block([](const std::byte* in, float* out) { *out = load_fp16(in); }, src, dst, block_size, type_size);
-      return;
-    case GgmlType::bf16:
-      for_each_block(
-          [](const std::byte* in, float* out) {
-            std::uint16_t bits;
-            std::memcpy(&bits, in, sizeof bits);
-            *out = bf16_to_float(bits);
-          },
-          src, dst, block_size, type_size);
-      return;
-    case GgmlType::q4_0:
-      return for_each_block(dequantize_q4_0, src, dst, block_size, type_size);
-    case GgmlType::q4_1:
-      return for_each_block(dequantize_q4_1, src, dst, block_size, type_size);
-    case GgmlType::q5_0:
-      return for_each_block(dequantize_q5_0, src, dst, block_size, type_size);
-    case GgmlType::q5_1:
-      return for_each_block(dequantize_q5_1, src, dst, block_size, type_size);
-    case GgmlType::q8_0:
-      return for_each_block(dequantize_q8_0, src, dst, block_size, type_size);
-    case GgmlType::q2_k:
-      return for_each_block(dequantize_q2_k, src, dst, block_size, type_size);
-    case GgmlType::q3_k:
-      return for_each_block(dequantize_q3_k, src, dst, block_size, type_size);
-    case GgmlType::q4_k:
-      return for_each_block(dequantize_q4_k, src, dst, block_size, type_size);
-    case GgmlType::q5_k:
-      return for_each_block(dequantize_q5_k, src, dst, block_size, type_size);
-    case GgmlType::q6_k:
-      return for_each_block(dequantize_q6_k, src, dst, block_size, type_size);
-    case GgmlType::q8_k:
-      return for_each_block(dequantize_q8_k, src, dst, block_size, type_size);
-    case GgmlType::q8_1:
-      break;  // refused above (not dequantizable)
-  }
-  throw std::logic_error("dequantize_row: dequantizable type without a dequantizer");
+  dequantize(src.data(), dst.data(), dst.size() / traits->block_size);
 }
 
 namespace {

@@ -14,6 +14,14 @@
 
 namespace pagedllm::model {
 
+// Dequantizes `num_blocks` whole blocks of one type from src into dst, unchecked: the inner loop of
+// dequantize_row and of cpu_ref's kernels that decode weights as they compute (so both produce
+// the same values, bit for bit).
+using DequantizeBlocksFn = void (*)(const std::byte* src, float* dst, std::size_t num_blocks);
+
+// The dequantizer of a dequantizable type; nullptr for any other.
+DequantizeBlocksFn blocks_dequantizer(GgmlType type) noexcept;
+
 // Dequantizes dst.size() values of `type` from src, which must hold exactly
 // dst.size() / block_size blocks. Throws std::invalid_argument when dst.size() is not a multiple
 // of the block size, src has another size, or the type is not dequantizable.

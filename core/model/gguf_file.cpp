@@ -258,10 +258,11 @@ GgufHeader parse_gguf_header(std::span<const std::byte> bytes, const std::string
 }
 
 GgufFile::GgufFile(std::string file_path)
-    : file_(std::move(file_path)), header_(parse_gguf_header(file_.bytes(), file_.path())) {
+    : file_(std::make_shared<const MappedFile>(std::move(file_path))),
+      header_(parse_gguf_header(file_->bytes(), file_->path())) {
   for (std::size_t i = 0; i < header_.tensors.size(); ++i) {
     if (!tensor_index_.emplace(header_.tensors[i].name, i).second) {
-      throw ModelFormatError(file_.path(), tensor_subject(header_.tensors[i].name), "appears twice");
+      throw ModelFormatError(file_->path(), tensor_subject(header_.tensors[i].name), "appears twice");
     }
   }
 }
@@ -277,7 +278,7 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 }
 
 std::span<const std::byte> GgufFile::tensor_data(const GgufTensorInfo& tensor) const {
-  return file_.bytes().subspan(static_cast<std::size_t>(header_.data_offset + tensor.offset),
+  return file_->bytes().subspan(static_cast<std::size_t>(header_.data_offset + tensor.offset),
                                static_cast<std::size_t>(tensor.num_bytes));
 }
 

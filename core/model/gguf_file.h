@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,7 +79,7 @@ class GgufFile {
  public:
   explicit GgufFile(std::string path);  // maps the file and parses its header
 
-  const std::string& path() const noexcept { return file_.path(); }
+  const std::string& path() const noexcept { return file_->path(); }
   const GgufHeader& header() const noexcept { return header_; }
   std::uint32_t version() const noexcept { return header_.version; }
   const std::vector<GgufTensorInfo>& tensors() const noexcept { return header_.tensors; }
@@ -87,6 +88,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   // The tensor's bytes inside the mapping.
   std::span<const std::byte> tensor_data(const GgufTensorInfo& tensor) const;
+  // The mapping, for weights that keep pointing into it after this object is gone.
+  std::shared_ptr<const MappedFile> mapping() const noexcept { return file_; }
 
   // Typed metadata access. get_* throws ModelFormatError (naming the key and the expected
   // type) when the key is missing or has another type; find_* returns nullopt when missing
@@ -102,7 +105,7 @@ class GgufFile {
   std::vector<std::int64_t> get_int_array(const std::string& key) const;  // any integer element
 
  private:
-  MappedFile file_;
+  std::shared_ptr<const MappedFile> file_;  // never null; shared with weights loaded in place
   GgufHeader header_;
   std::map<std::string, std::size_t> tensor_index_;
 };

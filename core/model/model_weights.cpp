@@ -1,6 +1,7 @@
 #include "core/model/model_weights.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 
@@ -36,6 +37,55 @@ HostTensor to_host_tensor(std::vector<float> values, std::vector<std::int64_t> s
   return tensor;
 }
 
+// A matrix kept as stored: `bytes` in place (inside `mapping`, which `weights` then keeps), or
+// `reordered` when loading moved its rows. fp32 data must be aligned for the kernels' float
+// loads; a misaligned F32 tensor (safetensors does not align) is copied.
+HostTensor stored_tensor(ModelWeights& weights, const std::shared_ptr<const MappedFile>& mapping, GgmlType type,
+                         std::span<const std::byte> bytes, std::vector<std::int64_t> shape,
+                         std::vector<std::byte> reordered = {}) {
+  HostTensor tensor;
+  tensor.shape = std::move(shape);
+  tensor.dtype = WeightDType::stored;
+  tensor.stored_type = type;
+  const bool misaligned = reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(float) != 0;
+  if (reordered.empty() && type == GgmlType::f32 && misaligned) reordered.assign(bytes.begin(), bytes.end());
+  if (!reordered.empty()) {
+    tensor.reordered = std::make_shared<const std::vector<std::byte>>(std::move(reordered));
+    tensor.stored = *tensor.reordered;
+    return tensor;
+  }
+  tensor.stored = bytes;
+  if (std::find(weights.mappings.begin(), weights.mappings.end(), mapping) == weights.mappings.end()) {
+    weights.mappings.push_back(mapping);
+  }
+  return tensor;
+}
+
+// The traits of a type the engine can compute from, or ModelFormatError naming the tensor.
+GgmlTypeTraits computable_traits(const std::string& file, const std::string& tensor, GgmlType type) {
+  const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
+  if (!traits || !traits->dequantizable) {
+    throw ModelFormatError(file, "tensor '" + tensor + "'",
+                           "type " + (traits ? std::string(traits->name)
+                                             : "code " + std::to_string(static_cast<std::uint32_t>(type))) +
+                               " is not one pagedllm computes from (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
+                               "Q8_0, Q2_K to Q6_K)");
+  }
+  return *traits;
+}
+
+GgmlType ggml_type_of(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::f32:
+      return GgmlType::f32;
+    case SafetensorsDtype::f16:
+      return GgmlType::f16;
+    case SafetensorsDtype::bf16:
+      return GgmlType::bf16;
+  }
+  throw std::logic_error("ggml_type_of: unknown safetensors dtype");
+}
+
 // Checks that `loaded` holds every tensor `config` implies; throws naming the first one missing.
 void require_complete(const ModelWeights& weights, const std::vector<TensorSpec>& specs, const std::string& file,
                       bool gguf_names) {
@@ -60,6 +110,28 @@ const HostTensor& ModelWeights::at(const std::string& name) const {
   const auto it = tensors.find(name);
   if (it == tensors.end()) throw std::out_of_range("model weights: no tensor '" + name + "'");
   return it->second;
+}
+
+std::uint64_t HostTensor::num_bytes() const noexcept {
+  return f32.size() * sizeof(float) + bf16.size() * sizeof(std::uint16_t) + stored.size();
+}
+
+WeightMemory ModelWeights::memory() const noexcept {
+  WeightMemory memory;
+  for (const auto& [name, tensor] : tensors) {
+    const bool in_place = tensor.dtype == WeightDType::stored && tensor.reordered == nullptr;
+    (in_place ? memory.mapped_bytes : memory.copied_bytes) += tensor.num_bytes();
+  }
+  return memory;
+}
+
+std::string describe_weight_memory(const WeightMemory& memory) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  char text[160];
+  std::snprintf(text, sizeof text, "the weights take %.1f MiB (%.1f MiB mapped from the file, %.1f MiB copied)",
+                static_cast<double>(memory.mapped_bytes + memory.copied_bytes) / kMiB,
+                static_cast<double>(memory.mapped_bytes) / kMiB, static_cast<double>(memory.copied_bytes) / kMiB);
+  return text;
 }
 
 std::uint64_t ModelWeights::num_parameters() const noexcept {
@@ -91,13 +163,27 @@ ModelWeights load_weights(const GgufFile& file, const ModelConfig& config, const
                              "expected shape " + shape_text(spec->second->shape) +
                                  " (outermost first) for this config, found " + shape_text(shape));
     }
-    std::vector<float> values = dequantize_tensor(file, info);
-    if (interleaved_rotary && name->ends_with("q_proj.weight")) {
-      deinterleave_rotary_rows(values, config.num_heads, config.head_dim, config.hidden_size);
-    } else if (interleaved_rotary && name->ends_with("k_proj.weight")) {
-      deinterleave_rotary_rows(values, config.num_kv_heads, config.head_dim, config.hidden_size);
+    const GgmlTypeTraits traits = computable_traits(file.path(), info.name, info.type);
+    // Rows in llama.cpp's rotary order: heads of the projection (0: none).
+    const std::int64_t rotary_heads = !interleaved_rotary                     ? 0
+                                      : name->ends_with("q_proj.weight") ? config.num_heads
+                                      : name->ends_with("k_proj.weight") ? config.num_kv_heads
+                                                                         : 0;
+    if (options.dtype == WeightDType::stored && shape.size() == 2) {
+      const std::span<const std::byte> bytes = file.tensor_data(info);
+      std::vector<std::byte> reordered;
+      if (rotary_heads != 0) {
+        const auto row_bytes = static_cast<std::int64_t>(shape[1] / traits.block_size * traits.type_size);
+        reordered = deinterleave_rotary_rows(bytes, rotary_heads, config.head_dim, row_bytes);
+      }
+      weights.tensors.emplace(
+          *name, stored_tensor(weights, file.mapping(), info.type, bytes, std::move(shape), std::move(reordered)));
+      continue;
     }
-    weights.tensors.emplace(*name, to_host_tensor(std::move(values), std::move(shape), options.dtype));
+    std::vector<float> values = dequantize_tensor(file, info);
+    if (rotary_heads != 0) deinterleave_rotary_rows(values, rotary_heads, config.head_dim, config.hidden_size);
+    const WeightDType dtype = options.dtype == WeightDType::stored ? WeightDType::f32 : options.dtype;
+    weights.tensors.emplace(*name, to_host_tensor(std::move(values), std::move(shape), dtype));
   }
   require_complete(weights, specs, file.path(), /*gguf_names=*/true);
   return weights;
@@ -120,7 +206,14 @@ ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelCo
           checkpoint.shard_path(spec.name), "tensor '" + spec.name + "'",
           "expected shape " + shape_text(spec.shape) + " for this config, found " + shape_text(shape));
     }
-    weights.tensors.emplace(spec.name, to_host_tensor(checkpoint.read_f32(spec.name), spec.shape, options.dtype));
+    if (options.dtype == WeightDType::stored && spec.shape.size() == 2) {
+      weights.tensors.emplace(spec.name, stored_tensor(weights, checkpoint.mapping(spec.name),
+                                                       ggml_type_of(tensor->dtype), checkpoint.tensor_data(spec.name),
+                                                       spec.shape));
+      continue;
+    }
+    const WeightDType dtype = options.dtype == WeightDType::stored ? WeightDType::f32 : options.dtype;
+    weights.tensors.emplace(spec.name, to_host_tensor(checkpoint.read_f32(spec.name), spec.shape, dtype));
   }
   for (const std::string& name : checkpoint.tensor_names()) {
     if (expected.count(name) == 0) weights.ignored_tensors.push_back(name);

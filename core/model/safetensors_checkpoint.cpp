@@ -149,6 +149,10 @@ std::span<const std::byte> SafetensorsCheckpoint::tensor_data(std::string_view n
   return shards_[location.shard].tensor_data(*location.tensor);
 }
 
+std::shared_ptr<const MappedFile> SafetensorsCheckpoint::mapping(std::string_view name) const {
+  return shards_[locate(name).shard].mapping();
+}
+
 std::vector<float> SafetensorsCheckpoint::read_f32(std::string_view name) const {
   const Location& location = locate(name);
   return tensor_to_f32(*location.tensor, shards_[location.shard].tensor_data(*location.tensor));

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,8 @@ class SafetensorsCheckpoint {
   const SafetensorsTensorInfo& tensor(std::string_view name) const;
   const std::string& shard_path(std::string_view name) const;  // the file that holds the tensor
   std::span<const std::byte> tensor_data(std::string_view name) const;
+  // The mapping of the shard that holds the tensor (tensor_data points into it).
+  std::shared_ptr<const MappedFile> mapping(std::string_view name) const;
 
   std::vector<float> read_f32(std::string_view name) const;
   std::vector<std::uint16_t> read_bf16(std::string_view name) const;

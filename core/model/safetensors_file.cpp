@@ -321,7 +321,8 @@ std::vector<std::uint16_t> tensor_to_bf16(const SafetensorsTensorInfo& tensor, s
 }
 
 SafetensorsFile::SafetensorsFile(std::string path)
-    : file_(std::move(path)), header_(parse_safetensors_header(file_.bytes(), file_.path())) {}
+    : file_(std::make_shared<const MappedFile>(std::move(path))),
+      header_(parse_safetensors_header(file_->bytes(), file_->path())) {}
 
 const SafetensorsTensorInfo& SafetensorsFile::tensor(std::string_view name) const {
   const SafetensorsTensorInfo* found = find_tensor(name);
@@ -330,7 +331,7 @@ const SafetensorsTensorInfo& SafetensorsFile::tensor(std::string_view name) cons
 }
 
 std::span<const std::byte> SafetensorsFile::tensor_data(const SafetensorsTensorInfo& tensor) const noexcept {
-  return file_.bytes().subspan(header_.data_offset + tensor.begin, tensor.num_bytes());
+  return file_->bytes().subspan(header_.data_offset + tensor.begin, tensor.num_bytes());
 }
 
 std::vector<float> SafetensorsFile::read_f32(std::string_view name) const {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -64,7 +65,7 @@ class SafetensorsFile {
  public:
   explicit SafetensorsFile(std::string path);  // maps the file and parses its header
 
-  const std::string& path() const noexcept { return file_.path(); }
+  const std::string& path() const noexcept { return file_->path(); }
   const SafetensorsHeader& header() const noexcept { return header_; }
   const std::vector<SafetensorsTensorInfo>& tensors() const noexcept { return header_.tensors; }
 
@@ -73,12 +74,14 @@ class SafetensorsFile {
   const SafetensorsTensorInfo& tensor(std::string_view name) const;
   // The tensor's bytes inside the mapping (not necessarily aligned to the element size).
   std::span<const std::byte> tensor_data(const SafetensorsTensorInfo& tensor) const noexcept;
+  // The mapping, for weights that keep pointing into it after this object is gone.
+  std::shared_ptr<const MappedFile> mapping() const noexcept { return file_; }
 
   std::vector<float> read_f32(std::string_view name) const;
   std::vector<std::uint16_t> read_bf16(std::string_view name) const;
 
  private:
-  MappedFile file_;
+  std::shared_ptr<const MappedFile> file_;  // never null; shared with weights loaded in place
   SafetensorsHeader header_;
 };
 

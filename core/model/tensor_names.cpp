@@ -44,24 +44,35 @@ std::optional<std::pair<std::string, std::string_view>> split_layer(std::string_
   return std::make_pair(std::string(digits), name.substr(dot + 1));
 }
 
-// Moves rows so that destination row `map(h, r)` receives source row `h * head_dim + r`.
+// Copies rows of `row_bytes` bytes so that destination row `map(h, r)` receives source row
+// `h * head_dim + r`.
 template <typename RowMap>
-void permute_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim, std::int64_t row_length,
-                  RowMap map) {
-  if (head_dim % 2 != 0 || static_cast<std::int64_t>(rows.size()) != num_heads * head_dim * row_length) {
+void permute_rows(const std::byte* source_rows, std::size_t num_bytes, std::byte* destination_rows,
+                  std::int64_t num_heads, std::int64_t head_dim, std::int64_t row_bytes, RowMap map) {
+  if (head_dim % 2 != 0 || static_cast<std::int64_t>(num_bytes) != num_heads * head_dim * row_bytes) {
     throw std::invalid_argument("rotary row permutation: shape does not match the tensor");
   }
-  std::vector<float> result(rows.size());
   for (std::int64_t head = 0; head < num_heads; ++head) {
     for (std::int64_t r = 0; r < head_dim; ++r) {
       const std::int64_t source = head * head_dim + r;
       const std::int64_t destination = head * head_dim + map(r, head_dim);
-      std::memcpy(result.data() + destination * row_length, rows.data() + source * row_length,
-                  static_cast<std::size_t>(row_length) * sizeof(float));
+      std::memcpy(destination_rows + destination * row_bytes, source_rows + source * row_bytes,
+                  static_cast<std::size_t>(row_bytes));
     }
   }
+}
+
+template <typename RowMap>
+void permute_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim, std::int64_t row_length,
+                  RowMap map) {
+  std::vector<float> result(rows.size());
+  permute_rows(reinterpret_cast<const std::byte*>(rows.data()), rows.size() * sizeof(float),
+               reinterpret_cast<std::byte*>(result.data()), num_heads, head_dim,
+               row_length * static_cast<std::int64_t>(sizeof(float)), map);
   rows = std::move(result);
 }
+
+std::int64_t deinterleaved_row(std::int64_t r, std::int64_t dim) { return (r % 2) * (dim / 2) + r / 2; }
 
 }  // namespace
 
@@ -130,8 +141,14 @@ void interleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, st
 
 void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
                               std::int64_t row_length) {
-  permute_rows(rows, num_heads, head_dim, row_length,
-               [](std::int64_t r, std::int64_t dim) { return (r % 2) * (dim / 2) + r / 2; });
+  permute_rows(rows, num_heads, head_dim, row_length, deinterleaved_row);
+}
+
+std::vector<std::byte> deinterleave_rotary_rows(std::span<const std::byte> rows, std::int64_t num_heads,
+                                                std::int64_t head_dim, std::int64_t row_bytes) {
+  std::vector<std::byte> result(rows.size());
+  permute_rows(rows.data(), rows.size(), result.data(), num_heads, head_dim, row_bytes, deinterleaved_row);
+  return result;
 }
 
 }  // namespace pagedllm::model

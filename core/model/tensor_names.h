@@ -16,8 +16,10 @@
 // ("rotate half"); GGUF llama files store them interleaved and are un-permuted at load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,5 +48,8 @@ void interleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, st
                             std::int64_t row_length);
 void deinterleave_rotary_rows(std::vector<float>& rows, std::int64_t num_heads, std::int64_t head_dim,
                               std::int64_t row_length);
+// The same on rows of any stored type (each row `row_bytes` bytes of whole blocks), into a copy.
+std::vector<std::byte> deinterleave_rotary_rows(std::span<const std::byte> rows, std::int64_t num_heads,
+                                                std::int64_t head_dim, std::int64_t row_bytes);
 
 }  // namespace pagedllm::model

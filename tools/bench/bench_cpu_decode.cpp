@@ -1,8 +1,8 @@
 // bench_cpu_decode: decode throughput of the CPU reference engine (cpu_ref) through the whole
 // engine loop (schedule, forward pass, greedy sampling, apply), beside floors measured on the
 // same machine in the same run:
-//   - the memory floor: the bytes one decode step must read (every fp32 weight once, the output
-//     head's vocab x hidden included, plus the KV cache the batch attends over) at the memory
+//   - the memory floor: the bytes one decode step must read (every weight once in its stored
+//     type, the output head included, plus the KV cache the batch attends over) at the memory
 //     read bandwidth measured here (a summing pass over a 1 GiB float array, best of several,
 //     same thread count);
 //   - the compute floor: 2 FLOPs per weight per token plus attention, at the peak of cpu_ref's
@@ -64,6 +64,7 @@ struct BenchConfig {
   int64_t bandwidth_bytes = 1ll << 30;
   int32_t bandwidth_passes = 10;
   bool quick = false;
+  bool stored_weights = false;  // compute from the stored types (pagedllm --cpu-weights stored)
 };
 
 BenchCommandLine command_line(BenchConfig& config) {
@@ -91,6 +92,9 @@ BenchCommandLine command_line(BenchConfig& config) {
     config.bandwidth_bytes = 64ll << 20;
     config.bandwidth_passes = 2;
   });
+  cli.add({"--stored-weights", "", "compute from the weights' stored types, read in place (--cpu-weights stored); "
+           "default: dequantized to fp32 at load",
+           [&](std::string_view) { config.stored_weights = true; }});
   cli.add({"--json", "", "print the figures as one JSON object on stdout (the report goes to stderr)",
            [&](std::string_view) { config.json = true; }});
   return cli;
@@ -141,7 +145,7 @@ double measure_linear_peak(int64_t rows, int64_t in, int64_t out, int32_t repeat
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(pagedllm::mix64(i) % 1000) * 1e-3f - 0.5f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(pagedllm::mix64(i + 7) % 1000) * 1e-3f - 0.5f;
   const cpu_ref::LinearArgs args{
-      .x = x.data(), .weight = w.data(), .y = y.data(), .num_rows = rows, .in_features = in, .out_features = out};
+      .x = x.data(), .weight = pagedllm::cpu_ref::WeightMatrix::f32(w.data(), in), .y = y.data(), .num_rows = rows, .in_features = in, .out_features = out};
   constexpr int kCallsPerRepeat = 10;
   cpu_ref::linear(args);  // warm the caches
   double best = 0.0;
@@ -254,6 +258,7 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
 struct Figures {
   std::string model;
   int64_t num_parameters = 0;
+  std::string weights;         // "stored" or "fp32": what the model computes from
   double weight_bytes = 0.0;   // read per decode step
   double kv_bytes_mean = 0.0;  // KV cache read per decode step, mean over timed steps
   double context_mean = 0.0;
@@ -274,9 +279,9 @@ void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& ru
   const double roofline_ms = std::max(f.mem_floor_ms, f.compute_floor_ms);
   std::fprintf(out, "bench_cpu_decode: %s\n  %s\n", f.model.c_str(), build_line(build_info()).c_str());
   std::fprintf(out,
-               "  %lld parameters (fp32, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
+               "  %lld parameters (weights %s, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
                "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
-               static_cast<long long>(f.num_parameters), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
+               static_cast<long long>(f.num_parameters), f.weights.c_str(), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
                config.steps, config.warmup_steps, omp_get_max_threads(),
                cpu_ref::linear_kernel_name(cpu_ref::resolve_linear_kernel(cpu_ref::LinearKernel::best)));
   std::fprintf(out, "  load %.2f s; prefill %.2f s in %d step(s) (%.0f prompt tokens/s)\n", run.load_seconds,
@@ -309,6 +314,7 @@ void print_json(const BenchConfig& config, const DecodeRun& run, const Figures& 
                         {"quick", config.quick},
                         {"threads", omp_get_max_threads()},
                         {"num_parameters", f.num_parameters},
+                        {"weights", f.weights},
                         {"weight_bytes_per_step", f.weight_bytes},
                         {"kv_bytes_per_step_mean", f.kv_bytes_mean},
                         {"context_mean", f.context_mean},
@@ -341,11 +347,21 @@ int main(int argc, char** argv) {
 
     const auto load_start = Clock::now();
     const frontend::ModelBundle bundle = frontend::open_model(config.model);
-    pagedllm::model::ModelWeights weights = frontend::load_weights(bundle);
+    pagedllm::model::ModelWeights weights = frontend::load_weights(
+        bundle, {config.stored_weights ? pagedllm::model::WeightDType::stored : pagedllm::model::WeightDType::f32});
     const pagedllm::model::ModelConfig model_config = bundle.config;
     Figures f;
     f.model = weights.source.empty() ? config.model : weights.source;
     f.num_parameters = static_cast<int64_t>(weights.num_parameters());
+    f.weights = config.stored_weights ? "stored" : "fp32";
+    // Bytes of weights one decode step must read, as stored (a Q4_1 matrix at 0.625 bytes per
+    // weight): every tensor once (the output head included; a tied embedding is that same
+    // tensor), except that an untied input embedding only has its batch's rows read.
+    for (const auto& [name, tensor] : weights.tensors) f.weight_bytes += static_cast<double>(tensor.num_bytes());
+    if (!bundle.config.tie_word_embeddings) {
+      const double rows_not_read = 1.0 - static_cast<double>(config.batch) / static_cast<double>(bundle.config.vocab_size);
+      f.weight_bytes -= static_cast<double>(weights.at("model.embed_tokens.weight").num_bytes()) * rows_not_read;
+    }
     auto model = std::make_shared<const cpu_ref::LlamaModel>(std::move(weights));
     const double load_seconds = elapsed_ns(load_start, Clock::now()) / 1e9;
 
@@ -356,14 +372,7 @@ int main(int argc, char** argv) {
     f.bandwidth = measure_read_bandwidth(config.bandwidth_bytes, config.bandwidth_passes);
     f.linear_peak = measure_linear_peak(64, model_config.hidden_size, model_config.intermediate_size, 20);
 
-    // Bytes one decode step must read: every weight once (the output head's vocab x hidden
-    // included; a tied embedding is that same tensor), except that an untied input embedding
-    // only has its batch's rows read; plus every sequence's K and V over its context.
-    const double hidden = static_cast<double>(model_config.hidden_size);
-    const double vocab = static_cast<double>(model_config.vocab_size);
-    double weight_floats = static_cast<double>(f.num_parameters);
-    if (!model_config.tie_word_embeddings) weight_floats -= vocab * hidden - config.batch * hidden;
-    f.weight_bytes = weight_floats * sizeof(float);
+    // Plus every sequence's K and V over its context.
     const double kv_bytes_per_position =
         2.0 * static_cast<double>(model_config.num_layers) * static_cast<double>(model_config.kv_dim()) * sizeof(float);
     const double attention_flops_per_position =
@@ -371,6 +380,12 @@ int main(int argc, char** argv) {
     f.context_mean = std::accumulate(run.step_context.begin(), run.step_context.end(), 0.0) /
                      static_cast<double>(run.step_context.size());
     f.kv_bytes_mean = config.batch * f.context_mean * kv_bytes_per_position;
+    // Weights multiplied per token: all but an untied input embedding's (the batch's rows are
+    // counted as before, a negligible overstatement).
+    double weight_floats = static_cast<double>(f.num_parameters);
+    if (!model_config.tie_word_embeddings) {
+      weight_floats -= static_cast<double>(model_config.vocab_size - config.batch) * static_cast<double>(model_config.hidden_size);
+    }
     f.flops_mean = 2.0 * weight_floats * config.batch + config.batch * f.context_mean * attention_flops_per_position;
     f.mem_floor_ms = (f.weight_bytes + f.kv_bytes_mean) / f.bandwidth * 1e3;
     f.compute_floor_ms = f.flops_mean / f.linear_peak * 1e3;

@@ -29,7 +29,10 @@ void add_cpu_options(po::options_description& description, ExecutorOptions& opti
   // clang-format off
   cpu.add_options()
       ("threads", po::value(&options.num_threads)->default_value(options.num_threads), "cpu: OpenMP threads (0 = all cores)")
-      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory");
+      ("kv-cache-mib", po::value(&options.kv_cache_mib)->default_value(options.kv_cache_mib), "cpu: fp32 KV cache memory")
+      ("cpu-weights", po::value(&options.cpu_weights)->default_value(options.cpu_weights),
+       "cpu: fp32 (dequantize every weight at load) or stored (compute from the file's types, read in place: "
+       "about the file's size in memory, bit-identical logits, slower until the fused decoders land)");
   // clang-format on
   description.add(cpu);
 }
@@ -92,15 +95,20 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   }
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                            gib_to_bytes(swap_space_gib_for(options, "cpu")));
-  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+  if (options.cpu_weights != "fp32" && options.cpu_weights != "stored") {
+    throw po::error("--cpu-weights: expected fp32 or stored, got '" + options.cpu_weights + "'");
+  }
+  const model::WeightDType dtype =
+      options.cpu_weights == "stored" ? model::WeightDType::stored : model::WeightDType::f32;
+  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle, {dtype}));
   ExecutorSetup setup;
   setup.cache = cache;
   setup.executor = std::make_unique<cpu_ref::CpuExecutor>(
       model, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = options.num_threads});
   std::ostringstream description;
   description << "cpu_ref (" << (options.num_threads > 0 ? options.num_threads : omp_get_max_threads())
-              << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path
-              << ", KV blocks: " << cache.num_device_blocks << " ("
+              << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path << ", "
+              << model::describe_weight_memory(model->weight_memory()) << ", KV blocks: " << cache.num_device_blocks << " ("
               << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
               << " tokens), swap blocks: " << cache.num_host_blocks;
   setup.description = description.str();

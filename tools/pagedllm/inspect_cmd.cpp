@@ -75,7 +75,7 @@ int run_inspect(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("model", po::value(&model_argument)->required(), "a .gguf file, a Hugging Face model directory, a fetched model's name, or 'tiny' (the embedded test model)")
       ("tensors", po::bool_switch(&list_tensors), "list every tensor")
-      ("load", po::bool_switch(&load), "load every weight (dequantized to fp32) and check it against the config");
+      ("load", po::bool_switch(&load), "load every weight as the CPU engine computes from it (stored types, read in place) and check its type and shape against the config; say what it takes in memory");
   // clang-format on
   po::positional_options_description positional;
   positional.add("model", 1);
@@ -118,10 +118,12 @@ int run_inspect(const std::vector<std::string>& args) {
   if (load) {
     const auto start = std::chrono::steady_clock::now();
     const model::ModelWeights weights =
-        gguf ? model::load_weights(*gguf, config) : model::load_weights(*checkpoint, config);
+        gguf ? model::load_weights(*gguf, config, {model::WeightDType::stored})
+             : model::load_weights(*checkpoint, config, {model::WeightDType::stored});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("loaded              %llu parameters as fp32 in %.2f s (%zu tensors ignored)\n",
-                static_cast<unsigned long long>(weights.num_parameters()), seconds, weights.ignored_tensors.size());
+    std::printf("loaded              %llu parameters in %.2f s (%zu tensors ignored); %s\n",
+                static_cast<unsigned long long>(weights.num_parameters()), seconds, weights.ignored_tensors.size(),
+                model::describe_weight_memory(weights.memory()).c_str());
   }
   return 0;
 }
