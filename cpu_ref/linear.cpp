@@ -79,9 +79,9 @@ template <typename V, int R, int O>
 
 // The fp32 weight rows of one tile of outputs: the matrix's own rows, or a decoded copy of them.
 struct TileWeights {
-  const float* rows;        // [tile's outputs][in_features], row `first_row` first
-  std::int64_t first_row;   // the tile's first output
-  bool prefetch_next;       // rows after the tile follow in memory (the matrix itself)
+  const float* rows;       // [tile's outputs][in_features], row `first_row` first
+  std::int64_t first_row;  // the tile's first output
+  bool prefetch_next;      // rows after the tile follow in memory (the matrix itself)
 };
 
 // Rows [r0, r0 + R) against the tile's O weight rows; writes only the `num_outs` real outputs.
@@ -147,8 +147,8 @@ void generic_tile_rows(const LinearArgs& a, const TileWeights& tile, std::int64_
 void generic_single_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t r_begin, std::int64_t r_end) {
   tile_rows<Sse, kGenericOuts, 1, 1>(a, tile, r_begin, r_end);
 }
-__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, const TileWeights& tile,
-                                                    std::int64_t r_begin, std::int64_t r_end) {
+__attribute__((target("avx2"))) void avx2_tile_rows(const LinearArgs& a, const TileWeights& tile, std::int64_t r_begin,
+                                                    std::int64_t r_end) {
   tile_rows<Avx, kAvx2Outs, kAvx2Rows, kAvx2Outs>(a, tile, r_begin, r_end);
 }
 __attribute__((target("avx2"))) void avx2_single_rows(const LinearArgs& a, const TileWeights& tile,
@@ -213,13 +213,14 @@ void linear(const LinearArgs& args) {
     return;
   }
 
-  const std::optional<model::GgmlTypeTraits> traits = model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
+  const std::optional<model::GgmlTypeTraits> traits =
+      model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
   const model::DequantizeBlocksFn dequantize = model::blocks_dequantizer(args.weight.type);
   PAGEDLLM_ASSERT(traits && dequantize != nullptr, "linear: weights of a type that cannot be decoded");
   const auto block_size = static_cast<std::int64_t>(traits->block_size);
-  PAGEDLLM_ASSERT(args.in_features % block_size == 0 &&
-                      args.weight.row_bytes == args.in_features / block_size * traits->type_size,
-                  "linear: stored weight rows are not in_features values of whole blocks");
+  PAGEDLLM_ASSERT(
+      args.in_features % block_size == 0 && args.weight.row_bytes == args.in_features / block_size * traits->type_size,
+      "linear: stored weight rows are not in_features values of whole blocks");
 #pragma omp parallel
   {
     std::vector<float> decoded(static_cast<std::size_t>(k.outs * args.in_features));  // this thread's tile

@@ -105,7 +105,8 @@ std::vector<float> LlamaModel::forward(const ForwardBatch& batch, HostKvStore& c
     PAGEDLLM_ASSERT(token >= 0 && token < config.vocab_size, "forward batch: token id outside the vocabulary");
     PAGEDLLM_ASSERT(batch.positions[static_cast<std::size_t>(t)] < config.max_position_embeddings,
                     "forward batch: position beyond the model's context");
-    decode_rows(embedding_, embedding_dequantizer_, embedding_block_size_, token, 1, hidden, residual.data() + t * hidden);
+    decode_rows(embedding_, embedding_dequantizer_, embedding_block_size_, token, 1, hidden,
+                residual.data() + t * hidden);
   }
   const auto rows = static_cast<std::size_t>(num_tokens);
   Buffers buffers{

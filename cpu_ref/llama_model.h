@@ -85,7 +85,7 @@ class LlamaModel {
 
   model::ModelWeights weights_;  // owns (or maps) every tensor the views below point into
   std::vector<Layer> layers_;
-  WeightMatrix embedding_;   // [vocab, hidden]: only the rows of a batch's tokens are decoded
+  WeightMatrix embedding_;  // [vocab, hidden]: only the rows of a batch's tokens are decoded
   model::DequantizeBlocksFn embedding_dequantizer_ = nullptr;
   std::int64_t embedding_block_size_ = 1;
   const float* final_norm_;  // [hidden]

@@ -279,7 +279,7 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 
 std::span<const std::byte> GgufFile::tensor_data(const GgufTensorInfo& tensor) const {
   return file_->bytes().subspan(static_cast<std::size_t>(header_.data_offset + tensor.offset),
-                               static_cast<std::size_t>(tensor.num_bytes));
+                                static_cast<std::size_t>(tensor.num_bytes));
 }
 
 namespace {

@@ -65,11 +65,11 @@ HostTensor stored_tensor(ModelWeights& weights, const std::shared_ptr<const Mapp
 GgmlTypeTraits computable_traits(const std::string& file, const std::string& tensor, GgmlType type) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
   if (!traits || !traits->dequantizable) {
-    throw ModelFormatError(file, "tensor '" + tensor + "'",
-                           "type " + (traits ? std::string(traits->name)
-                                             : "code " + std::to_string(static_cast<std::uint32_t>(type))) +
-                               " is not one pagedllm computes from (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
-                               "Q8_0, Q2_K to Q6_K)");
+    throw ModelFormatError(
+        file, "tensor '" + tensor + "'",
+        "type " + (traits ? std::string(traits->name) : "code " + std::to_string(static_cast<std::uint32_t>(type))) +
+            " is not one pagedllm computes from (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
+            "Q8_0, Q2_K to Q6_K)");
   }
   return *traits;
 }
@@ -165,7 +165,7 @@ ModelWeights load_weights(const GgufFile& file, const ModelConfig& config, const
     }
     const GgmlTypeTraits traits = computable_traits(file.path(), info.name, info.type);
     // Rows in llama.cpp's rotary order: heads of the projection (0: none).
-    const std::int64_t rotary_heads = !interleaved_rotary                     ? 0
+    const std::int64_t rotary_heads = !interleaved_rotary                ? 0
                                       : name->ends_with("q_proj.weight") ? config.num_heads
                                       : name->ends_with("k_proj.weight") ? config.num_kv_heads
                                                                          : 0;
@@ -207,9 +207,9 @@ ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelCo
           "expected shape " + shape_text(spec.shape) + " for this config, found " + shape_text(shape));
     }
     if (options.dtype == WeightDType::stored && spec.shape.size() == 2) {
-      weights.tensors.emplace(spec.name, stored_tensor(weights, checkpoint.mapping(spec.name),
-                                                       ggml_type_of(tensor->dtype), checkpoint.tensor_data(spec.name),
-                                                       spec.shape));
+      weights.tensors.emplace(spec.name,
+                              stored_tensor(weights, checkpoint.mapping(spec.name), ggml_type_of(tensor->dtype),
+                                            checkpoint.tensor_data(spec.name), spec.shape));
       continue;
     }
     const WeightDType dtype = options.dtype == WeightDType::stored ? WeightDType::f32 : options.dtype;

@@ -192,7 +192,8 @@ BOOST_AUTO_TEST_CASE(throughput, *boost::unit_test::disabled()) {
     const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 2);
     std::vector<float> y(static_cast<std::size_t>(rows * out));
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
-      cpu_ref::LinearArgs args{x.data(), cpu_ref::WeightMatrix::f32(problem.weight.data(), in), nullptr, y.data(), rows, in, out, kernel};
+      cpu_ref::LinearArgs args{
+          x.data(), cpu_ref::WeightMatrix::f32(problem.weight.data(), in), nullptr, y.data(), rows, in, out, kernel};
       cpu_ref::linear(args);  // warm up
       const double flops = 2.0 * double(rows) * double(in) * double(out);
       const int repeats = static_cast<int>(std::max(3.0, 2e9 / flops));

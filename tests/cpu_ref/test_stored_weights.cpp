@@ -11,8 +11,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,7 +125,8 @@ BOOST_AUTO_TEST_CASE(linear_on_stored_weights_is_bit_identical_to_dequantizing_f
                                           static_cast<std::int64_t>(kIn / traits.block_size * traits.type_size)};
     const cpu_ref::WeightMatrix as_f32 = cpu_ref::WeightMatrix::f32(dequantized.data(), kIn);
     for (const std::int64_t rows : {1, 2, 3, 5, 17}) {
-      const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * kIn), static_cast<std::uint32_t>(5 + rows), 1.0f);
+      const std::vector<float> x =
+          random_floats(static_cast<std::size_t>(rows * kIn), static_cast<std::uint32_t>(5 + rows), 1.0f);
       for (const cpu_ref::LinearKernel kernel : available_kernels()) {
         for (const int threads : {1, 2}) {
           omp_set_num_threads(threads);

@@ -92,7 +92,8 @@ BenchCommandLine command_line(BenchConfig& config) {
     config.bandwidth_bytes = 64ll << 20;
     config.bandwidth_passes = 2;
   });
-  cli.add({"--stored-weights", "", "compute from the weights' stored types, read in place (--cpu-weights stored); "
+  cli.add({"--stored-weights", "",
+           "compute from the weights' stored types, read in place (--cpu-weights stored); "
            "default: dequantized to fp32 at load",
            [&](std::string_view) { config.stored_weights = true; }});
   cli.add({"--json", "", "print the figures as one JSON object on stdout (the report goes to stderr)",
@@ -144,8 +145,12 @@ double measure_linear_peak(int64_t rows, int64_t in, int64_t out, int32_t repeat
   std::vector<float> y(static_cast<size_t>(rows * out));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(pagedllm::mix64(i) % 1000) * 1e-3f - 0.5f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(pagedllm::mix64(i + 7) % 1000) * 1e-3f - 0.5f;
-  const cpu_ref::LinearArgs args{
-      .x = x.data(), .weight = pagedllm::cpu_ref::WeightMatrix::f32(w.data(), in), .y = y.data(), .num_rows = rows, .in_features = in, .out_features = out};
+  const cpu_ref::LinearArgs args{.x = x.data(),
+                                 .weight = pagedllm::cpu_ref::WeightMatrix::f32(w.data(), in),
+                                 .y = y.data(),
+                                 .num_rows = rows,
+                                 .in_features = in,
+                                 .out_features = out};
   constexpr int kCallsPerRepeat = 10;
   cpu_ref::linear(args);  // warm the caches
   double best = 0.0;
@@ -278,12 +283,13 @@ void print_report(std::FILE* out, const BenchConfig& config, const DecodeRun& ru
   const double mem_floor_tps = config.batch / (f.mem_floor_ms / 1e3);
   const double roofline_ms = std::max(f.mem_floor_ms, f.compute_floor_ms);
   std::fprintf(out, "bench_cpu_decode: %s\n  %s\n", f.model.c_str(), build_line(build_info()).c_str());
-  std::fprintf(out,
-               "  %lld parameters (weights %s, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
-               "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
-               static_cast<long long>(f.num_parameters), f.weights.c_str(), f.weight_bytes / 1e6, config.batch, config.prompt_tokens,
-               config.steps, config.warmup_steps, omp_get_max_threads(),
-               cpu_ref::linear_kernel_name(cpu_ref::resolve_linear_kernel(cpu_ref::LinearKernel::best)));
+  std::fprintf(
+      out,
+      "  %lld parameters (weights %s, %.1f MB read per step), batch %d, prompt %d tokens, %d timed decode steps "
+      "after %d warm-up, %d OpenMP threads, linear kernel %s\n",
+      static_cast<long long>(f.num_parameters), f.weights.c_str(), f.weight_bytes / 1e6, config.batch,
+      config.prompt_tokens, config.steps, config.warmup_steps, omp_get_max_threads(),
+      cpu_ref::linear_kernel_name(cpu_ref::resolve_linear_kernel(cpu_ref::LinearKernel::best)));
   std::fprintf(out, "  load %.2f s; prefill %.2f s in %d step(s) (%.0f prompt tokens/s)\n", run.load_seconds,
                run.prefill_seconds, run.prefill_steps, config.batch * config.prompt_tokens / run.prefill_seconds);
   std::fprintf(
@@ -359,7 +365,8 @@ int main(int argc, char** argv) {
     // tensor), except that an untied input embedding only has its batch's rows read.
     for (const auto& [name, tensor] : weights.tensors) f.weight_bytes += static_cast<double>(tensor.num_bytes());
     if (!bundle.config.tie_word_embeddings) {
-      const double rows_not_read = 1.0 - static_cast<double>(config.batch) / static_cast<double>(bundle.config.vocab_size);
+      const double rows_not_read =
+          1.0 - static_cast<double>(config.batch) / static_cast<double>(bundle.config.vocab_size);
       f.weight_bytes -= static_cast<double>(weights.at("model.embed_tokens.weight").num_bytes()) * rows_not_read;
     }
     auto model = std::make_shared<const cpu_ref::LlamaModel>(std::move(weights));
@@ -384,7 +391,8 @@ int main(int argc, char** argv) {
     // counted as before, a negligible overstatement).
     double weight_floats = static_cast<double>(f.num_parameters);
     if (!model_config.tie_word_embeddings) {
-      weight_floats -= static_cast<double>(model_config.vocab_size - config.batch) * static_cast<double>(model_config.hidden_size);
+      weight_floats -=
+          static_cast<double>(model_config.vocab_size - config.batch) * static_cast<double>(model_config.hidden_size);
     }
     f.flops_mean = 2.0 * weight_floats * config.batch + config.batch * f.context_mean * attention_flops_per_position;
     f.mem_floor_ms = (f.weight_bytes + f.kv_bytes_mean) / f.bandwidth * 1e3;

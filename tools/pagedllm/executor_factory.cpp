@@ -108,8 +108,8 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   std::ostringstream description;
   description << "cpu_ref (" << (options.num_threads > 0 ? options.num_threads : omp_get_max_threads())
               << " threads, idle wait " << cpu_ref::openmp_wait_setting() << "), " << bundle.source.path << ", "
-              << model::describe_weight_memory(model->weight_memory()) << ", KV blocks: " << cache.num_device_blocks << " ("
-              << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+              << model::describe_weight_memory(model->weight_memory()) << ", KV blocks: " << cache.num_device_blocks
+              << " (" << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
               << " tokens), swap blocks: " << cache.num_host_blocks;
   setup.description = description.str();
   return setup;

@@ -117,9 +117,8 @@ int run_inspect(const std::vector<std::string>& args) {
   }
   if (load) {
     const auto start = std::chrono::steady_clock::now();
-    const model::ModelWeights weights =
-        gguf ? model::load_weights(*gguf, config, {model::WeightDType::stored})
-             : model::load_weights(*checkpoint, config, {model::WeightDType::stored});
+    const model::ModelWeights weights = gguf ? model::load_weights(*gguf, config, {model::WeightDType::stored})
+                                             : model::load_weights(*checkpoint, config, {model::WeightDType::stored});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("loaded              %llu parameters in %.2f s (%zu tensors ignored); %s\n",
                 static_cast<unsigned long long>(weights.num_parameters()), seconds, weights.ignored_tensors.size(),
