@@ -22,6 +22,7 @@
 
 #include "core/common/check.h"
 #include "cpu_ref/dot.h"
+#include "cpu_ref/weight_decode.h"
 
 namespace pagedllm::cpu_ref {
 namespace {
@@ -215,7 +216,7 @@ void linear(const LinearArgs& args) {
 
   const std::optional<model::GgmlTypeTraits> traits =
       model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
-  const model::DequantizeBlocksFn dequantize = model::blocks_dequantizer(args.weight.type);
+  const model::DequantizeBlocksFn dequantize = weight_dequantizer(args.weight.type, kernel == LinearKernel::avx2);
   PAGEDLLM_ASSERT(traits && dequantize != nullptr, "linear: weights of a type that cannot be decoded");
   const auto block_size = static_cast<std::int64_t>(traits->block_size);
   PAGEDLLM_ASSERT(

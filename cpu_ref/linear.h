@@ -8,9 +8,10 @@
 // splits the output tiles (schedule(static)), never a reduction.
 //
 // Weights in a stored type other than F32 (F16, BF16, ggml quantized types) are decoded a tile of
-// output rows at a time into a per-thread fp32 buffer by the load-time dequantizer, then run
-// through the same tiled kernel: the result is bit-identical to dequantizing the whole matrix
-// first, and each weight is decoded once per call, whatever the number of rows.
+// output rows at a time into a per-thread fp32 buffer (weight_decode.h: the load-time
+// dequantizer's values, with AVX2 for the common types), then run through the same tiled kernel:
+// the result is bit-identical to dequantizing the whole matrix first, and each weight is decoded
+// once per call, whatever the number of rows.
 //
 // The kernel exists twice: generic x86-64 (SSE2) and AVX2 (chosen at run time with
 // __builtin_cpu_supports). Both perform the same fp32 operations on the same lanes, without

@@ -10,6 +10,7 @@
 #include "cpu_ref/linear.h"
 #include "cpu_ref/paged_attention.h"
 #include "cpu_ref/rms_norm.h"
+#include "cpu_ref/weight_decode.h"
 
 namespace pagedllm::cpu_ref {
 namespace {
@@ -82,7 +83,8 @@ LlamaModel::LlamaModel(model::ModelWeights weights)
   embedding_ = matrix(weights_, "model.embed_tokens.weight");
   final_norm_ = tensor_data(weights_, "model.norm.weight");
   lm_head_ = config.tie_word_embeddings ? embedding_ : matrix(weights_, "lm_head.weight");
-  embedding_dequantizer_ = model::blocks_dequantizer(embedding_.type);
+  embedding_dequantizer_ =
+      weight_dequantizer(embedding_.type, resolve_linear_kernel(LinearKernel::best) == LinearKernel::avx2);
   const std::optional<model::GgmlTypeTraits> traits =
       model::ggml_type_traits(static_cast<std::uint32_t>(embedding_.type));
   if (embedding_dequantizer_ == nullptr || !traits || config.hidden_size % traits->block_size != 0) {

@@ -150,11 +150,9 @@ void dequantize_q3_k(const std::byte* block, float* out) {
   }
 }
 
-// The 6-bit scales and mins of Q4_K and Q5_K, 8 of each in 12 bytes: for j < 4, scale j is the
-// low 6 bits of byte j and min j those of byte j + 4; for j >= 4 the low 4 bits come from the
-// nibbles of byte j + 4 (scale low, min high) and the top 2 bits from bits 6..7 of byte j - 4
-// (scale) and j (min).
-void unpack_k_scales(const std::byte* packed, int* scale, int* min) {
+}  // namespace
+
+void unpack_k_scales(const std::byte* packed, int* scale, int* min) noexcept {
   for (int j = 0; j < 4; ++j) {
     scale[j] = byte_at(packed, j) & 0x3f;
     min[j] = byte_at(packed, j + 4) & 0x3f;
@@ -162,6 +160,8 @@ void unpack_k_scales(const std::byte* packed, int* scale, int* min) {
     min[j + 4] = (byte_at(packed, j + 8) >> 4) | ((byte_at(packed, j + 4) >> 2) & 0x30);
   }
 }
+
+namespace {
 
 // Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales/mins (8 sub-blocks of 32), 128 bytes
 // of nibbles: sub-block j uses the low (j even) or high (j odd) nibbles of bytes 32 (j / 2) ..

@@ -22,6 +22,12 @@ using DequantizeBlocksFn = void (*)(const std::byte* src, float* dst, std::size_
 // The dequantizer of a dequantizable type; nullptr for any other.
 DequantizeBlocksFn blocks_dequantizer(GgmlType type) noexcept;
 
+// The 6-bit scales and mins of Q4_K and Q5_K, 8 of each in 12 bytes: for j < 4, scale j is the
+// low 6 bits of byte j and min j those of byte j + 4; for j >= 4 the low 4 bits come from the
+// nibbles of byte j + 4 (scale low, min high) and the top 2 bits from bits 6..7 of byte j - 4
+// (scale) and j (min).
+void unpack_k_scales(const std::byte* packed, int* scale, int* min) noexcept;
+
 // Dequantizes dst.size() values of `type` from src, which must hold exactly
 // dst.size() / block_size blocks. Throws std::invalid_argument when dst.size() is not a multiple
 // of the block size, src has another size, or the type is not dequantizable.

@@ -51,7 +51,7 @@ struct WeightMemory {
 };
 
 struct WeightLoadOptions {
-  WeightDType dtype = WeightDType::f32;
+  WeightDType dtype = WeightDType::stored;  // what the CPU engine computes from
 };
 
 class ModelWeights {

@@ -50,8 +50,9 @@ BOOST_AUTO_TEST_CASE(both_formats_hold_the_same_config_and_bit_identical_fp32_we
   BOOST_TEST(hf_config.tie_word_embeddings == gguf_config.tie_word_embeddings);
   BOOST_TEST(static_cast<float>(hf_config.rms_norm_eps) == static_cast<float>(gguf_config.rms_norm_eps));
 
-  const ModelWeights from_safetensors = load_weights(SafetensorsCheckpoint(files.directory), hf_config);
-  const ModelWeights from_gguf = load_weights(gguf, gguf_config);
+  const ModelWeights from_safetensors =
+      load_weights(SafetensorsCheckpoint(files.directory), hf_config, {WeightDType::f32});
+  const ModelWeights from_gguf = load_weights(gguf, gguf_config, {WeightDType::f32});
   BOOST_TEST(from_safetensors.tensors.size() == from_gguf.tensors.size());
   BOOST_TEST(from_gguf.ignored_tensors.empty());
   for (const auto& [name, tensor] : from_safetensors.tensors) {
@@ -95,8 +96,9 @@ BOOST_AUTO_TEST_CASE(a_quantized_gguf_loads_close_to_the_fp32_weights) {
   spec.gguf_type = GgmlType::q8_0;
   const auto files = make_model::write_tiny_model(spec, scratch_dir("tiny_q8"));
   const GgufFile gguf(files.gguf);
-  const ModelWeights quantized = load_weights(gguf, read_gguf_config(gguf));
-  const ModelWeights exact = load_weights(GgufFile(shared_tiny_model().gguf), read_gguf_config(gguf));
+  const ModelWeights quantized = load_weights(gguf, read_gguf_config(gguf), {WeightDType::f32});
+  const ModelWeights exact =
+      load_weights(GgufFile(shared_tiny_model().gguf), read_gguf_config(gguf), {WeightDType::f32});
   const HostTensor& q = quantized.at("model.layers.1.self_attn.k_proj.weight");
   const HostTensor& e = exact.at("model.layers.1.self_attn.k_proj.weight");
   BOOST_REQUIRE(q.f32.size() == e.f32.size());

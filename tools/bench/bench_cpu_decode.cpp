@@ -64,7 +64,7 @@ struct BenchConfig {
   int64_t bandwidth_bytes = 1ll << 30;
   int32_t bandwidth_passes = 10;
   bool quick = false;
-  bool stored_weights = false;  // compute from the stored types (pagedllm --cpu-weights stored)
+  bool fp32_weights = false;  // dequantize at load (pagedllm --cpu-weights fp32) instead of stored
 };
 
 BenchCommandLine command_line(BenchConfig& config) {
@@ -92,10 +92,10 @@ BenchCommandLine command_line(BenchConfig& config) {
     config.bandwidth_bytes = 64ll << 20;
     config.bandwidth_passes = 2;
   });
-  cli.add({"--stored-weights", "",
-           "compute from the weights' stored types, read in place (--cpu-weights stored); "
-           "default: dequantized to fp32 at load",
-           [&](std::string_view) { config.stored_weights = true; }});
+  cli.add({"--fp32-weights", "",
+           "dequantize every weight to fp32 at load (pagedllm --cpu-weights fp32) instead of computing from the "
+           "stored types",
+           [&](std::string_view) { config.fp32_weights = true; }});
   cli.add({"--json", "", "print the figures as one JSON object on stdout (the report goes to stderr)",
            [&](std::string_view) { config.json = true; }});
   return cli;
@@ -354,12 +354,12 @@ int main(int argc, char** argv) {
     const auto load_start = Clock::now();
     const frontend::ModelBundle bundle = frontend::open_model(config.model);
     pagedllm::model::ModelWeights weights = frontend::load_weights(
-        bundle, {config.stored_weights ? pagedllm::model::WeightDType::stored : pagedllm::model::WeightDType::f32});
+        bundle, {config.fp32_weights ? pagedllm::model::WeightDType::f32 : pagedllm::model::WeightDType::stored});
     const pagedllm::model::ModelConfig model_config = bundle.config;
     Figures f;
     f.model = weights.source.empty() ? config.model : weights.source;
     f.num_parameters = static_cast<int64_t>(weights.num_parameters());
-    f.weights = config.stored_weights ? "stored" : "fp32";
+    f.weights = config.fp32_weights ? "fp32" : "stored";
     // Bytes of weights one decode step must read, as stored (a Q4_1 matrix at 0.625 bytes per
     // weight): every tensor once (the output head included; a tied embedding is that same
     // tensor), except that an untied input embedding only has its batch's rows read.

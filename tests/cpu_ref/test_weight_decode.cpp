@@ -1,0 +1,100 @@
+// The AVX2 dequantizers against the scalar ones they stand for (core/model/dequantize.cpp), bit
+// for bit: every F16 and BF16 bit pattern (NaN payloads, subnormals, signed zeros), and random
+// blocks of every quantized type that has one, odd block counts included.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "core/model/dequantize.h"
+#include "cpu_ref/linear.h"
+#include "cpu_ref/weight_decode.h"
+#include "tests/cpu_ref/random_weights.h"
+
+namespace pagedllm {
+namespace {
+
+using model::GgmlType;
+
+// Values of `bytes` (whole blocks of `type`) where `candidate` differs from the scalar
+// dequantizer in any bit.
+std::size_t mismatches(GgmlType type, const std::vector<std::byte>& bytes, model::DequantizeBlocksFn candidate) {
+  const model::GgmlTypeTraits traits = *model::ggml_type_traits(static_cast<std::uint32_t>(type));
+  const std::size_t num_blocks = bytes.size() / traits.type_size;
+  std::vector<float> scalar(num_blocks * traits.block_size, -7.0f);
+  std::vector<float> other(scalar.size(), -9.0f);
+  model::blocks_dequantizer(type)(bytes.data(), scalar.data(), num_blocks);
+  candidate(bytes.data(), other.data(), num_blocks);
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < scalar.size(); ++i) count += std::memcmp(&scalar[i], &other[i], sizeof(float)) != 0;
+  return count;
+}
+
+void check_against_scalar(GgmlType type, const std::vector<std::byte>& bytes, const char* what) {
+  const std::size_t count = mismatches(type, bytes, cpu_ref::avx2_blocks_dequantizer(type));
+  BOOST_TEST(count == 0u, model::ggml_type_traits(static_cast<std::uint32_t>(type))->name
+                              << " (" << what << "): " << count << " values differ");
+}
+
+// A wrong Q4_1 decoder (the nibble halves swapped), for the negative control.
+void q4_1_halves_swapped(const std::byte* src, float* dst, std::size_t num_blocks) {
+  model::blocks_dequantizer(GgmlType::q4_1)(src, dst, num_blocks);
+  for (std::size_t b = 0; b < num_blocks; ++b) {
+    for (std::size_t j = 0; j < 16; ++j) std::swap(dst[32 * b + j], dst[32 * b + j + 16]);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE(weight_decode)
+
+BOOST_AUTO_TEST_CASE(every_16_bit_pattern_widens_as_the_scalar_code) {
+  if (!cpu_ref::cpu_has_avx2()) {
+    BOOST_TEST_MESSAGE("skipped: this CPU has no AVX2, so no AVX2 dequantizer runs");
+    return;
+  }
+  // 65536 patterns plus 3, so the scalar tail after the last 8 runs too.
+  std::vector<std::byte> bytes((65536 + 3) * 2);
+  for (std::uint32_t i = 0; i < 65536 + 3; ++i) {
+    const auto bits = static_cast<std::uint16_t>(i);
+    std::memcpy(bytes.data() + 2 * i, &bits, sizeof bits);
+  }
+  check_against_scalar(GgmlType::f16, bytes, "every bit pattern");
+  check_against_scalar(GgmlType::bf16, bytes, "every bit pattern");
+}
+
+BOOST_AUTO_TEST_CASE(random_blocks_decode_as_the_scalar_code) {
+  if (!cpu_ref::cpu_has_avx2()) {
+    BOOST_TEST_MESSAGE("skipped: this CPU has no AVX2, so no AVX2 dequantizer runs");
+    return;
+  }
+  int checked = 0;
+  for (const GgmlType type : {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
+                              GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k,
+                              GgmlType::q8_k}) {
+    if (cpu_ref::avx2_blocks_dequantizer(type) == nullptr) continue;  // decoded by the scalar code itself
+    ++checked;
+    // 13 blocks of 32 or 256 values: the 8-block scale batches and a partial one.
+    const std::int64_t cols = type == GgmlType::q4_k || type == GgmlType::q6_k ? 256 * 13 : 32 * 13;
+    check_against_scalar(type, test::random_matrix(type, 3, cols, 17), "random");
+    // Raw random bytes, scales included (NaN, Inf and subnormal scales among them).
+    std::vector<std::byte> raw = test::random_matrix(type, 3, cols, 18);
+    std::uint32_t state = 12345;
+    for (std::byte& b : raw) {
+      state = state * 1664525u + 1013904223u;
+      b = static_cast<std::byte>(state >> 24);
+    }
+    check_against_scalar(type, raw, "raw bytes");
+  }
+  BOOST_TEST(checked == 5);  // Q8_0, Q4_0, Q4_1, Q4_K, Q6_K
+}
+
+// The comparison can fail: a decoder with the nibble halves swapped is caught.
+BOOST_AUTO_TEST_CASE(a_wrong_decoder_is_caught) {
+  const std::vector<std::byte> bytes = test::random_matrix(GgmlType::q4_1, 1, 64, 3);
+  BOOST_TEST(mismatches(GgmlType::q4_1, bytes, q4_1_halves_swapped) > 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace pagedllm
