@@ -146,6 +146,54 @@ PAGEDLLM_AVX2 void decode_q4_1(const std::byte* src, float* dst, std::size_t num
   });
 }
 
+// 16 bits (bit j: value j) as 16 bytes of 0x10 (set) or 0 (clear): the fifth bit of Q5 values.
+PAGEDLLM_AVX2 inline __m128i fifth_bits(std::uint32_t bits) {
+  const __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bits & 0xffffu)),
+                                          _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+  const __m128i select = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, select), select), _mm_set1_epi8(0x10));
+}
+
+// The 32 five-bit values of a Q5_0 / Q5_1 block: nibbles as Q4_0, the fifth bit of value j in
+// bit j of qh.
+PAGEDLLM_AVX2 inline void five_bit_values(const std::byte* qh_bytes, const std::byte* qs, __m128i& low,
+                                          __m128i& high) {
+  std::uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof qh);
+  split_nibbles(load_16_bytes(qs), low, high);
+  low = _mm_or_si128(low, fifth_bits(qh));
+  high = _mm_or_si128(high, fifth_bits(qh >> 16));
+}
+
+// Q5_0, 22 bytes: fp16 d, u32 qh, 16 bytes of nibbles; x = d * (q - 16).
+PAGEDLLM_AVX2 void decode_q5_0(const std::byte* src, float* dst, std::size_t num_blocks) {
+  for_each_block32<22, false>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
+    const __m128i sixteen = _mm_set1_epi8(16);
+    __m128i low;
+    __m128i high;
+    five_bit_values(block + 2, block + 6, low, high);
+    low = _mm_sub_epi8(low, sixteen);
+    high = _mm_sub_epi8(high, sixteen);
+    _mm256_storeu_ps(out, _mm256_mul_ps(d, low8_signed(low)));
+    _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, high8_signed(low)));
+    _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, low8_signed(high)));
+    _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, high8_signed(high)));
+  });
+}
+
+// Q5_1, 24 bytes: fp16 d, fp16 m, u32 qh, 16 bytes of nibbles; x = (d * q) + m.
+PAGEDLLM_AVX2 void decode_q5_1(const std::byte* src, float* dst, std::size_t num_blocks) {
+  for_each_block32<24, true>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256 m) PAGEDLLM_AVX2 {
+    __m128i low;
+    __m128i high;
+    five_bit_values(block + 4, block + 8, low, high);
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(low)), m));
+    _mm256_storeu_ps(out + 8, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(low)), m));
+    _mm256_storeu_ps(out + 16, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(high)), m));
+    _mm256_storeu_ps(out + 24, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(high)), m));
+  });
+}
+
 // Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins, 128 bytes of nibbles
 // (sub-block j: the low (j even) or high (j odd) nibbles of bytes 32 (j / 2) .. +31);
 // x = (d * scale) * q - (dmin * min).
@@ -168,6 +216,39 @@ PAGEDLLM_AVX2 void decode_q4_k(const std::byte* src, float* dst, std::size_t num
           float* out = dst + 32 * sub + 16 * half;
           _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(dl, low8_unsigned(nibbles[odd])), ml));
           _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_mul_ps(dl, high8_unsigned(nibbles[odd])), ml));
+        }
+      }
+    }
+  }
+}
+
+// Q5_K, 176 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins (as Q4_K), 32 bytes qh, 128
+// bytes of nibbles (as Q4_K); sub-block j's fifth bit of value l is bit j of qh[l].
+// x = (d * scale) * q - (dmin * min).
+PAGEDLLM_AVX2 void decode_q5_k(const std::byte* src, float* dst, std::size_t num_blocks) {
+  const __m128i one = _mm_set1_epi8(1);
+  for (std::size_t b = 0; b < num_blocks; ++b, src += 176, dst += 256) {
+    const float d = load_fp16(src);
+    const float dmin = load_fp16(src + 2);
+    int scale[8];
+    int min[8];
+    model::unpack_k_scales(src + 4, scale, min);
+    for (int pair = 0; pair < 4; ++pair) {
+      const std::byte* qs = src + 48 + 32 * pair;
+      for (int half = 0; half < 2; ++half) {  // values l = 16 * half .. + 15
+        __m128i nibbles[2];
+        split_nibbles(load_16_bytes(qs + 16 * half), nibbles[0], nibbles[1]);
+        const __m128i qh = load_16_bytes(src + 16 + 16 * half);
+        for (int odd = 0; odd < 2; ++odd) {
+          const int sub = 2 * pair + odd;
+          const __m128i fifth =
+              _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(qh, _mm_cvtsi32_si128(sub)), one), 4);
+          const __m128i q = _mm_or_si128(nibbles[odd], fifth);
+          const __m256 dl = _mm256_set1_ps(d * static_cast<float>(scale[sub]));
+          const __m256 ml = _mm256_set1_ps(dmin * static_cast<float>(min[sub]));
+          float* out = dst + 32 * sub + 16 * half;
+          _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(dl, low8_unsigned(q)), ml));
+          _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_mul_ps(dl, high8_unsigned(q)), ml));
         }
       }
     }
@@ -216,8 +297,14 @@ model::DequantizeBlocksFn avx2_blocks_dequantizer(model::GgmlType type) noexcept
       return decode_q4_0;
     case model::GgmlType::q4_1:
       return decode_q4_1;
+    case model::GgmlType::q5_0:
+      return decode_q5_0;
+    case model::GgmlType::q5_1:
+      return decode_q5_1;
     case model::GgmlType::q4_k:
       return decode_q4_k;
+    case model::GgmlType::q5_k:
+      return decode_q5_k;
     case model::GgmlType::q6_k:
       return decode_q6_k;
     default:

@@ -1,6 +1,6 @@
 // The dequantizers cpu_ref's kernels decode stored weights with.
 //
-// For the common types (F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) an AVX2 version: the same fp32
+// For F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K an AVX2 version: the same fp32
 // operations as model::blocks_dequantizer's scalar code (the same scale products, then the same
 // multiply and add per value, each rounded; integer work for the unpacking and for F16's
 // widening), so the values are bit-identical, NaN payloads included; only the number of values

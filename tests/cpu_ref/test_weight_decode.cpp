@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(random_blocks_decode_as_the_scalar_code) {
     if (cpu_ref::avx2_blocks_dequantizer(type) == nullptr) continue;  // decoded by the scalar code itself
     ++checked;
     // 13 blocks of 32 or 256 values: the 8-block scale batches and a partial one.
-    const std::int64_t cols = type == GgmlType::q4_k || type == GgmlType::q6_k ? 256 * 13 : 32 * 13;
+    const std::int64_t block_size = model::ggml_type_traits(static_cast<std::uint32_t>(type))->block_size;
+    const std::int64_t cols = block_size * 13;
     check_against_scalar(type, test::random_matrix(type, 3, cols, 17), "random");
     // Raw random bytes, scales included (NaN, Inf and subnormal scales among them).
     std::vector<std::byte> raw = test::random_matrix(type, 3, cols, 18);
@@ -85,7 +86,7 @@ BOOST_AUTO_TEST_CASE(random_blocks_decode_as_the_scalar_code) {
     }
     check_against_scalar(type, raw, "raw bytes");
   }
-  BOOST_TEST(checked == 5);  // Q8_0, Q4_0, Q4_1, Q4_K, Q6_K
+  BOOST_TEST(checked == 8);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
 }
 
 // The comparison can fail: a decoder with the nibble halves swapped is caught.

@@ -3,7 +3,7 @@
 
     python tools/bench/bench_vs_llama_cpp.py --pagedllm-bench build/release/bench/bench_cpu_decode \\
         --model MODEL.gguf --threads 2 [--batches 1,8,32] [--prompt-tokens 128] [--steps N]
-        [--repeats R] [--json PATH] [--verbose]
+        [--repeats R] [--with-fp32] [--json PATH] [--verbose]
 
 Needs llama-cpp-python (tests/pypi/requirements.txt pins it; e.g. build/pypi-venv/bin/python).
 For every batch size B, R times in turn:
@@ -20,6 +20,8 @@ For every batch size B, R times in turn:
                on its own first;
       split:   the same low-level loop (B = 1 included) with one KV stream per sequence
                (kv_unified = false), where attention reads only the sequence's own cells.
+With --with-fp32, pagedllm also runs with its weights dequantized to fp32 at load
+(`--fp32-weights`, the pre-stored path) in each repeat, for the stored / fp32 ratio.
 Decode tokens/s = B * S / (sum of the S step times). Prints, per batch, the best and the median
 over the repeats, the ratio pagedllm / llama.cpp (the faster llama.cpp setup, best runs), and
 pagedllm's step time over its memory floor (1 = at the floor) and over its compute floor.
@@ -66,10 +68,10 @@ def default_steps(batch: int) -> int:
 
 # --- pagedllm ------------------------------------------------------------------------------------
 
-def run_pagedllm(args, batch: int, steps: int) -> dict:
+def run_pagedllm(args, batch: int, steps: int, fp32: bool = False) -> dict:
     command = [args.pagedllm_bench, "--model", args.model, "--batch", str(batch), "--prompt-tokens",
                str(args.prompt_tokens), "--steps", str(steps), "--warmup-steps", str(WARMUP_STEPS),
-               "--threads", str(args.threads), "--json"]
+               "--threads", str(args.threads), "--json"] + (["--fp32-weights"] if fp32 else [])
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"bench_vs_llama_cpp: {' '.join(command)} failed:\n{result.stderr}")
@@ -179,6 +181,8 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--steps", type=int, help="timed decode steps (default: max(32, 256 / batch))")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each engine per batch, in turn")
+    parser.add_argument("--with-fp32", action="store_true",
+                        help="also run pagedllm with fp32 weights (--fp32-weights) for the stored / fp32 ratio")
     parser.add_argument("--json", help="also write every run's figures to this file")
     parser.add_argument("--verbose", action="store_true", help="show bench_cpu_decode's own report")
     args = parser.parse_args()
@@ -190,9 +194,13 @@ def main() -> int:
     for batch in batches:
         steps = args.steps or default_steps(batch)
         runs = {"pagedllm": [], "llama.cpp unified": [], "llama.cpp split": []}
+        if args.with_fp32:
+            runs["pagedllm fp32"] = []
         for repeat in range(args.repeats):
             ours = run_pagedllm(args, batch, steps)
             runs["pagedllm"].append(ours)
+            if args.with_fp32:
+                runs["pagedllm fp32"].append(run_pagedllm(args, batch, steps, fp32=True))
             runs["llama.cpp unified"].append(run_llama_cpp(args, batch, steps, "unified"))
             runs["llama.cpp split"].append(run_llama_cpp(args, batch, steps, "split"))
             print(f"  batch {batch:3d} run {repeat + 1}: " + ", ".join(
@@ -214,14 +222,16 @@ def main() -> int:
     print()
     print("| batch | steps | pagedllm tok/s | llama.cpp tok/s, unified KV (B = 1: Llama.eval) | llama.cpp tok/s, "
           "split KV | pagedllm / llama.cpp (faster of the two) | pagedllm step / memory floor | "
-          "pagedllm step / compute floor |")
-    print("|---|---|---|---|---|---|---|---|")
+          "pagedllm step / compute floor |" + (" pagedllm fp32 tok/s | stored / fp32 |" if args.with_fp32 else ""))
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if args.with_fp32 else ""))
     cell = lambda figures: f"{figures['best']:.1f} / {figures['median']:.1f}" if args.repeats > 1 else f"{figures['best']:.1f}"
     for r in rows:
         fastest = max(r["llama.cpp unified"]["best"], r["llama.cpp split"]["best"])
         print(f"| {r['batch']} | {r['steps']} | {cell(r['pagedllm'])} | {cell(r['llama.cpp unified'])} | "
               f"{cell(r['llama.cpp split'])} | {r['pagedllm']['best'] / fastest:.2f}x | {r['mem_floor_ratio']:.2f}x "
-              f"(floor {r['mem_floor_tokens_per_s']:.0f} tok/s) | {r['compute_floor_ratio']:.2f}x |")
+              f"(floor {r['mem_floor_tokens_per_s']:.0f} tok/s) | {r['compute_floor_ratio']:.2f}x |" +
+              (f" {cell(r['pagedllm fp32'])} | {r['pagedllm']['best'] / r['pagedllm fp32']['best']:.2f}x |"
+               if args.with_fp32 else ""))
     if args.repeats > 1:
         print(f"(tok/s: best / median of {args.repeats} runs; ratios from the best runs)")
     if args.json:
