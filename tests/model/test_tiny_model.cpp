@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "core/model/gguf_file.h"
+#include "core/model/gguf_writer.h"
 #include "core/model/model_errors.h"
 #include "core/model/model_source.h"
 #include "core/model/model_weights.h"
@@ -157,6 +158,31 @@ BOOST_AUTO_TEST_CASE(a_truncated_gguf_names_the_file_and_what_is_cut) {
   } catch (const ModelFormatError& error) {
     BOOST_TEST(error.file() == cut_path);
     BOOST_TEST(std::string(error.what()).find("truncated") != std::string::npos, error.what());
+  }
+}
+
+// A tensor of a type the engine cannot compute from is refused at load, stored or fp32, naming the
+// tensor and the type (Q8_1: ggml's activation type, never a weight type pagedllm decodes).
+BOOST_AUTO_TEST_CASE(a_weight_of_a_type_the_engine_cannot_compute_from_is_named_at_load) {
+  const ModelConfig config = make_model::tiny_model_config(make_model::TinyModelSpec{}, 128);
+  GgufWriter writer;
+  writer.add_string("general.architecture", "llama");
+  const auto rows = static_cast<std::size_t>(config.vocab_size);
+  const auto row_length = static_cast<std::size_t>(config.hidden_size);
+  writer.add_tensor("token_embd.weight", {row_length, rows}, GgmlType::q8_1,
+                    std::vector<std::byte>(rows * row_length / 32 * 40));  // 40-byte blocks of 32
+  const std::string path = scratch_dir("q8_1.gguf");
+  writer.write(path);
+  const GgufFile file(path);
+  for (const WeightDType dtype : {WeightDType::stored, WeightDType::f32}) {
+    try {
+      load_weights(file, config, {dtype});
+      BOOST_FAIL("expected a type error");
+    } catch (const ModelFormatError& error) {
+      const std::string message = error.what();
+      BOOST_TEST(message.find("token_embd.weight") != std::string::npos, message);
+      BOOST_TEST(message.find("Q8_1") != std::string::npos, message);
+    }
   }
 }
 
