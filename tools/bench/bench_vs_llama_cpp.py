@@ -234,6 +234,15 @@ def main() -> int:
                if args.with_fp32 else ""))
     if args.repeats > 1:
         print(f"(tok/s: best / median of {args.repeats} runs; ratios from the best runs)")
+    for r in rows:
+        if r["batch"] != 1:
+            continue
+        # Batch 1: one prompt, so prefill_s is the time to its first token's logits in every setup.
+        best = {name: min(run["prefill_s"] for run in runs) for name, runs in r["runs"].items()}
+        fastest = min(best["llama.cpp unified"], best["llama.cpp split"])
+        print(f"prefill of one {args.prompt_tokens}-token prompt (batch 1, best of {args.repeats}): " +
+              ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in best.items()) +
+              f"; pagedllm / llama.cpp (faster setup) {fastest / best['pagedllm']:.2f}x (speed)")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(rows, out, indent=1)
