@@ -116,20 +116,33 @@ PAGEDLLM_AVX2 inline void split_nibbles(__m128i bytes, __m128i& low, __m128i& hi
   high = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
 }
 
+// The 32 values of a block from their unsigned integers (values 0..15 in `low`, 16..31 in
+// `high`): d * (q - offset), each product rounded.
+PAGEDLLM_AVX2 inline void store_offset_scaled(float* out, __m256 d, __m128i low, __m128i high, char offset) {
+  low = _mm_sub_epi8(low, _mm_set1_epi8(offset));
+  high = _mm_sub_epi8(high, _mm_set1_epi8(offset));
+  _mm256_storeu_ps(out, _mm256_mul_ps(d, low8_signed(low)));
+  _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, high8_signed(low)));
+  _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, low8_signed(high)));
+  _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, high8_signed(high)));
+}
+
+// The same as (d * q) + m, the product rounded, then the sum.
+PAGEDLLM_AVX2 inline void store_scaled_plus_min(float* out, __m256 d, __m256 m, __m128i low, __m128i high) {
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(low)), m));
+  _mm256_storeu_ps(out + 8, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(low)), m));
+  _mm256_storeu_ps(out + 16, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(high)), m));
+  _mm256_storeu_ps(out + 24, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(high)), m));
+}
+
 // Q4_0, 18 bytes: fp16 d, 16 bytes of nibbles (value j: low nibble of byte j, j + 16: its high
 // nibble); x = d * (q - 8).
 PAGEDLLM_AVX2 void decode_q4_0(const std::byte* src, float* dst, std::size_t num_blocks) {
   for_each_block32<18, false>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
-    const __m128i eight = _mm_set1_epi8(8);
     __m128i low;
     __m128i high;
     split_nibbles(load_16_bytes(block + 2), low, high);
-    low = _mm_sub_epi8(low, eight);
-    high = _mm_sub_epi8(high, eight);
-    _mm256_storeu_ps(out, _mm256_mul_ps(d, low8_signed(low)));
-    _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, high8_signed(low)));
-    _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, low8_signed(high)));
-    _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, high8_signed(high)));
+    store_offset_scaled(out, d, low, high, 8);
   });
 }
 
@@ -139,10 +152,7 @@ PAGEDLLM_AVX2 void decode_q4_1(const std::byte* src, float* dst, std::size_t num
     __m128i low;
     __m128i high;
     split_nibbles(load_16_bytes(block + 4), low, high);
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(low)), m));
-    _mm256_storeu_ps(out + 8, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(low)), m));
-    _mm256_storeu_ps(out + 16, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(high)), m));
-    _mm256_storeu_ps(out + 24, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(high)), m));
+    store_scaled_plus_min(out, d, m, low, high);
   });
 }
 
@@ -168,16 +178,10 @@ PAGEDLLM_AVX2 inline void five_bit_values(const std::byte* qh_bytes, const std::
 // Q5_0, 22 bytes: fp16 d, u32 qh, 16 bytes of nibbles; x = d * (q - 16).
 PAGEDLLM_AVX2 void decode_q5_0(const std::byte* src, float* dst, std::size_t num_blocks) {
   for_each_block32<22, false>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
-    const __m128i sixteen = _mm_set1_epi8(16);
     __m128i low;
     __m128i high;
     five_bit_values(block + 2, block + 6, low, high);
-    low = _mm_sub_epi8(low, sixteen);
-    high = _mm_sub_epi8(high, sixteen);
-    _mm256_storeu_ps(out, _mm256_mul_ps(d, low8_signed(low)));
-    _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, high8_signed(low)));
-    _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, low8_signed(high)));
-    _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, high8_signed(high)));
+    store_offset_scaled(out, d, low, high, 16);
   });
 }
 
@@ -187,10 +191,7 @@ PAGEDLLM_AVX2 void decode_q5_1(const std::byte* src, float* dst, std::size_t num
     __m128i low;
     __m128i high;
     five_bit_values(block + 4, block + 8, low, high);
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(low)), m));
-    _mm256_storeu_ps(out + 8, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(low)), m));
-    _mm256_storeu_ps(out + 16, _mm256_add_ps(_mm256_mul_ps(d, low8_unsigned(high)), m));
-    _mm256_storeu_ps(out + 24, _mm256_add_ps(_mm256_mul_ps(d, high8_unsigned(high)), m));
+    store_scaled_plus_min(out, d, m, low, high);
   });
 }
 
