@@ -49,8 +49,7 @@ PAGEDLLM_AVX2 inline void fp16_scales(const std::byte* first, std::size_t stride
     std::memcpy(&half, first + i * stride, sizeof half);
     bits[i] = half;
   }
-  const __m256i packed =
-      _mm256_setr_epi32(bits[0], bits[1], bits[2], bits[3], bits[4], bits[5], bits[6], bits[7]);
+  const __m256i packed = _mm256_setr_epi32(bits[0], bits[1], bits[2], bits[3], bits[4], bits[5], bits[6], bits[7]);
   _mm256_storeu_ps(out, fp16_to_float8(packed));
 }
 
@@ -138,22 +137,24 @@ PAGEDLLM_AVX2 inline void store_scaled_plus_min(float* out, __m256 d, __m256 m, 
 // Q4_0, 18 bytes: fp16 d, 16 bytes of nibbles (value j: low nibble of byte j, j + 16: its high
 // nibble); x = d * (q - 8).
 PAGEDLLM_AVX2 void decode_q4_0(const std::byte* src, float* dst, std::size_t num_blocks) {
-  for_each_block32<18, false>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
-    __m128i low;
-    __m128i high;
-    split_nibbles(load_16_bytes(block + 2), low, high);
-    store_offset_scaled(out, d, low, high, 8);
-  });
+  for_each_block32<18, false>(src, dst, num_blocks,
+                              [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
+                                __m128i low;
+                                __m128i high;
+                                split_nibbles(load_16_bytes(block + 2), low, high);
+                                store_offset_scaled(out, d, low, high, 8);
+                              });
 }
 
 // Q4_1, 20 bytes: fp16 d, fp16 m, nibbles as Q4_0; x = (d * q) + m.
 PAGEDLLM_AVX2 void decode_q4_1(const std::byte* src, float* dst, std::size_t num_blocks) {
-  for_each_block32<20, true>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256 m) PAGEDLLM_AVX2 {
-    __m128i low;
-    __m128i high;
-    split_nibbles(load_16_bytes(block + 4), low, high);
-    store_scaled_plus_min(out, d, m, low, high);
-  });
+  for_each_block32<20, true>(src, dst, num_blocks,
+                             [](const std::byte* block, float* out, __m256 d, __m256 m) PAGEDLLM_AVX2 {
+                               __m128i low;
+                               __m128i high;
+                               split_nibbles(load_16_bytes(block + 4), low, high);
+                               store_scaled_plus_min(out, d, m, low, high);
+                             });
 }
 
 // 16 bits (bit j: value j) as 16 bytes of 0x10 (set) or 0 (clear): the fifth bit of Q5 values.
@@ -166,8 +167,7 @@ PAGEDLLM_AVX2 inline __m128i fifth_bits(std::uint32_t bits) {
 
 // The 32 five-bit values of a Q5_0 / Q5_1 block: nibbles as Q4_0, the fifth bit of value j in
 // bit j of qh.
-PAGEDLLM_AVX2 inline void five_bit_values(const std::byte* qh_bytes, const std::byte* qs, __m128i& low,
-                                          __m128i& high) {
+PAGEDLLM_AVX2 inline void five_bit_values(const std::byte* qh_bytes, const std::byte* qs, __m128i& low, __m128i& high) {
   std::uint32_t qh;
   std::memcpy(&qh, qh_bytes, sizeof qh);
   split_nibbles(load_16_bytes(qs), low, high);
@@ -177,22 +177,24 @@ PAGEDLLM_AVX2 inline void five_bit_values(const std::byte* qh_bytes, const std::
 
 // Q5_0, 22 bytes: fp16 d, u32 qh, 16 bytes of nibbles; x = d * (q - 16).
 PAGEDLLM_AVX2 void decode_q5_0(const std::byte* src, float* dst, std::size_t num_blocks) {
-  for_each_block32<22, false>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
-    __m128i low;
-    __m128i high;
-    five_bit_values(block + 2, block + 6, low, high);
-    store_offset_scaled(out, d, low, high, 16);
-  });
+  for_each_block32<22, false>(src, dst, num_blocks,
+                              [](const std::byte* block, float* out, __m256 d, __m256) PAGEDLLM_AVX2 {
+                                __m128i low;
+                                __m128i high;
+                                five_bit_values(block + 2, block + 6, low, high);
+                                store_offset_scaled(out, d, low, high, 16);
+                              });
 }
 
 // Q5_1, 24 bytes: fp16 d, fp16 m, u32 qh, 16 bytes of nibbles; x = (d * q) + m.
 PAGEDLLM_AVX2 void decode_q5_1(const std::byte* src, float* dst, std::size_t num_blocks) {
-  for_each_block32<24, true>(src, dst, num_blocks, [](const std::byte* block, float* out, __m256 d, __m256 m) PAGEDLLM_AVX2 {
-    __m128i low;
-    __m128i high;
-    five_bit_values(block + 4, block + 8, low, high);
-    store_scaled_plus_min(out, d, m, low, high);
-  });
+  for_each_block32<24, true>(src, dst, num_blocks,
+                             [](const std::byte* block, float* out, __m256 d, __m256 m) PAGEDLLM_AVX2 {
+                               __m128i low;
+                               __m128i high;
+                               five_bit_values(block + 4, block + 8, low, high);
+                               store_scaled_plus_min(out, d, m, low, high);
+                             });
 }
 
 // Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins, 128 bytes of nibbles
@@ -242,8 +244,7 @@ PAGEDLLM_AVX2 void decode_q5_k(const std::byte* src, float* dst, std::size_t num
         const __m128i qh = load_16_bytes(src + 16 + 16 * half);
         for (int odd = 0; odd < 2; ++odd) {
           const int sub = 2 * pair + odd;
-          const __m128i fifth =
-              _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(qh, _mm_cvtsi32_si128(sub)), one), 4);
+          const __m128i fifth = _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(qh, _mm_cvtsi32_si128(sub)), one), 4);
           const __m128i q = _mm_or_si128(nibbles[odd], fifth);
           const __m256 dl = _mm256_set1_ps(d * static_cast<float>(scale[sub]));
           const __m256 ml = _mm256_set1_ps(dmin * static_cast<float>(min[sub]));
@@ -272,7 +273,8 @@ PAGEDLLM_AVX2 void decode_q6_k(const std::byte* src, float* dst, std::size_t num
       const int within = (group % 8) * 16;
       const __m128i low_shift = _mm_cvtsi32_si128(4 * (within / 64));
       const __m128i high_shift = _mm_cvtsi32_si128(2 * (within / 32));
-      const __m128i low = _mm_and_si128(_mm_srl_epi16(load_16_bytes(src + half * 64 + within % 64), low_shift), low_mask);
+      const __m128i low =
+          _mm_and_si128(_mm_srl_epi16(load_16_bytes(src + half * 64 + within % 64), low_shift), low_mask);
       const __m128i high =
           _mm_and_si128(_mm_srl_epi16(load_16_bytes(src + 128 + half * 32 + within % 32), high_shift), high_mask);
       const __m128i q = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), thirty_two);

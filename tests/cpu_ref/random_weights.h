@@ -31,7 +31,8 @@ inline void put_fp16(std::vector<std::byte>& bytes, std::size_t offset, float va
 // [rows, cols] of `type`: quantized from random values where pagedllm quantizes the type; for
 // the K-quants (no quantizer) random blocks whose fp16 (Q8_K: fp32) scales are set to finite
 // values of a trained model's size, so every bit of the packed fields is exercised.
-inline std::vector<std::byte> random_matrix(model::GgmlType type, std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+inline std::vector<std::byte> random_matrix(model::GgmlType type, std::int64_t rows, std::int64_t cols,
+                                            std::uint32_t seed) {
   if (model::is_quantizable(type)) {
     return model::quantize(type, random_floats(static_cast<std::size_t>(rows * cols), seed, 0.05f));
   }

@@ -68,9 +68,9 @@ BOOST_AUTO_TEST_CASE(random_blocks_decode_as_the_scalar_code) {
     return;
   }
   int checked = 0;
-  for (const GgmlType type : {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
-                              GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k,
-                              GgmlType::q8_k}) {
+  for (const GgmlType type :
+       {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1, GgmlType::q2_k, GgmlType::q3_k,
+        GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::q8_k}) {
     if (cpu_ref::avx2_blocks_dequantizer(type) == nullptr) continue;  // decoded by the scalar code itself
     ++checked;
     // 13 blocks of 32 or 256 values: the 8-block scale batches and a partial one.
