@@ -33,10 +33,10 @@ enum class LinearKernel {
 // Views only: nothing is owned. All matrices are dense and row-major. `y` must not overlap `x`,
 // `weight` or `bias`.
 struct LinearArgs {
-  const float* x = nullptr;       // [num_rows, in_features]
-  WeightMatrix weight;            // [out_features, in_features] (nn.Linear layout)
-  const float* bias = nullptr;    // [out_features], or nullptr for none
-  float* y = nullptr;             // [num_rows, out_features], written
+  const float* x = nullptr;     // [num_rows, in_features]
+  WeightMatrix weight;          // [out_features, in_features] (nn.Linear layout)
+  const float* bias = nullptr;  // [out_features], or nullptr for none
+  float* y = nullptr;           // [num_rows, out_features], written
   std::int64_t num_rows = 0;
   std::int64_t in_features = 0;
   std::int64_t out_features = 0;

@@ -58,8 +58,8 @@ class ModelWeights {
  public:
   ModelConfig config;
   std::map<std::string, HostTensor> tensors;
-  std::vector<std::string> ignored_tensors;  // in the file, not used by the forward pass
-  std::string source;                        // the file (or directory) they came from
+  std::vector<std::string> ignored_tensors;                 // in the file, not used by the forward pass
+  std::string source;                                       // the file (or directory) they came from
   std::vector<std::shared_ptr<const MappedFile>> mappings;  // what stored tensors point into
 
   // Throws std::out_of_range naming the tensor when absent.
