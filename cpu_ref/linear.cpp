@@ -222,9 +222,13 @@ void linear(const LinearArgs& args) {
   PAGEDLLM_ASSERT(
       args.in_features % block_size == 0 && args.weight.row_bytes == args.in_features / block_size * traits->type_size,
       "linear: stored weight rows are not in_features values of whole blocks");
+  const auto tile_floats = static_cast<std::size_t>(k.outs * args.in_features);
 #pragma omp parallel
   {
-    std::vector<float> decoded(static_cast<std::size_t>(k.outs * args.in_features));  // this thread's tile
+    // This thread's decoded tile, kept across calls (OpenMP's threads persist): no allocation
+    // or clearing per call in the step loop; every value read is decoded first.
+    thread_local std::vector<float> decoded;
+    if (decoded.size() < tile_floats) decoded.resize(tile_floats);
 #pragma omp for schedule(static)
     for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
       const std::int64_t first = tile * k.outs;

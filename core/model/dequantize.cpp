@@ -321,21 +321,17 @@ void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<flo
   dequantize(src.data(), dst.data(), dst.size() / traits->block_size);
 }
 
-namespace {
-
-// The tensor's traits, or ModelFormatError naming the file and tensor.
 GgmlTypeTraits dequantizable_traits(const GgufFile& file, const GgufTensorInfo& tensor) {
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(tensor.type));
   if (!traits || !traits->dequantizable) {
     throw ModelFormatError(
         file.path(), "tensor '" + tensor.name + "'",
         "type " + (traits ? std::string(traits->name) : std::to_string(static_cast<std::uint32_t>(tensor.type))) +
-            " cannot be dequantized");
+            " cannot be dequantized (pagedllm computes from F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+            "Q2_K to Q6_K)");
   }
   return *traits;
 }
-
-}  // namespace
 
 std::vector<float> dequantize_tensor(const GgufFile& file, const GgufTensorInfo& tensor) {
   dequantizable_traits(file, tensor);

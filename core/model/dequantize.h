@@ -33,6 +33,10 @@ void unpack_k_scales(const std::byte* packed, int* scale, int* min) noexcept;
 // of the block size, src has another size, or the type is not dequantizable.
 void dequantize_row(GgmlType type, std::span<const std::byte> src, std::span<float> dst);
 
+// The traits of a GGUF tensor's type when pagedllm can decode it; otherwise ModelFormatError
+// naming the file, the tensor and its type.
+GgmlTypeTraits dequantizable_traits(const GgufFile& file, const GgufTensorInfo& tensor);
+
 // A whole tensor of a GGUF file, in the file's element order (dims[0] varies fastest).
 // Throws ModelFormatError naming the file and tensor when its type is not dequantizable.
 std::vector<float> dequantize_tensor(const GgufFile& file, const GgufTensorInfo& tensor);

@@ -61,19 +61,6 @@ HostTensor stored_tensor(ModelWeights& weights, const std::shared_ptr<const Mapp
   return tensor;
 }
 
-// The traits of a type the engine can compute from, or ModelFormatError naming the tensor.
-GgmlTypeTraits computable_traits(const std::string& file, const std::string& tensor, GgmlType type) {
-  const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
-  if (!traits || !traits->dequantizable) {
-    throw ModelFormatError(
-        file, "tensor '" + tensor + "'",
-        "type " + (traits ? std::string(traits->name) : "code " + std::to_string(static_cast<std::uint32_t>(type))) +
-            " is not one pagedllm computes from (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
-            "Q8_0, Q2_K to Q6_K)");
-  }
-  return *traits;
-}
-
 GgmlType ggml_type_of(SafetensorsDtype dtype) {
   switch (dtype) {
     case SafetensorsDtype::f32:
@@ -163,7 +150,7 @@ ModelWeights load_weights(const GgufFile& file, const ModelConfig& config, const
                              "expected shape " + shape_text(spec->second->shape) +
                                  " (outermost first) for this config, found " + shape_text(shape));
     }
-    const GgmlTypeTraits traits = computable_traits(file.path(), info.name, info.type);
+    const GgmlTypeTraits traits = dequantizable_traits(file, info);
     // Rows in llama.cpp's rotary order: heads of the projection (0: none).
     const std::int64_t rotary_heads = !interleaved_rotary                ? 0
                                       : name->ends_with("q_proj.weight") ? config.num_heads
