@@ -12,7 +12,8 @@
 // then the rows left over one output at a time (a single weight stream, which the hardware
 // prefetcher follows at full memory bandwidth: what batch-1 decoding needs). Stored weights that
 // are not fp32 are decoded one tile of outputs at a time into the thread's buffer first, and the
-// same tile code then reads that buffer instead of the matrix.
+// same tile code then reads that buffer instead of the matrix; a single row instead runs
+// stored_row_kernel.h, which decodes into registers.
 #include "cpu_ref/linear.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 
 #include "core/common/check.h"
 #include "cpu_ref/dot.h"
+#include "cpu_ref/stored_row_kernel.h"
 #include "cpu_ref/weight_decode.h"
 
 namespace pagedllm::cpu_ref {
@@ -212,6 +214,20 @@ void linear(const LinearArgs& args) {
       run_tile(k, args, TileWeights{weight + first * args.in_features, first, true}, num_tiled_rows);
     }
     return;
+  }
+
+  // Fewer rows than a tile's: nothing shares a decoded tile, so decode in registers instead.
+  if (kernel == LinearKernel::avx2 && args.num_rows < k.rows) {
+    if (const StoredRowFn row_kernel = avx2_stored_row_kernel(args.weight.type, args.in_features)) {
+      const std::int64_t num_groups = (args.out_features + kStoredRowOuts - 1) / kStoredRowOuts;
+#pragma omp parallel for schedule(static)
+      for (std::int64_t group = 0; group < num_groups; ++group) {
+        const std::int64_t first = group * kStoredRowOuts;
+        const std::int64_t end = std::min(first + kStoredRowOuts, args.out_features);
+        for (std::int64_t row = 0; row < args.num_rows; ++row) row_kernel(args, row, first, end);
+      }
+      return;
+    }
   }
 
   const std::optional<model::GgmlTypeTraits> traits =

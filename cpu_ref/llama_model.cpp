@@ -183,20 +183,26 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
 
   std::vector<float>& attended = buffers.attended;
   const float* kv_cache = cache.device_data();
-  // Tokens attend over different lengths (a prompt chunk is causal): hand them out dynamically.
-  // Each token is still computed whole by one thread, so the results do not change.
-#pragma omp parallel for schedule(dynamic, 4)
-  for (std::int64_t t = 0; t < num_tokens; ++t) {
+  // Tokens attend over different lengths (a prompt chunk is causal): hand out (token, query
+  // head) pairs dynamically, so one decode token's heads still spread over the threads. Each
+  // head is computed whole by one thread, so the results do not change.
+  const auto num_heads = static_cast<std::int32_t>(config.num_heads);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t unit = 0; unit < num_tokens * num_heads; ++unit) {
+    const std::int64_t t = unit / num_heads;
+    const auto head = static_cast<std::int32_t>(unit % num_heads);
     paged_attention(PagedAttentionArgs{
         .layout = layout,
         .kv_cache = kv_cache,
         .layer = layer_index,
-        .num_heads = static_cast<std::int32_t>(config.num_heads),
+        .num_heads = num_heads,
         .block_table = batch.block_tables[static_cast<std::size_t>(batch.sequence_index[static_cast<std::size_t>(t)])],
         .position = batch.positions[static_cast<std::size_t>(t)],
         .sliding_window = config.attention_window(),
         .q = q.data() + t * q_dim,
         .out = attended.data() + t * q_dim,
+        .head_begin = head,
+        .head_end = head + 1,
     });
   }
   std::vector<float>& output = buffers.output;

@@ -25,6 +25,9 @@ void paged_attention(const PagedAttentionArgs& args) {
   PAGEDLLM_ASSERT(args.sliding_window >= 0, "paged_attention: negative sliding window");
   PAGEDLLM_ASSERT(static_cast<std::int64_t>(args.block_table.size()) * layout.block_size > args.position,
                   "paged_attention: block table shorter than the sequence");
+  const std::int32_t head_end = args.head_end < 0 ? args.num_heads : args.head_end;
+  PAGEDLLM_ASSERT(args.head_begin >= 0 && args.head_begin <= head_end && head_end <= args.num_heads,
+                  "paged_attention: head range out of range");
   const std::int32_t group_size = args.num_heads / layout.num_kv_heads;
   // HF: self.scaling = head_dim ** -0.5 (a Python double), applied to the fp32 scores.
   const float scale = static_cast<float>(std::pow(static_cast<double>(head_dim), -0.5));
@@ -38,8 +41,11 @@ void paged_attention(const PagedAttentionArgs& args) {
     return args.kv_cache + layout.element_offset(args.layer, kind, block, kv_head, t % layout.block_size);
   };
 
-  std::vector<float> p(static_cast<std::size_t>(num_tokens));  // scores, then probabilities
-  for (std::int32_t h = 0; h < args.num_heads; ++h) {
+  // Scores, then probabilities: this thread's buffer, kept across calls (one call per token and
+  // layer would otherwise allocate each time).
+  thread_local std::vector<float> p;
+  if (p.size() < static_cast<std::size_t>(num_tokens)) p.resize(static_cast<std::size_t>(num_tokens));
+  for (std::int32_t h = args.head_begin; h < head_end; ++h) {
     const std::int32_t kv_head = h / group_size;
     const float* q = args.q + static_cast<std::size_t>(h) * head_dim;
     float* out = args.out + static_cast<std::size_t>(h) * head_dim;

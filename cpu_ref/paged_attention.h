@@ -10,10 +10,10 @@
 //   p[t]       = exp(score[t] - max_t score) / sum_t exp(score[t] - max_t score)
 //   out_h      = sum_t p[t] * V[t]                          (t ascending, per element)
 // all in fp32 in that fixed order. Written to be read against the paper and to validate the
-// CUDA kernels, not for speed. One token per call: a caller may run tokens on any threads (they
-// are independent), and the KV of positions [first, position] must already be in the cache.
-// Block-table entries wholly before `first` are never read (the block manager may have released
-// them: kv::kNoBlock); a read of one would abort.
+// CUDA kernels, not for speed. One token (or some of its heads) per call: a caller may run tokens
+// and heads on any threads (they are independent), and the KV of positions [first, position] must already be in the
+// cache. Block-table entries wholly before `first` are never read (the block manager may have released them:
+// kv::kNoBlock); a read of one would abort.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,11 @@ struct PagedAttentionArgs {
   std::int32_t position = 0;                 // the query token's position in its sequence
   std::int32_t sliding_window = 0;           // kv::kNoSlidingWindow, or the keys a query sees
   const float* q = nullptr;                  // [num_heads][head_dim], rotary already applied
-  float* out = nullptr;                      // [num_heads][head_dim], written
+  float* out = nullptr;                      // [num_heads][head_dim], heads [head_begin, head_end) written
+  // The query heads computed (each independent of the others, so a caller may split a token's
+  // heads over threads); head_end -1: through the last head.
+  std::int32_t head_begin = 0;
+  std::int32_t head_end = -1;
 };
 
 void paged_attention(const PagedAttentionArgs& args);

@@ -124,7 +124,8 @@ struct Fixture {
 
   // With a window, the table entries wholly before it are released first (kNoBlock), as the
   // block manager does: the attention must not read them (it asserts).
-  std::vector<float> attend(std::int32_t position, const std::vector<float>& q, std::int32_t window = 0) const {
+  std::vector<float> attend(std::int32_t position, const std::vector<float>& q, std::int32_t window = 0,
+                            std::int32_t head_begin = 0, std::int32_t head_end = -1) const {
     std::vector<kv::BlockId> table = block_table;
     if (window > 0) {
       for (std::int32_t b = 0; (b + 1) * kBlockSize <= position - window + 1; ++b) table[b] = kv::kNoBlock;
@@ -138,7 +139,9 @@ struct Fixture {
                               .position = position,
                               .sliding_window = window,
                               .q = q.data(),
-                              .out = out.data()});
+                              .out = out.data(),
+                              .head_begin = head_begin,
+                              .head_end = head_end});
     return out;
   }
 };
@@ -251,6 +254,29 @@ BOOST_AUTO_TEST_CASE(a_window_covering_the_context_is_bit_identical_to_none) {
   const std::vector<float> shorter = f.attend(19, q, 19);
   BOOST_TEST(std::memcmp(full.data(), covering.data(), full.size() * sizeof(float)) == 0);
   BOOST_TEST(std::memcmp(full.data(), shorter.data(), full.size() * sizeof(float)) != 0);
+}
+
+// A token's heads computed a range at a time (as the forward pass spreads them over threads)
+// are bit-identical to all at once, and a range writes only its own heads.
+BOOST_AUTO_TEST_CASE(heads_computed_in_ranges_are_bit_identical_to_all_at_once) {
+  Fixture f(23);
+  const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * Fixture::kHeadDim, f.rng);
+  const std::vector<float> whole = f.attend(22, q);
+  constexpr std::size_t kHeadFloats = Fixture::kHeadDim;
+  for (std::int32_t h = 0; h < Fixture::kNumHeads; ++h) {
+    const std::vector<float> one = f.attend(22, q, 0, h, h + 1);
+    for (std::int32_t other = 0; other < Fixture::kNumHeads; ++other) {
+      const float* got = one.data() + other * kHeadFloats;
+      if (other == h) {
+        BOOST_TEST(std::memcmp(got, whole.data() + h * kHeadFloats, kHeadFloats * sizeof(float)) == 0, "head " << h);
+      } else {
+        BOOST_TEST(std::all_of(got, got + kHeadFloats, [](float x) { return x == -7.0f; }),
+                   "head " << other << " written by the range of head " << h);
+      }
+    }
+  }
+  const std::vector<float> first_four = f.attend(22, q, 0, 0, 4);
+  BOOST_TEST(std::memcmp(first_four.data(), whole.data(), 4 * kHeadFloats * sizeof(float)) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

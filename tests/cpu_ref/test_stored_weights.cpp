@@ -1,7 +1,7 @@
 // cpu_ref computing from weights in their stored type: bit-identical to the load-time fp32 path.
 //   - linear: every dequantizable ggml type, decoded tile by tile inside the kernel, against the
 //     same matrix dequantized whole first, for both instruction sets, odd row and output counts
-//     and 1 or 2 threads;
+//     and 1 or 2 threads (one row: the register-decoding kernel of stored_row_kernel.h);
 //   - the forward pass: the tiny model written as GGUF in every type make-model writes, and as
 //     safetensors F16 / BF16, loaded stored and loaded as fp32: logits byte for byte;
 //   - what the weights take in memory, and a type the engine cannot compute from.
@@ -81,6 +81,31 @@ BOOST_AUTO_TEST_CASE(linear_on_stored_weights_is_bit_identical_to_dequantizing_f
                        traits.name << ": rows " << rows << ", kernel " << cpu_ref::linear_kernel_name(kernel)
                                    << ", threads " << threads << (b ? ", bias" : ""));
           }
+        }
+      }
+    }
+  }
+}
+
+// Half-precision rows that are not a whole number of 32 values (no register decoding for the
+// single-row kernel there): still bit-identical, through the decoded-tile path.
+BOOST_AUTO_TEST_CASE(half_precision_rows_of_any_length_are_bit_identical) {
+  constexpr std::int64_t kOut = 5;
+  for (const std::int64_t in : {8, 40, 200}) {
+    for (const GgmlType type : {GgmlType::f16, GgmlType::bf16}) {
+      const std::vector<std::byte> stored = random_matrix(type, kOut, in, 4);
+      std::vector<float> dequantized(static_cast<std::size_t>(kOut * in));
+      model::dequantize_row(type, stored, dequantized);
+      const cpu_ref::WeightMatrix as_stored{type, stored.data(), in * 2};
+      const cpu_ref::WeightMatrix as_f32 = cpu_ref::WeightMatrix::f32(dequantized.data(), in);
+      for (const std::int64_t rows : {1, 3}) {
+        const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 8, 1.0f);
+        for (const cpu_ref::LinearKernel kernel : available_kernels()) {
+          const std::vector<float> expected = run_linear(x, rows, as_f32, nullptr, in, kOut, kernel);
+          const std::vector<float> got = run_linear(x, rows, as_stored, nullptr, in, kOut, kernel);
+          BOOST_TEST(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)) == 0,
+                     model::ggml_type_traits(static_cast<std::uint32_t>(type))->name
+                         << ": in " << in << ", rows " << rows << ", kernel " << cpu_ref::linear_kernel_name(kernel));
         }
       }
     }

@@ -1,0 +1,94 @@
+// dot(x, w[o]) for kStoredRowOuts weight rows at once, each 32 weights decoded into four AVX
+// vectors and multiplied at once: lanes 0..7 of a 16-value step in acc[o][0], 8..15 in
+// acc[o][1], exactly dot.h's lanes.
+#include "cpu_ref/stored_row_kernel.h"
+
+#include <algorithm>
+
+#include "cpu_ref/block_formats_avx2.h"
+#include "cpu_ref/dot.h"
+
+namespace pagedllm::cpu_ref {
+namespace {
+
+template <typename F, int O>
+PAGEDLLM_AVX2 inline void dot_stored_rows(const float* x, const std::byte* const (&w)[O], std::size_t num_blocks,
+                                          float (&y)[O]) {
+  constexpr int kChunks = static_cast<int>(F::kBlockValues / 32);
+  __m256 acc[O][2];
+  for (int o = 0; o < O; ++o) acc[o][0] = acc[o][1] = _mm256_setzero_ps();  // +0.0f, as dot.h
+  for (std::size_t first = 0; first < num_blocks; first += F::kGroupBlocks) {
+    const std::size_t count = std::min(num_blocks - first, F::kGroupBlocks);
+    typename F::Scales scales[O];
+    for (int o = 0; o < O; ++o) F::scales(w[o] + first * F::kBlockBytes, count, scales[o]);
+    for (std::size_t i = 0; i < count; ++i) {
+      for (int c = 0; c < kChunks; ++c) {
+        const float* xk = x + (first + i) * F::kBlockValues + 32 * c;
+        for (int o = 0; o < O; ++o) {
+          __m256 v[4];
+          F::chunk(w[o] + (first + i) * F::kBlockBytes, scales[o], i, c, v);
+          // x * w, product rounded, then the sum: the operations of dot.h, in its order.
+          acc[o][0] = _mm256_add_ps(acc[o][0], _mm256_mul_ps(_mm256_loadu_ps(xk), v[0]));
+          acc[o][1] = _mm256_add_ps(acc[o][1], _mm256_mul_ps(_mm256_loadu_ps(xk + 8), v[1]));
+          acc[o][0] = _mm256_add_ps(acc[o][0], _mm256_mul_ps(_mm256_loadu_ps(xk + 16), v[2]));
+          acc[o][1] = _mm256_add_ps(acc[o][1], _mm256_mul_ps(_mm256_loadu_ps(xk + 24), v[3]));
+        }
+      }
+    }
+  }
+  for (int o = 0; o < O; ++o) {
+    float lanes[kDotLanes];
+    _mm256_storeu_ps(lanes, acc[o][0]);
+    _mm256_storeu_ps(lanes + 8, acc[o][1]);
+    y[o] = combine_lanes(lanes);
+  }
+}
+
+template <typename F>
+PAGEDLLM_AVX2 void stored_row(const LinearArgs& a, std::int64_t row, std::int64_t o_begin, std::int64_t o_end) {
+  constexpr int O = static_cast<int>(kStoredRowOuts);
+  const float* x = a.x + row * a.in_features;
+  const auto num_blocks = static_cast<std::size_t>(a.in_features) / F::kBlockValues;
+  for (std::int64_t o0 = o_begin; o0 < o_end; o0 += O) {
+    // Past o_end the pointers repeat the last row (computed, never stored).
+    const std::byte* w[O];
+    for (int o = 0; o < O; ++o) w[o] = a.weight.data + std::min(o0 + o, o_end - 1) * a.weight.row_bytes;
+    float y[O];
+    dot_stored_rows<F, O>(x, w, num_blocks, y);
+    float* out = a.y + row * a.out_features;
+    for (std::int64_t o = o0; o < std::min(o0 + O, o_end); ++o) {
+      out[o] = a.bias ? y[o - o0] + a.bias[o] : y[o - o0];
+    }
+  }
+}
+
+}  // namespace
+
+StoredRowFn avx2_stored_row_kernel(model::GgmlType type, std::int64_t in_features) noexcept {
+  switch (type) {
+    case model::GgmlType::f16:
+      return in_features % 32 == 0 ? stored_row<avx2::F16Format> : nullptr;
+    case model::GgmlType::bf16:
+      return in_features % 32 == 0 ? stored_row<avx2::BF16Format> : nullptr;
+    case model::GgmlType::q8_0:
+      return stored_row<avx2::Q8_0Format>;
+    case model::GgmlType::q4_0:
+      return stored_row<avx2::Q4_0Format>;
+    case model::GgmlType::q4_1:
+      return stored_row<avx2::Q4_1Format>;
+    case model::GgmlType::q5_0:
+      return stored_row<avx2::Q5_0Format>;
+    case model::GgmlType::q5_1:
+      return stored_row<avx2::Q5_1Format>;
+    case model::GgmlType::q4_k:
+      return stored_row<avx2::Q4_KFormat>;
+    case model::GgmlType::q5_k:
+      return stored_row<avx2::Q5_KFormat>;
+    case model::GgmlType::q6_k:
+      return stored_row<avx2::Q6_KFormat>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace pagedllm::cpu_ref
