@@ -30,6 +30,27 @@ inline float combine_lanes(const float (&acc)[kDotLanes]) noexcept {
   return pair0 + pair1;
 }
 
+// combine_lanes for lanes held in vectors (GCC vector extensions or __m128 / __m256): parts[p]
+// holds lanes [p * width, (p + 1) * width) for a width of 4 or 8 floats. The same additions on the
+// same operands in the same order as combine_lanes, so the same bits, without moving 16 lanes
+// through memory and scalar registers first. Inline only into code compiled for the vectors'
+// instruction set.
+template <typename V, int kWidth = sizeof(V) / sizeof(float)>
+[[gnu::always_inline]] inline float combine_lane_parts(const V (&parts)[kDotLanes / kWidth]) noexcept {
+  using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
+  Quarter quarter;
+  if constexpr (kWidth == 8) {
+    const V half = parts[0] + parts[1];  // half[j] = acc[j] + acc[j + 8]
+    quarter = __builtin_shufflevector(half, half, 0, 1, 2, 3) + __builtin_shufflevector(half, half, 4, 5, 6, 7);
+  } else {
+    static_assert(kWidth == 4, "combine_lane_parts: 4 or 8 lanes per vector");
+    quarter = (parts[0] + parts[2]) + (parts[1] + parts[3]);  // half[j] + half[j + 4]
+  }
+  const float pair0 = quarter[0] + quarter[2];
+  const float pair1 = quarter[1] + quarter[3];
+  return pair0 + pair1;
+}
+
 // dot(a[0, n), b[0, n)) in the fixed order above.
 inline float dot(const float* a, const float* b, std::int64_t n) noexcept {
   float acc[kDotLanes] = {};

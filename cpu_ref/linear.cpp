@@ -69,6 +69,11 @@ template <typename V, int R, int O>
       }
     }
   }
+  if (n16 == n) {  // no tail: fold the lanes where they are
+    for (int r = 0; r < R; ++r)
+      for (int o = 0; o < O; ++o) y[r][o] = combine_lane_parts<V>(acc[r][o]);
+    return;
+  }
   for (int r = 0; r < R; ++r) {
     for (int o = 0; o < O; ++o) {
       float lanes[kDotLanes];

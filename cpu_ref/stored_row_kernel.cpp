@@ -36,12 +36,7 @@ PAGEDLLM_AVX2 inline void dot_stored_rows(const float* x, const std::byte* const
       }
     }
   }
-  for (int o = 0; o < O; ++o) {
-    float lanes[kDotLanes];
-    _mm256_storeu_ps(lanes, acc[o][0]);
-    _mm256_storeu_ps(lanes + 8, acc[o][1]);
-    y[o] = combine_lanes(lanes);
-  }
+  for (int o = 0; o < O; ++o) y[o] = combine_lane_parts<__m256>(acc[o]);
 }
 
 template <typename F>
