@@ -19,22 +19,10 @@ namespace pagedllm::cpu_ref {
 
 inline constexpr int kDotLanes = 16;
 
-// Folds the 16 lane sums in the fixed tree order above.
-inline float combine_lanes(const float (&acc)[kDotLanes]) noexcept {
-  float half[8];
-  for (int j = 0; j < 8; ++j) half[j] = acc[j] + acc[j + 8];
-  float quarter[4];
-  for (int j = 0; j < 4; ++j) quarter[j] = half[j] + half[j + 4];
-  const float pair0 = quarter[0] + quarter[2];
-  const float pair1 = quarter[1] + quarter[3];
-  return pair0 + pair1;
-}
-
-// combine_lanes for lanes held in vectors (GCC vector extensions or __m128 / __m256): parts[p]
-// holds lanes [p * width, (p + 1) * width) for a width of 4 or 8 floats. The same additions on the
-// same operands in the same order as combine_lanes, so the same bits, without moving 16 lanes
-// through memory and scalar registers first. Inline only into code compiled for the vectors'
-// instruction set.
+// Folds the 16 lane sums in the fixed tree order above, from lanes held in vectors (GCC vector
+// extensions or __m128 / __m256): parts[p] holds lanes [p * width, (p + 1) * width) for a width
+// of 4 or 8 floats. Each level of the tree is one vector addition, in registers. Inline 8-wide
+// parts only into code compiled for AVX.
 template <typename V, int kWidth = sizeof(V) / sizeof(float)>
 [[gnu::always_inline]] inline float combine_lane_parts(const V (&parts)[kDotLanes / kWidth]) noexcept {
   using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
@@ -49,6 +37,14 @@ template <typename V, int kWidth = sizeof(V) / sizeof(float)>
   const float pair0 = quarter[0] + quarter[2];
   const float pair1 = quarter[1] + quarter[3];
   return pair0 + pair1;
+}
+
+// The same fold from an array of the 16 lane sums (4-wide vectors: SSE2, every x86-64 CPU).
+inline float combine_lanes(const float (&acc)[kDotLanes]) noexcept {
+  using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
+  Quarter parts[kDotLanes / 4];
+  __builtin_memcpy(parts, acc, sizeof parts);
+  return combine_lane_parts<Quarter>(parts);
 }
 
 // dot(a[0, n), b[0, n)) in the fixed order above.

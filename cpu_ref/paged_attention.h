@@ -10,7 +10,8 @@
 //   p[t]       = exp(score[t] - max_t score) / sum_t exp(score[t] - max_t score)
 //   out_h      = sum_t p[t] * V[t]                          (t ascending, per element)
 // all in fp32 in that fixed order. Written to be read against the paper and to validate the
-// CUDA kernels, not for speed. One token (or some of its heads) per call: a caller may run tokens
+// CUDA kernels; the only concessions to speed keep every operation and its order (an AVX2 clone,
+// the value sums held in registers across t). One token (or some of its heads) per call: a caller may run tokens
 // and heads on any threads (they are independent), and the KV of positions [first, position] must already be in the
 // cache. Block-table entries wholly before `first` are never read (the block manager may have released them:
 // kv::kNoBlock); a read of one would abort.

@@ -69,7 +69,36 @@ struct ThreadCount {
   ~ThreadCount() { omp_set_num_threads(saved); }
 };
 
+// dot.h's definition, written out one scalar operation at a time: the oracle for dot() and its
+// vector fold.
+float dot_by_definition(const float* a, const float* b, std::int64_t n) {
+  float acc[16] = {};
+  const std::int64_t n16 = n - n % 16;
+  for (std::int64_t k = 0; k < n16; ++k) acc[k % 16] = acc[k % 16] + a[k] * b[k];
+  for (std::int64_t k = n16; k < n; ++k) acc[k - n16] = acc[k - n16] + a[k] * b[k];
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int j = 0; j < width; ++j) acc[j] = acc[j] + acc[j + width];
+  }
+  return acc[0];
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(dot)
+
+BOOST_AUTO_TEST_CASE(dot_is_its_definition_bit_for_bit) {
+  for (const std::int64_t n : {0, 1, 15, 16, 17, 64, 83, 96, 576}) {
+    for (std::uint32_t seed = 0; seed < 20; ++seed) {
+      const std::vector<float> a = random_floats(static_cast<std::size_t>(n), 100 + seed);
+      const std::vector<float> b = random_floats(static_cast<std::size_t>(n), 200 + seed);
+      const float got = cpu_ref::dot(a.data(), b.data(), n);
+      const float expected = dot_by_definition(a.data(), b.data(), n);
+      BOOST_TEST(bit_equal(&got, &expected, 1), "n " << n << " seed " << seed << ": " << got << " vs " << expected);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(linear)
 

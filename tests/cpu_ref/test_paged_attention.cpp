@@ -101,18 +101,24 @@ struct Fixture {
   static constexpr std::int32_t kBlockSize = 4;
   static constexpr std::int32_t kLayer = 1;
 
-  kv::KvLayout layout{
-      .num_layers = 2, .num_kv_heads = kNumKvHeads, .head_dim = kHeadDim, .block_size = kBlockSize, .num_blocks = 16};
+  std::int32_t head_dim;
+  kv::KvLayout layout;
   std::vector<kv::BlockId> block_table = {7, 2, 11, 0, 15, 5, 9};  // 28 slots
   Sequence seq;
   cpu_ref::HostKvStore store{layout, 0};
   std::mt19937 rng{42};
 
-  explicit Fixture(std::int32_t num_tokens) {
-    seq = {num_tokens, kNumKvHeads, kHeadDim, {}, {}};
-    seq.k = random_floats(static_cast<std::size_t>(num_tokens) * kNumKvHeads * kHeadDim, rng);
+  explicit Fixture(std::int32_t num_tokens, std::int32_t head_dim_ = kHeadDim)
+      : head_dim(head_dim_),
+        layout{.num_layers = 2,
+               .num_kv_heads = kNumKvHeads,
+               .head_dim = head_dim_,
+               .block_size = kBlockSize,
+               .num_blocks = 16} {
+    seq = {num_tokens, kNumKvHeads, head_dim, {}, {}};
+    seq.k = random_floats(static_cast<std::size_t>(num_tokens) * kNumKvHeads * head_dim, rng);
     seq.v = random_floats(seq.k.size(), rng);
-    const std::vector<float> nan(static_cast<std::size_t>(kNumKvHeads) * kHeadDim,
+    const std::vector<float> nan(static_cast<std::size_t>(kNumKvHeads) * head_dim,
                                  std::numeric_limits<float>::quiet_NaN());
     for (std::int32_t layer = 0; layer < layout.num_layers; ++layer)
       for (kv::BlockId b = 0; b < layout.num_blocks; ++b)
@@ -254,6 +260,21 @@ BOOST_AUTO_TEST_CASE(a_window_covering_the_context_is_bit_identical_to_none) {
   const std::vector<float> shorter = f.attend(19, q, 19);
   BOOST_TEST(std::memcmp(full.data(), covering.data(), full.size() * sizeof(float)) == 0);
   BOOST_TEST(std::memcmp(full.data(), shorter.data(), full.size() * sizeof(float)) != 0);
+}
+
+// Head sizes that are not a multiple of 64 (or of 8): the value sums' narrower loops, bit for bit
+// against the same-order float reference.
+BOOST_AUTO_TEST_CASE(head_sizes_off_the_vector_width_match_the_same_order_reference) {
+  for (const std::int32_t head_dim : {84, 24, 3}) {
+    Fixture f(15, head_dim);
+    for (const std::int32_t position : {0, 6, 14}) {
+      const std::vector<float> q = random_floats(static_cast<std::size_t>(Fixture::kNumHeads) * head_dim, f.rng);
+      const std::vector<float> out = f.attend(position, q);
+      const std::vector<float> same_order = naive_float(f.seq, Fixture::kNumHeads, position, q);
+      BOOST_TEST(std::memcmp(out.data(), same_order.data(), out.size() * sizeof(float)) == 0,
+                 "head_dim " << head_dim << " position " << position);
+    }
+  }
 }
 
 // A token's heads computed a range at a time (as the forward pass spreads them over threads)
