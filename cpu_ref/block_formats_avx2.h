@@ -83,6 +83,16 @@ PAGEDLLM_AVX2 inline void split_nibbles(__m128i bytes, __m128i& low, __m128i& hi
   high = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
 }
 
+// The low (or high) nibbles of the 8 bytes at `p` as 8 32-bit integers: the bytes widened as they
+// are loaded, then one mask (or shift) per 8 values.
+PAGEDLLM_AVX2 inline __m256i low_nibbles8(const std::byte* p) {
+  return _mm256_and_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))),
+                          _mm256_set1_epi32(0x0f));
+}
+PAGEDLLM_AVX2 inline __m256i high_nibbles8(const std::byte* p) {
+  return _mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), 4);
+}
+
 // 16 bits (bit j: value j) as 16 bytes of 0x10 (set) or 0 (clear): the fifth bit of Q5 values.
 PAGEDLLM_AVX2 inline __m128i fifth_bits(std::uint32_t bits) {
   const __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bits & 0xffffu)),
@@ -142,10 +152,9 @@ struct Block32Scales {
 struct Q8_0Format : Block32Scales<34, false> {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t i, int, __m256 (&v)[4]) {
     const __m256 d = _mm256_set1_ps(s.d[i]);
-    for (int half = 0; half < 2; ++half) {
-      const __m128i q = load_16_bytes(block + 2 + 16 * half);
-      v[2 * half] = _mm256_mul_ps(low8_signed(q), d);
-      v[2 * half + 1] = _mm256_mul_ps(high8_signed(q), d);
+    for (int j = 0; j < 4; ++j) {  // 8 int8, widened as they are loaded
+      const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + 8 * j)));
+      v[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
     }
   }
 };
@@ -154,20 +163,26 @@ struct Q8_0Format : Block32Scales<34, false> {
 // nibble); x = d * (q - 8).
 struct Q4_0Format : Block32Scales<18, false> {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t i, int, __m256 (&v)[4]) {
-    __m128i low;
-    __m128i high;
-    split_nibbles(load_16_bytes(block + 2), low, high);
-    offset_scaled(_mm256_set1_ps(s.d[i]), low, high, 8, v);
+    const __m256 d = _mm256_set1_ps(s.d[i]);
+    const __m256i eight = _mm256_set1_epi32(8);
+    const std::byte* qs = block + 2;
+    v[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(low_nibbles8(qs), eight)));
+    v[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(low_nibbles8(qs + 8), eight)));
+    v[2] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(high_nibbles8(qs), eight)));
+    v[3] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(high_nibbles8(qs + 8), eight)));
   }
 };
 
 // Q4_1, 20 bytes: fp16 d, fp16 m, nibbles as Q4_0; x = (d * q) + m.
 struct Q4_1Format : Block32Scales<20, true> {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t i, int, __m256 (&v)[4]) {
-    __m128i low;
-    __m128i high;
-    split_nibbles(load_16_bytes(block + 4), low, high);
-    scaled_plus_min(_mm256_set1_ps(s.d[i]), _mm256_set1_ps(s.m[i]), low, high, v);
+    const __m256 d = _mm256_set1_ps(s.d[i]);
+    const __m256 m = _mm256_set1_ps(s.m[i]);
+    const std::byte* qs = block + 4;
+    v[0] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(low_nibbles8(qs))), m);
+    v[1] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(low_nibbles8(qs + 8))), m);
+    v[2] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(high_nibbles8(qs))), m);
+    v[3] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(high_nibbles8(qs + 8))), m);
   }
 };
 
@@ -221,11 +236,9 @@ struct Q4_KFormat {
     const std::byte* qs = block + 16 + 32 * (sub / 2);
     const __m256 dl = _mm256_set1_ps(s.dl[sub]);
     const __m256 ml = _mm256_set1_ps(s.ml[sub]);
-    for (int half = 0; half < 2; ++half) {  // values 16 * half .. + 15 of the sub-block
-      __m128i nibbles[2];
-      split_nibbles(load_16_bytes(qs + 16 * half), nibbles[0], nibbles[1]);
-      v[2 * half] = _mm256_sub_ps(_mm256_mul_ps(dl, low8_unsigned(nibbles[sub % 2])), ml);
-      v[2 * half + 1] = _mm256_sub_ps(_mm256_mul_ps(dl, high8_unsigned(nibbles[sub % 2])), ml);
+    for (int j = 0; j < 4; ++j) {  // values 8j .. 8j + 7 of the sub-block
+      const __m256i q = sub % 2 == 0 ? low_nibbles8(qs + 8 * j) : high_nibbles8(qs + 8 * j);
+      v[j] = _mm256_sub_ps(_mm256_mul_ps(dl, _mm256_cvtepi32_ps(q)), ml);
     }
   }
 };
