@@ -197,67 +197,106 @@ const char* linear_kernel_name(LinearKernel kernel) noexcept {
   return "?";
 }
 
-void linear(const LinearArgs& args) {
+namespace {
+
+// One linear's outputs cut into the units OpenMP hands out, and how a unit is computed.
+struct LinearWork {
+  const LinearArgs* args = nullptr;
+  const TileKernels* kernels = nullptr;
+  std::int64_t num_tiled_rows = 0;
+  StoredRowFn row_kernel = nullptr;                // stored weights, one row, decoded in registers
+  model::DequantizeBlocksFn dequantize = nullptr;  // stored weights decoded a tile at a time
+  std::int64_t block_size = 1;                     // values per stored block (with dequantize)
+  std::int64_t unit_outs = 0;                      // outputs per unit
+  std::int64_t num_units = 0;
+};
+
+LinearWork plan_linear(const LinearArgs& args) {
   PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0, "linear: negative size");
-  if (args.num_rows == 0 || args.out_features == 0) return;
+  LinearWork work{.args = &args};
+  if (args.num_rows == 0 || args.out_features == 0) return work;  // no units
   PAGEDLLM_ASSERT(args.y != nullptr && (args.in_features == 0 || (args.x && args.weight.data)), "linear: null matrix");
   const LinearKernel kernel = resolve_linear_kernel(args.kernel);
   PAGEDLLM_ASSERT(kernel != LinearKernel::avx2 || cpu_has_avx2(),
                   "linear: AVX2 kernel asked for on a CPU without AVX2");
-
-  const TileKernels& k = kernel == LinearKernel::avx2 ? kAvx2Kernels : kGenericKernels;
-  const std::int64_t num_tiles = (args.out_features + k.outs - 1) / k.outs;
-  const std::int64_t num_tiled_rows = args.num_rows - args.num_rows % k.rows;
+  work.kernels = kernel == LinearKernel::avx2 ? &kAvx2Kernels : &kGenericKernels;
+  work.num_tiled_rows = args.num_rows - args.num_rows % work.kernels->rows;
+  work.unit_outs = work.kernels->outs;
   if (args.weight.is_f32()) {
     PAGEDLLM_ASSERT(args.weight.row_bytes == args.in_features * static_cast<std::int64_t>(sizeof(float)),
                     "linear: fp32 weight rows are not in_features long");
-    const float* weight = args.weight.f32_data();
-    // Independent outputs only: each element is computed whole by one thread.
-#pragma omp parallel for schedule(static)
-    for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
-      const std::int64_t first = tile * k.outs;
-      run_tile(k, args, TileWeights{weight + first * args.in_features, first, true}, num_tiled_rows);
-    }
-    return;
+  } else if (kernel == LinearKernel::avx2 && args.num_rows < work.kernels->rows &&
+             (work.row_kernel = avx2_stored_row_kernel(args.weight.type, args.in_features)) != nullptr) {
+    // Fewer rows than a tile's: nothing would share a decoded tile, so decode in registers.
+    work.unit_outs = kStoredRowOuts;
+  } else {
+    const std::optional<model::GgmlTypeTraits> traits =
+        model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
+    work.dequantize = weight_dequantizer(args.weight.type, kernel == LinearKernel::avx2);
+    PAGEDLLM_ASSERT(traits && work.dequantize != nullptr, "linear: weights of a type that cannot be decoded");
+    work.block_size = static_cast<std::int64_t>(traits->block_size);
+    PAGEDLLM_ASSERT(args.in_features % work.block_size == 0 &&
+                        args.weight.row_bytes == args.in_features / work.block_size * traits->type_size,
+                    "linear: stored weight rows are not in_features values of whole blocks");
   }
+  work.num_units = (args.out_features + work.unit_outs - 1) / work.unit_outs;
+  return work;
+}
 
-  // Fewer rows than a tile's: nothing shares a decoded tile, so decode in registers instead.
-  if (kernel == LinearKernel::avx2 && args.num_rows < k.rows) {
-    if (const StoredRowFn row_kernel = avx2_stored_row_kernel(args.weight.type, args.in_features)) {
-      const std::int64_t num_groups = (args.out_features + kStoredRowOuts - 1) / kStoredRowOuts;
-#pragma omp parallel for schedule(static)
-      for (std::int64_t group = 0; group < num_groups; ++group) {
-        const std::int64_t first = group * kStoredRowOuts;
-        const std::int64_t end = std::min(first + kStoredRowOuts, args.out_features);
-        for (std::int64_t row = 0; row < args.num_rows; ++row) row_kernel(args, row, first, end);
-      }
-      return;
+// Outputs [unit * unit_outs, + unit_outs) for every row. `decoded` is the thread's tile buffer.
+void run_unit(const LinearWork& work, std::int64_t unit, std::vector<float>& decoded) {
+  const LinearArgs& args = *work.args;
+  const std::int64_t first = unit * work.unit_outs;
+  if (work.row_kernel != nullptr) {
+    const std::int64_t end = std::min(first + work.unit_outs, args.out_features);
+    for (std::int64_t row = 0; row < args.num_rows; ++row) work.row_kernel(args, row, first, end);
+  } else if (work.dequantize == nullptr) {
+    const float* weight = args.weight.f32_data() + first * args.in_features;
+    run_tile(*work.kernels, args, TileWeights{weight, first, true}, work.num_tiled_rows);
+  } else {
+    const std::int64_t count = std::min(work.unit_outs, args.out_features - first);
+    decode_rows(args.weight, work.dequantize, work.block_size, first, count, args.in_features, decoded.data());
+    run_tile(*work.kernels, args, TileWeights{decoded.data(), first, false}, work.num_tiled_rows);
+  }
+}
+
+}  // namespace
+
+void linear_each(std::span<const LinearArgs> linears) {
+  std::vector<LinearWork> works;
+  works.reserve(linears.size());
+  std::int64_t total_units = 0;
+  std::size_t tile_floats = 0;  // the largest decoded tile
+  for (const LinearArgs& args : linears) {
+    works.push_back(plan_linear(args));
+    total_units += works.back().num_units;
+    if (works.back().dequantize != nullptr) {
+      tile_floats = std::max(tile_floats, static_cast<std::size_t>(works.back().unit_outs * args.in_features));
     }
   }
-
-  const std::optional<model::GgmlTypeTraits> traits =
-      model::ggml_type_traits(static_cast<std::uint32_t>(args.weight.type));
-  const model::DequantizeBlocksFn dequantize = weight_dequantizer(args.weight.type, kernel == LinearKernel::avx2);
-  PAGEDLLM_ASSERT(traits && dequantize != nullptr, "linear: weights of a type that cannot be decoded");
-  const auto block_size = static_cast<std::int64_t>(traits->block_size);
-  PAGEDLLM_ASSERT(
-      args.in_features % block_size == 0 && args.weight.row_bytes == args.in_features / block_size * traits->type_size,
-      "linear: stored weight rows are not in_features values of whole blocks");
-  const auto tile_floats = static_cast<std::size_t>(k.outs * args.in_features);
+  if (total_units == 0) return;
+    // Independent outputs only: each element is computed whole by one thread, whichever linear
+    // it belongs to.
 #pragma omp parallel
   {
     // This thread's decoded tile, kept across calls (OpenMP's threads persist): no allocation
     // or clearing per call in the step loop; every value read is decoded first.
     thread_local std::vector<float> decoded;
     if (decoded.size() < tile_floats) decoded.resize(tile_floats);
+    std::size_t index = 0;       // the linear the last unit belonged to
+    std::int64_t its_first = 0;  // its first unit in the combined numbering
 #pragma omp for schedule(static)
-    for (std::int64_t tile = 0; tile < num_tiles; ++tile) {
-      const std::int64_t first = tile * k.outs;
-      const std::int64_t count = std::min(k.outs, args.out_features - first);
-      decode_rows(args.weight, dequantize, block_size, first, count, args.in_features, decoded.data());
-      run_tile(k, args, TileWeights{decoded.data(), first, false}, num_tiled_rows);
+    for (std::int64_t unit = 0; unit < total_units; ++unit) {
+      if (unit < its_first) {  // not reached with a static schedule; kept for any other
+        index = 0;
+        its_first = 0;
+      }
+      while (unit >= its_first + works[index].num_units) its_first += works[index++].num_units;
+      run_unit(works[index], unit - its_first, decoded);
     }
   }
 }
+
+void linear(const LinearArgs& args) { linear_each(std::span<const LinearArgs>(&args, 1)); }
 
 }  // namespace pagedllm::cpu_ref

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "cpu_ref/weight_matrix.h"
 
@@ -44,6 +45,11 @@ struct LinearArgs {
 };
 
 void linear(const LinearArgs& args);
+
+// Several independent linears (q, k and v of a layer; gate and up) in one OpenMP region: their
+// outputs are handed out together, so the threads meet once instead of once per linear. Each
+// result is bit-identical to linear() alone. Outputs must not overlap any input.
+void linear_each(std::span<const LinearArgs> linears);
 
 // Whether this CPU can run LinearKernel::avx2; what `best` resolves to.
 bool cpu_has_avx2() noexcept;

@@ -43,11 +43,16 @@ const float* optional_tensor_data(const model::ModelWeights& weights, const std:
   return weights.tensors.count(name) != 0 ? tensor_data(weights, name) : nullptr;
 }
 
-// y[rows, out] = x[rows, in] W^T (+ b).
+// y[rows, out] = x[rows, in] W^T (+ b), as linear's arguments.
+LinearArgs projection(const float* x, std::int64_t rows, std::int64_t in, const WeightMatrix& weight, const float* bias,
+                      std::int64_t out, float* y) {
+  return LinearArgs{
+      .x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows, .in_features = in, .out_features = out};
+}
+
 void project(const float* x, std::int64_t rows, std::int64_t in, const WeightMatrix& weight, const float* bias,
              std::int64_t out, float* y) {
-  linear(LinearArgs{
-      .x = x, .weight = weight, .bias = bias, .y = y, .num_rows = rows, .in_features = in, .out_features = out});
+  linear(projection(x, rows, in, weight, bias, out, y));
 }
 
 }  // namespace
@@ -163,9 +168,12 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
                        .num_rows = num_tokens,
                        .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
-  project(normed.data(), num_tokens, hidden, layer.q_proj, layer.q_bias, q_dim, q.data());
-  project(normed.data(), num_tokens, hidden, layer.k_proj, layer.k_bias, kv_dim, k.data());
-  project(normed.data(), num_tokens, hidden, layer.v_proj, layer.v_bias, kv_dim, v.data());
+  const LinearArgs qkv[] = {
+      projection(normed.data(), num_tokens, hidden, layer.q_proj, layer.q_bias, q_dim, q.data()),
+      projection(normed.data(), num_tokens, hidden, layer.k_proj, layer.k_bias, kv_dim, k.data()),
+      projection(normed.data(), num_tokens, hidden, layer.v_proj, layer.v_bias, kv_dim, v.data()),
+  };
+  linear_each(qkv);
 
   // Rotary on q and k, then every token's K and V into its cache slot: all of this batch's
   // positions are in the cache before any token attends.
@@ -226,8 +234,11 @@ void LlamaModel::mlp_block(const Layer& layer, std::vector<float>& residual, Buf
                        .num_rows = num_tokens,
                        .dim = hidden,
                        .eps = static_cast<float>(config.rms_norm_eps)});
-  project(normed.data(), num_tokens, hidden, layer.gate_proj, nullptr, inter, gate.data());
-  project(normed.data(), num_tokens, hidden, layer.up_proj, nullptr, inter, up.data());
+  const LinearArgs gate_up[] = {
+      projection(normed.data(), num_tokens, hidden, layer.gate_proj, nullptr, inter, gate.data()),
+      projection(normed.data(), num_tokens, hidden, layer.up_proj, nullptr, inter, up.data()),
+  };
+  linear_each(gate_up);
   swiglu(SwigluArgs{
       .gate = gate.data(), .up = up.data(), .out = gate.data(), .n = static_cast<std::int64_t>(gate.size())});
   project(gate.data(), num_tokens, inter, layer.down_proj, nullptr, hidden, output.data());

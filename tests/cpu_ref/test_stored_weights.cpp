@@ -87,6 +87,54 @@ BOOST_AUTO_TEST_CASE(linear_on_stored_weights_is_bit_identical_to_dequantizing_f
   }
 }
 
+// Linears run together in one region (q, k, v; gate, up) are bit-identical to each alone, for
+// any mix of fp32 and stored weights, row counts (a single row decodes in registers, more rows
+// through tiles), an empty one among them, and 1 to 3 threads.
+BOOST_AUTO_TEST_CASE(linears_run_together_are_bit_identical_to_each_alone) {
+  constexpr std::int64_t kIn = 256;
+  const GgmlType types[] = {GgmlType::q4_1, GgmlType::f32, GgmlType::q6_k, GgmlType::q8_0};
+  const std::int64_t outs[] = {9, 5, 0, 14};
+  std::vector<std::vector<std::byte>> stored;
+  std::vector<std::vector<float>> f32_rows;
+  for (std::size_t i = 0; i < std::size(types); ++i) {
+    f32_rows.push_back(
+        random_floats(static_cast<std::size_t>(outs[i] * kIn), static_cast<std::uint32_t>(30 + i), 1.0f));
+    stored.push_back(random_matrix(types[i], outs[i], kIn, static_cast<std::uint32_t>(40 + i)));
+  }
+  const int default_threads = omp_get_max_threads();
+  for (const std::int64_t rows : {1, 2, 5}) {
+    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * kIn), 50, 1.0f);
+    for (const int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<std::vector<float>> alone;
+      std::vector<std::vector<float>> together;
+      std::vector<cpu_ref::LinearArgs> args;
+      for (std::size_t i = 0; i < std::size(types); ++i) {
+        const model::GgmlTypeTraits traits = *model::ggml_type_traits(static_cast<std::uint32_t>(types[i]));
+        const cpu_ref::WeightMatrix weight =
+            types[i] == GgmlType::f32
+                ? cpu_ref::WeightMatrix::f32(f32_rows[i].data(), kIn)
+                : cpu_ref::WeightMatrix{types[i], stored[i].data(),
+                                        static_cast<std::int64_t>(kIn / traits.block_size * traits.type_size)};
+        alone.push_back(run_linear(x, rows, weight, nullptr, kIn, outs[i], cpu_ref::LinearKernel::best));
+        together.emplace_back(static_cast<std::size_t>(rows * outs[i]), -1.0f);
+        args.push_back(cpu_ref::LinearArgs{.x = x.data(),
+                                           .weight = weight,
+                                           .y = together.back().data(),
+                                           .num_rows = rows,
+                                           .in_features = kIn,
+                                           .out_features = outs[i]});
+      }
+      cpu_ref::linear_each(args);
+      for (std::size_t i = 0; i < std::size(types); ++i) {
+        BOOST_TEST(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)) == 0,
+                   "linear " << i << ", rows " << rows << ", threads " << threads);
+      }
+    }
+  }
+  omp_set_num_threads(default_threads);
+}
+
 // Half-precision rows that are not a whole number of 32 values (no register decoding for the
 // single-row kernel there): still bit-identical, through the decoded-tile path.
 BOOST_AUTO_TEST_CASE(half_precision_rows_of_any_length_are_bit_identical) {
