@@ -1,5 +1,7 @@
 #include "cpu_ref/llama_model.h"
 
+#include <omp.h>
+
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -191,14 +193,20 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
 
   std::vector<float>& attended = buffers.attended;
   const float* kv_cache = cache.device_data();
-  // Tokens attend over different lengths (a prompt chunk is causal): hand out (token, query
-  // head) pairs dynamically, so one decode token's heads still spread over the threads. Each
-  // head is computed whole by one thread, so the results do not change.
+  // Tokens attend over different lengths (a prompt chunk is causal): hand out (token, heads)
+  // units dynamically. A unit is a KV head's query group (its keys and values, read by the
+  // first head, are in cache for the others) when there are enough of them to keep the threads
+  // busy, else one query head (so even one decode token spreads over the threads). Each head is
+  // computed whole by one thread, so the results do not change.
   const auto num_heads = static_cast<std::int32_t>(config.num_heads);
+  const auto num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
+  const std::int32_t heads_per_unit =
+      num_tokens * num_kv_heads >= 2 * static_cast<std::int64_t>(omp_get_max_threads()) ? num_heads / num_kv_heads : 1;
+  const std::int32_t units_per_token = num_heads / heads_per_unit;
 #pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t unit = 0; unit < num_tokens * num_heads; ++unit) {
-    const std::int64_t t = unit / num_heads;
-    const auto head = static_cast<std::int32_t>(unit % num_heads);
+  for (std::int64_t unit = 0; unit < num_tokens * units_per_token; ++unit) {
+    const std::int64_t t = unit / units_per_token;
+    const auto head = static_cast<std::int32_t>(unit % units_per_token) * heads_per_unit;
     paged_attention(PagedAttentionArgs{
         .layout = layout,
         .kv_cache = kv_cache,
@@ -210,7 +218,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
         .q = q.data() + t * q_dim,
         .out = attended.data() + t * q_dim,
         .head_begin = head,
-        .head_end = head + 1,
+        .head_end = head + heads_per_unit,
     });
   }
   std::vector<float>& output = buffers.output;
