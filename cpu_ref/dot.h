@@ -20,18 +20,23 @@ namespace pagedllm::cpu_ref {
 inline constexpr int kDotLanes = 16;
 
 // Folds the 16 lane sums in the fixed tree order above, from lanes held in vectors (GCC vector
-// extensions or __m128 / __m256): parts[p] holds lanes [p * width, (p + 1) * width) for a width
-// of 4 or 8 floats. Each level of the tree is one vector addition, in registers. Inline 8-wide
-// parts only into code compiled for AVX.
+// extensions or __m128 / __m256 / __m512): parts[p] holds lanes [p * width, (p + 1) * width) for a
+// width of 4, 8 or 16 floats. Each level of the tree is one vector addition, in registers. Inline
+// wider parts only into code compiled for AVX (AVX-512).
 template <typename V, int kWidth = sizeof(V) / sizeof(float)>
 [[gnu::always_inline]] inline float combine_lane_parts(const V (&parts)[kDotLanes / kWidth]) noexcept {
   using Quarter = float __attribute__((vector_size(4 * sizeof(float))));
   Quarter quarter;
-  if constexpr (kWidth == 8) {
+  if constexpr (kWidth == 16) {
+    using Half = float __attribute__((vector_size(8 * sizeof(float))));
+    const Half half = __builtin_shufflevector(parts[0], parts[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+                      __builtin_shufflevector(parts[0], parts[0], 8, 9, 10, 11, 12, 13, 14, 15);
+    quarter = __builtin_shufflevector(half, half, 0, 1, 2, 3) + __builtin_shufflevector(half, half, 4, 5, 6, 7);
+  } else if constexpr (kWidth == 8) {
     const V half = parts[0] + parts[1];  // half[j] = acc[j] + acc[j + 8]
     quarter = __builtin_shufflevector(half, half, 0, 1, 2, 3) + __builtin_shufflevector(half, half, 4, 5, 6, 7);
   } else {
-    static_assert(kWidth == 4, "combine_lane_parts: 4 or 8 lanes per vector");
+    static_assert(kWidth == 4, "combine_lane_parts: 4, 8 or 16 lanes per vector");
     quarter = (parts[0] + parts[2]) + (parts[1] + parts[3]);  // half[j] + half[j + 4]
   }
   const float pair0 = quarter[0] + quarter[2];

@@ -13,9 +13,11 @@
 // the result is bit-identical to dequantizing the whole matrix first, and each weight is decoded
 // once per call, whatever the number of rows.
 //
-// The kernel exists twice: generic x86-64 (SSE2) and AVX2 (chosen at run time with
-// __builtin_cpu_supports). Both perform the same fp32 operations on the same lanes, without
-// FMA, so their results are identical; only the register width differs.
+// The kernel exists three times: generic x86-64 (SSE2), AVX2 and AVX-512 (chosen at run time
+// with __builtin_cpu_supports). All perform the same fp32 operations on the same lanes, without
+// FMA, so their results are identical; only the register width (4, 8 or all 16 lanes of an
+// element in one register) and so the tile shapes differ. Stored weights need AVX2 for their
+// vector decoders, which the AVX-512 kernel uses too.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +28,10 @@
 namespace pagedllm::cpu_ref {
 
 enum class LinearKernel {
-  best,     // avx2 when the CPU has it, else generic
+  best,     // the widest of the ones below the CPU has
   generic,  // baseline x86-64 (SSE2) code
   avx2,     // requires the CPU to support AVX2 (checked: PAGEDLLM_ASSERT)
+  avx512,   // requires AVX-512F (checked: PAGEDLLM_ASSERT)
 };
 
 // Views only: nothing is owned. All matrices are dense and row-major. `y` must not overlap `x`,
@@ -51,8 +54,9 @@ void linear(const LinearArgs& args);
 // result is bit-identical to linear() alone. Outputs must not overlap any input.
 void linear_each(std::span<const LinearArgs> linears);
 
-// Whether this CPU can run LinearKernel::avx2; what `best` resolves to.
+// Whether this CPU can run LinearKernel::avx2 / avx512; what `best` resolves to.
 bool cpu_has_avx2() noexcept;
+bool cpu_has_avx512() noexcept;
 LinearKernel resolve_linear_kernel(LinearKernel kernel) noexcept;
 const char* linear_kernel_name(LinearKernel kernel) noexcept;
 

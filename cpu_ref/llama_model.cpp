@@ -91,7 +91,7 @@ LlamaModel::LlamaModel(model::ModelWeights weights)
   final_norm_ = tensor_data(weights_, "model.norm.weight");
   lm_head_ = config.tie_word_embeddings ? embedding_ : matrix(weights_, "lm_head.weight");
   embedding_dequantizer_ =
-      weight_dequantizer(embedding_.type, resolve_linear_kernel(LinearKernel::best) == LinearKernel::avx2);
+      weight_dequantizer(embedding_.type, resolve_linear_kernel(LinearKernel::best) != LinearKernel::generic);
   const std::optional<model::GgmlTypeTraits> traits =
       model::ggml_type_traits(static_cast<std::uint32_t>(embedding_.type));
   if (embedding_dequantizer_ == nullptr || !traits || config.hidden_size % traits->block_size != 0) {

@@ -60,6 +60,7 @@ struct Problem {
 std::vector<cpu_ref::LinearKernel> available_kernels() {
   std::vector<cpu_ref::LinearKernel> kernels = {cpu_ref::LinearKernel::generic};
   if (cpu_ref::cpu_has_avx2()) kernels.push_back(cpu_ref::LinearKernel::avx2);
+  if (cpu_ref::cpu_has_avx512()) kernels.push_back(cpu_ref::LinearKernel::avx512);
   return kernels;
 }
 
@@ -202,6 +203,7 @@ BOOST_AUTO_TEST_CASE(results_are_bit_identical_with_one_or_two_threads_and_acros
     }
   }
   if (!cpu_ref::cpu_has_avx2()) BOOST_TEST_MESSAGE("no AVX2 on this CPU: only the generic kernel ran");
+  if (!cpu_ref::cpu_has_avx512()) BOOST_TEST_MESSAGE("no AVX-512F on this CPU: the AVX-512 kernel did not run");
 }
 
 BOOST_AUTO_TEST_CASE(zero_rows_or_outputs_write_nothing_and_zero_inputs_give_the_bias) {

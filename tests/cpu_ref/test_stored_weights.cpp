@@ -33,6 +33,7 @@ using test::random_matrix;
 std::vector<cpu_ref::LinearKernel> available_kernels() {
   std::vector<cpu_ref::LinearKernel> kernels{cpu_ref::LinearKernel::generic};
   if (cpu_ref::cpu_has_avx2()) kernels.push_back(cpu_ref::LinearKernel::avx2);
+  if (cpu_ref::cpu_has_avx512()) kernels.push_back(cpu_ref::LinearKernel::avx512);
   return kernels;
 }
 
