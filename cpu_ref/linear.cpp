@@ -246,6 +246,14 @@ struct LinearWork {
   std::int64_t num_units = 0;
 };
 
+// The single-row kernel for stored weights of `type`: AVX-512 where it covers the type, else AVX2.
+StoredRowFn stored_row_kernel(LinearKernel kernel, model::GgmlType type, std::int64_t in_features) {
+  if (kernel == LinearKernel::avx512) {
+    if (const StoredRowFn row_kernel = avx512_stored_row_kernel(type)) return row_kernel;
+  }
+  return avx2_stored_row_kernel(type, in_features);
+}
+
 LinearWork plan_linear(const LinearArgs& args) {
   PAGEDLLM_ASSERT(args.num_rows >= 0 && args.in_features >= 0 && args.out_features >= 0, "linear: negative size");
   LinearWork work{.args = &args};
@@ -264,7 +272,7 @@ LinearWork plan_linear(const LinearArgs& args) {
     PAGEDLLM_ASSERT(args.weight.row_bytes == args.in_features * static_cast<std::int64_t>(sizeof(float)),
                     "linear: fp32 weight rows are not in_features long");
   } else if (vector_decode && args.num_rows < work.kernels->rows &&
-             (work.row_kernel = avx2_stored_row_kernel(args.weight.type, args.in_features)) != nullptr) {
+             (work.row_kernel = stored_row_kernel(kernel, args.weight.type, args.in_features)) != nullptr) {
     // Fewer rows than a tile's: nothing would share a decoded tile, so decode in registers.
     work.unit_outs = kStoredRowOuts;
   } else {

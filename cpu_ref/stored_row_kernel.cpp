@@ -12,8 +12,8 @@ namespace pagedllm::cpu_ref {
 namespace {
 
 template <typename F, int O>
-PAGEDLLM_AVX2 inline void dot_stored_rows(const float* x, const std::byte* const (&w)[O], std::size_t num_blocks,
-                                          float (&y)[O]) {
+PAGEDLLM_AVX2 void dot_stored_rows(const float* x, const std::byte* const (&w)[O], std::size_t num_blocks,
+                                   float (&y)[O]) {
   constexpr int kChunks = static_cast<int>(F::kBlockValues / 32);
   __m256 acc[O][2];
   for (int o = 0; o < O; ++o) acc[o][0] = acc[o][1] = _mm256_setzero_ps();  // +0.0f, as dot.h
@@ -40,21 +40,8 @@ PAGEDLLM_AVX2 inline void dot_stored_rows(const float* x, const std::byte* const
 }
 
 template <typename F>
-PAGEDLLM_AVX2 void stored_row(const LinearArgs& a, std::int64_t row, std::int64_t o_begin, std::int64_t o_end) {
-  constexpr int O = static_cast<int>(kStoredRowOuts);
-  const float* x = a.x + row * a.in_features;
-  const auto num_blocks = static_cast<std::size_t>(a.in_features) / F::kBlockValues;
-  for (std::int64_t o0 = o_begin; o0 < o_end; o0 += O) {
-    // Past o_end the pointers repeat the last row (computed, never stored).
-    const std::byte* w[O];
-    for (int o = 0; o < O; ++o) w[o] = a.weight.data + std::min(o0 + o, o_end - 1) * a.weight.row_bytes;
-    float y[O];
-    dot_stored_rows<F, O>(x, w, num_blocks, y);
-    float* out = a.y + row * a.out_features;
-    for (std::int64_t o = o0; o < std::min(o0 + O, o_end); ++o) {
-      out[o] = a.bias ? y[o - o0] + a.bias[o] : y[o - o0];
-    }
-  }
+void stored_row(const LinearArgs& a, std::int64_t row, std::int64_t o_begin, std::int64_t o_end) {
+  for_each_output_group<F>(a, row, o_begin, o_end, dot_stored_rows<F, static_cast<int>(kStoredRowOuts)>);
 }
 
 }  // namespace

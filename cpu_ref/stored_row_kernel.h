@@ -9,6 +9,8 @@
 // accumulator chains overlap (one output alone waits on its adds' latency).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/model/ggml_type.h"
@@ -25,5 +27,30 @@ using StoredRowFn = void (*)(const LinearArgs& a, std::int64_t row, std::int64_t
 // (a type without an AVX2 format; F16 / BF16 rows not a multiple of 32 values). The caller must
 // check that the CPU has AVX2.
 StoredRowFn avx2_stored_row_kernel(model::GgmlType type, std::int64_t in_features) noexcept;
+
+// The AVX-512 kernel (stored_row_kernel_avx512.cpp), or nullptr for a type it does not cover
+// (then the AVX2 one serves). An element's 16 lanes sit in one register; 4-bit types decode by
+// table: the 16 values a block's nibbles can take, computed once per block with the dequantizer's
+// operations, then picked per weight by one permute. The caller must check for AVX-512F.
+StoredRowFn avx512_stored_row_kernel(model::GgmlType type) noexcept;
+
+// Both kernels' walk over one row's outputs [o_begin, o_end), kStoredRowOuts at a time: `dot`
+// computes y[o] = dot(x, w[o]) over `num_blocks` blocks of Format; past o_end the weight
+// pointers repeat the last row (computed, never stored).
+template <typename Format, typename DotFn>
+inline void for_each_output_group(const LinearArgs& a, std::int64_t row, std::int64_t o_begin, std::int64_t o_end,
+                                  DotFn dot) {
+  constexpr int O = static_cast<int>(kStoredRowOuts);
+  const float* x = a.x + row * a.in_features;
+  const auto num_blocks = static_cast<std::size_t>(a.in_features) / Format::kBlockValues;
+  float* out = a.y + row * a.out_features;
+  for (std::int64_t o0 = o_begin; o0 < o_end; o0 += O) {
+    const std::byte* w[O];
+    for (int o = 0; o < O; ++o) w[o] = a.weight.data + std::min(o0 + o, o_end - 1) * a.weight.row_bytes;
+    float y[O];
+    dot(x, w, num_blocks, y);
+    for (std::int64_t o = o0; o < std::min(o0 + O, o_end); ++o) out[o] = a.bias ? y[o - o0] + a.bias[o] : y[o - o0];
+  }
+}
 
 }  // namespace pagedllm::cpu_ref
