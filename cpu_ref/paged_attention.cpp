@@ -18,11 +18,22 @@ namespace {
 // clone, one AVX register in the AVX2 clone.
 using Float8 = float __attribute__((vector_size(8 * sizeof(float))));
 
+// Tokens ahead whose K or V rows are fetched while this one is computed: a decode step's KV is
+// read from DRAM (the weights streamed through the step have evicted it from cache), and a
+// token's row is a few cache lines, too few for the hardware prefetcher to run ahead of.
+constexpr std::int32_t kPrefetchTokens = 8;
+
+// Asks for the `floats` values at `row` (one token's vector of a head) to be brought into cache.
+inline void prefetch_row(const float* row, std::int32_t floats) {
+  for (std::int32_t i = 0; i < floats; i += 64 / static_cast<std::int32_t>(sizeof(float))) __builtin_prefetch(row + i);
+}
+
 template <int kVectors>
 [[gnu::always_inline]] inline void weighted_sum(const float* p, const float* const* values, std::int32_t num_tokens,
                                                 std::int32_t d0, float* out) {
   Float8 sum[kVectors] = {};
   for (std::int32_t t = 0; t < num_tokens; ++t) {
+    if (t + kPrefetchTokens < num_tokens) prefetch_row(values[t + kPrefetchTokens] + d0, 8 * kVectors);
     const Float8 weight = Float8{} + p[t];  // p[t] in every lane
     for (int i = 0; i < kVectors; ++i) {
       Float8 v;
@@ -72,9 +83,11 @@ __attribute__((target_clones("avx2", "default"))) void paged_attention(const Pag
   // Scores, then probabilities: this thread's buffer, kept across calls (one call per token and
   // layer would otherwise allocate each time).
   thread_local std::vector<float> p;
-  thread_local std::vector<const float*> values;  // each attended token's V vector of the head
+  thread_local std::vector<const float*> keys;    // each attended token's K vector of the head
+  thread_local std::vector<const float*> values;  // and its V vector
   if (p.size() < static_cast<std::size_t>(num_tokens)) {
     p.resize(static_cast<std::size_t>(num_tokens));
+    keys.resize(static_cast<std::size_t>(num_tokens));
     values.resize(static_cast<std::size_t>(num_tokens));
   }
   for (std::int32_t h = args.head_begin; h < head_end; ++h) {
@@ -83,9 +96,14 @@ __attribute__((target_clones("avx2", "default"))) void paged_attention(const Pag
     float* out = args.out + static_cast<std::size_t>(h) * head_dim;
 
     // Scores, and their maximum.
+    for (std::int32_t t = 0; t < num_tokens; ++t) {
+      keys[t] = token_vector(kv::KvKind::key, kv_head, t);
+      values[t] = token_vector(kv::KvKind::value, kv_head, t);
+    }
     float max_score = -INFINITY;
     for (std::int32_t t = 0; t < num_tokens; ++t) {
-      p[t] = dot(q, token_vector(kv::KvKind::key, kv_head, t), head_dim) * scale;
+      if (t + kPrefetchTokens < num_tokens) prefetch_row(keys[t + kPrefetchTokens], head_dim);
+      p[t] = dot(q, keys[t], head_dim) * scale;
       max_score = std::max(max_score, p[t]);
     }
     // Softmax: exp(score - max), summed in order of t, then normalized.
@@ -97,7 +115,6 @@ __attribute__((target_clones("avx2", "default"))) void paged_attention(const Pag
     for (std::int32_t t = 0; t < num_tokens; ++t) p[t] = p[t] / sum;
 
     // Weighted sum of the values, t ascending for every element.
-    for (std::int32_t t = 0; t < num_tokens; ++t) values[t] = token_vector(kv::KvKind::value, kv_head, t);
     std::int32_t d = 0;
     for (; d + 64 <= head_dim; d += 64) weighted_sum<8>(p.data(), values.data(), num_tokens, d, out);
     for (; d + 8 <= head_dim; d += 8) weighted_sum<1>(p.data(), values.data(), num_tokens, d, out);
