@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -194,15 +195,21 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
   std::vector<float>& attended = buffers.attended;
   const float* kv_cache = cache.device_data();
   // Tokens attend over different lengths (a prompt chunk is causal): hand out (token, heads)
-  // units dynamically. A unit is a KV head's query group (its keys and values, read by the
-  // first head, are in cache for the others) when there are enough of them to keep the threads
-  // busy, else one query head (so even one decode token spreads over the threads). Each head is
-  // computed whole by one thread, so the results do not change.
+  // units dynamically. A unit is a KV head's query group when there are at least two groups per
+  // thread, else a contiguous share of a token's heads, about one per thread (so even a single
+  // decode token spreads over the threads). Contiguous heads share KV heads: a group's keys and
+  // values, read from memory by its first head, are in cache for the next. Each head is computed
+  // whole by one thread, so the results do not change.
   const auto num_heads = static_cast<std::int32_t>(config.num_heads);
   const auto num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
-  const std::int32_t heads_per_unit =
-      num_tokens * num_kv_heads >= 2 * static_cast<std::int64_t>(omp_get_max_threads()) ? num_heads / num_kv_heads : 1;
-  const std::int32_t units_per_token = num_heads / heads_per_unit;
+  const auto num_threads = static_cast<std::int64_t>(omp_get_max_threads());
+  std::int32_t heads_per_unit = num_heads / num_kv_heads;
+  if (num_tokens * num_kv_heads < 2 * num_threads) {
+    const auto shares = static_cast<std::int32_t>(
+        std::min<std::int64_t>(num_heads, (num_threads + num_tokens - 1) / num_tokens));  // per token
+    heads_per_unit = (num_heads + shares - 1) / shares;
+  }
+  const std::int32_t units_per_token = (num_heads + heads_per_unit - 1) / heads_per_unit;
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t unit = 0; unit < num_tokens * units_per_token; ++unit) {
     const std::int64_t t = unit / units_per_token;
@@ -218,7 +225,7 @@ void LlamaModel::attention_block(const Layer& layer, std::int32_t layer_index, c
         .q = q.data() + t * q_dim,
         .out = attended.data() + t * q_dim,
         .head_begin = head,
-        .head_end = head + heads_per_unit,
+        .head_end = std::min(head + heads_per_unit, num_heads),
     });
   }
   std::vector<float>& output = buffers.output;

@@ -95,11 +95,14 @@ __attribute__((target_clones("avx2", "default"))) void paged_attention(const Pag
     const float* q = args.q + static_cast<std::size_t>(h) * head_dim;
     float* out = args.out + static_cast<std::size_t>(h) * head_dim;
 
-    // Scores, and their maximum.
-    for (std::int32_t t = 0; t < num_tokens; ++t) {
-      keys[t] = token_vector(kv::KvKind::key, kv_head, t);
-      values[t] = token_vector(kv::KvKind::value, kv_head, t);
+    if (h == args.head_begin || kv_head != (h - 1) / group_size) {  // a new KV head: its rows
+      for (std::int32_t t = 0; t < num_tokens; ++t) {
+        keys[t] = token_vector(kv::KvKind::key, kv_head, t);
+        values[t] = token_vector(kv::KvKind::value, kv_head, t);
+      }
     }
+
+    // Scores, and their maximum.
     float max_score = -INFINITY;
     for (std::int32_t t = 0; t < num_tokens; ++t) {
       if (t + kPrefetchTokens < num_tokens) prefetch_row(keys[t + kPrefetchTokens], head_dim);
