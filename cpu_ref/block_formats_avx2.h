@@ -223,15 +223,20 @@ inline void k_scales(const std::byte* block, KScales& s) {
   }
 }
 
-// Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins, 128 bytes of nibbles
-// (sub-block j: the low (j even) or high (j odd) nibbles of bytes 32 (j / 2) .. +31);
-// x = (d * scale) * q - (dmin * min). A chunk is a sub-block.
-struct Q4_KFormat {
-  static constexpr std::size_t kBlockBytes = 144;
+// Q4_K and Q5_K: 256-value blocks of `kTypeSize` bytes, scales unpacked a block at a time.
+template <std::size_t kTypeSize>
+struct KBlockScales {
+  static constexpr std::size_t kBlockBytes = kTypeSize;
   static constexpr std::size_t kBlockValues = 256;
   static constexpr std::size_t kGroupBlocks = 1;
   using Scales = KScales;
   static void scales(const std::byte* first, std::size_t, Scales& s) { k_scales(first, s); }
+};
+
+// Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins, 128 bytes of nibbles
+// (sub-block j: the low (j even) or high (j odd) nibbles of bytes 32 (j / 2) .. +31);
+// x = (d * scale) * q - (dmin * min). A chunk is a sub-block.
+struct Q4_KFormat : KBlockScales<144> {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t, int sub, __m256 (&v)[4]) {
     const std::byte* qs = block + 16 + 32 * (sub / 2);
     const __m256 dl = _mm256_set1_ps(s.dl[sub]);
@@ -246,12 +251,7 @@ struct Q4_KFormat {
 // Q5_K, 176 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins (as Q4_K), 32 bytes qh, 128
 // bytes of nibbles (as Q4_K); sub-block j's fifth bit of value l is bit j of qh[l].
 // x = (d * scale) * q - (dmin * min). A chunk is a sub-block.
-struct Q5_KFormat {
-  static constexpr std::size_t kBlockBytes = 176;
-  static constexpr std::size_t kBlockValues = 256;
-  static constexpr std::size_t kGroupBlocks = 1;
-  using Scales = KScales;
-  static void scales(const std::byte* first, std::size_t, Scales& s) { k_scales(first, s); }
+struct Q5_KFormat : KBlockScales<176> {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t, int sub, __m256 (&v)[4]) {
     const std::byte* qs = block + 48 + 32 * (sub / 2);
     const __m256 dl = _mm256_set1_ps(s.dl[sub]);
@@ -310,23 +310,21 @@ struct Q6_KFormat {
 
 // F16 and BF16 have no blocks or scales; a "block" here is 32 values, so a row of them must be a
 // whole number of 32 (the store path decodes any length).
-struct F16Format {
+struct HalfBlocks {
   static constexpr std::size_t kBlockBytes = 64;
   static constexpr std::size_t kBlockValues = 32;
   static constexpr std::size_t kGroupBlocks = 1;
   struct Scales {};
   static void scales(const std::byte*, std::size_t, Scales&) {}
+};
+
+struct F16Format : HalfBlocks {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales&, std::size_t, int, __m256 (&v)[4]) {
     for (int j = 0; j < 4; ++j) v[j] = fp16_to_float8(_mm256_cvtepu16_epi32(load_16_bytes(block + 16 * j)));
   }
 };
 
-struct BF16Format {
-  static constexpr std::size_t kBlockBytes = 64;
-  static constexpr std::size_t kBlockValues = 32;
-  static constexpr std::size_t kGroupBlocks = 1;
-  struct Scales {};
-  static void scales(const std::byte*, std::size_t, Scales&) {}
+struct BF16Format : HalfBlocks {
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales&, std::size_t, int, __m256 (&v)[4]) {
     for (int j = 0; j < 4; ++j) {
       v[j] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_16_bytes(block + 16 * j)), 16));
