@@ -9,8 +9,9 @@
 //
 // Work split: OpenMP hands out tiles of outputs (static schedule). A thread computes its tile
 // for all rows: R-row sub-tiles first (weights reused across R rows, inputs across O outputs),
-// then the rows left over one output at a time (a single weight stream, which the hardware
-// prefetcher follows at full memory bandwidth: what batch-1 decoding needs). Stored weights that
+// then the rows left over (generic and AVX2: one output at a time, a single weight stream the
+// hardware prefetcher follows at full memory bandwidth; AVX-512: 4 outputs, whose 4 sums would
+// otherwise each wait on one register's adds). Stored weights that
 // are not fp32 are decoded one tile of outputs at a time into the thread's buffer first, and the
 // same tile code then reads that buffer instead of the matrix; a single row instead runs
 // stored_row_kernel.h, which decodes into registers.
@@ -44,8 +45,9 @@ constexpr int kGenericOuts = 2;
 constexpr int kAvx2Rows = 2;
 constexpr int kAvx2Outs = 3;
 // AVX-512: an element's 16 lanes in one of 32 registers, so 4 x 4 elements (16 accumulators,
-// 4 inputs, a weight vector): 8 loads per 16 multiplies and adds instead of 10 per 12. Rows
-// left over run 1 x 4, four independent sums (one alone would wait on each add's latency).
+// 4 inputs, a weight vector): 8 loads per 16 multiplies and adds instead of 10 per 12 (chosen by
+// that count and measured against AVX2, not tuned against other shapes). Rows left over run
+// 1 x 4, four independent sums (one alone would wait on each add's latency).
 constexpr int kAvx512Rows = 4;
 constexpr int kAvx512Outs = 4;
 
@@ -321,10 +323,10 @@ void linear_each(std::span<const LinearArgs> linears) {
     }
   }
   if (total_units == 0) return;
-    // Independent outputs only: each element is computed whole by one thread, whichever linear
-    // it belongs to.
 #pragma omp parallel
   {
+    // Independent outputs only: each element is computed whole by one thread, whichever linear
+    // it belongs to.
     // This thread's decoded tile, kept across calls (OpenMP's threads persist): no allocation
     // or clearing per call in the step loop; every value read is decoded first.
     thread_local std::vector<float> decoded;
