@@ -12,10 +12,7 @@
 namespace pagedllm::cpu_ref {
 namespace {
 
-// out[d0, d0 + 8 * kVectors) = sum over t ascending of p[t] * values[t][d0, ...), each element
-// its own sum: the sums stay in vector registers across t (a sum kept in `out` would make each t
-// wait on the previous one's store). 8-wide GCC vectors: two SSE registers each in the baseline
-// clone, one AVX register in the AVX2 clone.
+// 8 floats, a GCC vector: two SSE registers in the baseline clone, one AVX register in the AVX2 one.
 using Float8 = float __attribute__((vector_size(8 * sizeof(float))));
 
 // Tokens ahead whose K or V rows are fetched while this one is computed: a decode step's KV is
@@ -28,6 +25,9 @@ inline void prefetch_row(const float* row, std::int32_t floats) {
   for (std::int32_t i = 0; i < floats; i += 64 / static_cast<std::int32_t>(sizeof(float))) __builtin_prefetch(row + i);
 }
 
+// out[d0, d0 + 8 * kVectors) = sum over t ascending of p[t] * values[t][d0, ...), each element
+// its own sum: the sums stay in vector registers across t (a sum kept in `out` would make each t
+// wait on the previous one's store).
 template <int kVectors>
 [[gnu::always_inline]] inline void weighted_sum(const float* p, const float* const* values, std::int32_t num_tokens,
                                                 std::int32_t d0, float* out) {
