@@ -109,6 +109,7 @@ BOOST_AUTO_TEST_CASE(linears_run_together_are_bit_identical_to_each_alone) {
       omp_set_num_threads(threads);
       std::vector<std::vector<float>> alone;
       std::vector<std::vector<float>> together;
+      together.reserve(std::size(types));  // args keep pointers into these
       std::vector<cpu_ref::LinearArgs> args;
       for (std::size_t i = 0; i < std::size(types); ++i) {
         const model::GgmlTypeTraits traits = *model::ggml_type_traits(static_cast<std::uint32_t>(types[i]));
