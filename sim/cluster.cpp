@@ -63,7 +63,7 @@ void ClusterSimulation::add_serving_path(engine::RequestOutput& output) const {
   for (double& time : times.token_times) time += delay;
 }
 
-void ClusterSimulation::collect(std::vector<engine::RequestOutput> outputs, engine::ReplayResult& result,
+void ClusterSimulation::collect(std::vector<engine::RequestOutput>& outputs, engine::ReplayResult& result,
                                 engine::ReplayProgress& progress) {
   for (engine::RequestOutput& output : outputs) {
     if (!output.finished) continue;

@@ -88,7 +88,7 @@ class ClusterSimulation {
   // Begins a step at `now` on an idle replica; a step that scheduled nothing is finished at once.
   void start_step(Replica& replica, double now, engine::ReplayResult& result, engine::ReplayProgress& progress);
   void end_step(Replica& replica, engine::ReplayResult& result, engine::ReplayProgress& progress);
-  void collect(std::vector<engine::RequestOutput> outputs, engine::ReplayResult& result,
+  void collect(std::vector<engine::RequestOutput>& outputs, engine::ReplayResult& result,
                engine::ReplayProgress& progress);
   void add_serving_path(engine::RequestOutput& output) const;
   // Host sharing: the in-flight steps' progress from the last event to `now`, and their ends as the

@@ -93,7 +93,7 @@ bool Engine::stop_sample(sched::RequestId id, int32_t sample_index) {
   return true;
 }
 
-std::vector<RequestOutput> Engine::step() {
+std::vector<RequestOutput>& Engine::step() {
   const double start = clock_.now();
   const double elapsed = begin_step();
   // A virtual clock is advanced by the step's time; a wall clock has moved on by itself.
@@ -117,7 +117,7 @@ double Engine::begin_step() {
   return in_flight_result_.elapsed_seconds;
 }
 
-std::vector<RequestOutput> Engine::finish_step(double end_time) {
+std::vector<RequestOutput>& Engine::finish_step(double end_time) {
   PAGEDLLM_ASSERT(in_flight_, "finish_step() without begin_step()");
   PAGEDLLM_ASSERT(end_time >= in_flight_start_, "a step cannot end before it began");
   in_flight_ = false;
@@ -130,10 +130,13 @@ std::vector<RequestOutput> Engine::finish_step(double end_time) {
   scheduler_.recycle(std::move(in_flight_plan_));
   ++step_;
 
-  std::vector<RequestOutput> outputs;
+  // The last step's outputs go back to the spares, buffers and all (a caller that moved one out
+  // left an empty shell).
+  for (RequestOutput& output : outputs_) spare_outputs_.push_back(std::move(output));
+  outputs_.clear();
   const auto report = [&](SequenceGroup& group) {
     const bool finished = group.state == GroupState::finished;
-    if (finished || config_.output_kind != OutputKind::final_only) outputs.push_back(make_output(group));
+    if (finished || config_.output_kind != OutputKind::final_only) make_output(group, next_output());
     if (finished) scheduler_.take_finished(group.request.id);
   };
   // The requests that progressed (their groups found once, by apply), then those that ended
@@ -143,7 +146,14 @@ std::vector<RequestOutput> Engine::finish_step(double end_time) {
     if (SequenceGroup* group = scheduler_.find(id)) report(*group);  // null: already reported
   }
   pending_outputs_.clear();
-  return outputs;
+  return outputs_;
+}
+
+RequestOutput& Engine::next_output() {
+  if (spare_outputs_.empty()) return outputs_.emplace_back();
+  outputs_.push_back(std::move(spare_outputs_.back()));
+  spare_outputs_.pop_back();
+  return outputs_.back();
 }
 
 // --- applying a step ---------------------------------------------------------------------------
@@ -350,8 +360,9 @@ void Engine::maybe_finish(SequenceGroup& group) {
   scheduler_.finish(group, group.seqs.front().finish_reason);
 }
 
-RequestOutput Engine::make_output(SequenceGroup& group) const {
-  RequestOutput output;
+void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
+  // Every field is assigned, so a reused output keeps nothing of its last request but the
+  // capacity of its vectors.
   output.id = group.request.id;
   output.num_prompt_tokens = static_cast<int32_t>(group.request.prompt_tokens.size());
   output.finished = group.state == GroupState::finished;
@@ -361,33 +372,17 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
   if (delta) {
     // O(1) per report: everything but the token times (a streaming client keeps its own).
     std::vector<double> token_times = std::move(group.times.token_times);
-    output.times = group.times;
+    output.times = group.times;  // copy-assignment: the output's vector keeps its capacity
     group.times.token_times = std::move(token_times);
   } else {
     output.times = group.times;
   }
-  std::vector<const Sequence*> sources;
-  if (group.is_beam_search() && output.finished && !group.finished_beams.empty()) {
-    for (const Sequence& beam : group.finished_beams) sources.push_back(&beam);
-    const double length_penalty = group.request.params.length_penalty;
-    std::stable_sort(sources.begin(), sources.end(), [&](const Sequence* a, const Sequence* b) {
-      return beam_score(a->cumulative_logprob, a->num_tokens(), length_penalty) >
-             beam_score(b->cumulative_logprob, b->num_tokens(), length_penalty);
-    });
-    sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
-  } else {
-    // Samples; or the beams so far (running, aborted): at most n of them.
-    for (const Sequence& seq : group.seqs) sources.push_back(&seq);
-    if (group.is_beam_search()) sources.resize(std::min(sources.size(), static_cast<size_t>(group.request.params.n)));
-  }
   // Delta reports carry the tokens since the last report of the same completion index (beam
   // search reorders its completions when it finishes, so its final report is whole).
   const bool whole = !delta || (group.is_beam_search() && output.finished);
-  group.num_reported_tokens.resize(std::max(group.num_reported_tokens.size(), sources.size()), 0);
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const Sequence& seq = *sources[i];
+  const auto report = [&](size_t i, const Sequence& seq) {
     const int32_t from = whole ? 0 : std::min(group.num_reported_tokens[i], seq.num_output_tokens());
-    Completion completion;
+    Completion& completion = output.completions[i];
     completion.index = static_cast<int32_t>(i);
     completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens + from, seq.tokens.end());
     completion.cumulative_logprob = seq.cumulative_logprob;
@@ -397,9 +392,30 @@ RequestOutput Engine::make_output(SequenceGroup& group) const {
     completion.token_logprobs.assign(seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()),
                                      seq.token_logprobs.end());
     group.num_reported_tokens[i] = seq.num_output_tokens();
-    output.completions.push_back(std::move(completion));
+  };
+  const auto at_most_n = [&](size_t count) {
+    const size_t reported =
+        group.is_beam_search() ? std::min(count, static_cast<size_t>(group.request.params.n)) : count;
+    group.num_reported_tokens.resize(std::max(group.num_reported_tokens.size(), reported), 0);
+    output.completions.resize(reported);
+    return reported;
+  };
+  if (group.is_beam_search() && output.finished && !group.finished_beams.empty()) {
+    // The n best hypotheses, by score.
+    std::vector<const Sequence*> best;
+    for (const Sequence& beam : group.finished_beams) best.push_back(&beam);
+    const double length_penalty = group.request.params.length_penalty;
+    std::stable_sort(best.begin(), best.end(), [&](const Sequence* a, const Sequence* b) {
+      return beam_score(a->cumulative_logprob, a->num_tokens(), length_penalty) >
+             beam_score(b->cumulative_logprob, b->num_tokens(), length_penalty);
+    });
+    const size_t count = at_most_n(best.size());
+    for (size_t i = 0; i < count; ++i) report(i, *best[i]);
+  } else {
+    // Samples; or the beams so far (running, aborted): at most n of them.
+    const size_t count = at_most_n(group.seqs.size());
+    for (size_t i = 0; i < count; ++i) report(i, group.seqs[i]);
   }
-  return output;
 }
 
 void Engine::record_step(const sched::StepPlan& plan, double start, double end) {

@@ -46,8 +46,10 @@ class Engine {
   bool stop_sample(sched::RequestId id, int32_t sample_index);
 
   // One engine step. Returns the output of every request that progressed or ended, as
-  // config().output_kind says (cumulative, delta, or finished requests only).
-  std::vector<RequestOutput> step();
+  // config().output_kind says (cumulative, delta, or finished requests only). The vector is the
+  // engine's and is refilled by the next step, reusing its buffers (in the steady state a step
+  // allocates nothing for its outputs); a caller may move outputs out of it to keep them.
+  std::vector<RequestOutput>& step();
 
   // step() in two halves, for a simulator that decides when a step ends (replicas sharing a
   // host's cores): begin_step() schedules at the clock's time and runs the executor; it returns
@@ -55,7 +57,7 @@ class Engine {
   // virtual clock is set to it) and returns step()'s outputs. Between the two, requests may be
   // added (the next step schedules them) but not aborted or stopped.
   double begin_step();
-  std::vector<RequestOutput> finish_step(double end_time);
+  std::vector<RequestOutput>& finish_step(double end_time);
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
   int64_t num_steps() const { return step_; }
@@ -80,7 +82,8 @@ class Engine {
   std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
   void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);
-  RequestOutput make_output(sched::SequenceGroup& group) const;  // records what was reported
+  RequestOutput& next_output();  // a cleared slot at the end of outputs_, reusing a spare one
+  void make_output(sched::SequenceGroup& group, RequestOutput& output) const;  // records what was reported
   void record_step(const sched::StepPlan& plan, double start, double end);
 
   EngineConfig config_;
@@ -99,6 +102,8 @@ class Engine {
   StepTimeline step_timeline_;
   std::vector<sched::RequestId> pending_outputs_;      // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
+  std::vector<RequestOutput> outputs_;                 // the last step's, handed out by step()
+  std::vector<RequestOutput> spare_outputs_;           // earlier outputs kept for their buffers
   // The step between begin_step() and finish_step(): its plan, its result, when it began.
   bool in_flight_ = false;
   sched::StepPlan in_flight_plan_;

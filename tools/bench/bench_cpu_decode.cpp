@@ -241,7 +241,7 @@ DecodeRun run_decode(const BenchConfig& config, const frontend::ModelBundle& bun
     // attends over all of them.
     const int64_t context = config.prompt_tokens + eng.counters().generation_tokens / batch;
     const auto start = Clock::now();
-    const std::vector<engine::RequestOutput> outputs = eng.step();
+    const std::vector<engine::RequestOutput>& outputs = eng.step();
     const double seconds = elapsed_ns(start, Clock::now()) / 1e9;
     const engine::StepMetrics& metrics = eng.step_metrics().back();
     if (metrics.num_decode_tokens != batch || metrics.num_prefill_tokens != 0 ||

@@ -177,23 +177,35 @@ class Driver {
 };
 
 // An executor that does no work: one token per sampled sequence, no KV memory, no verification.
+// Like every executor of ours it fills the result the engine handed back (recycle) in place.
 class NullExecutor final : public engine::Executor {
  public:
   sched::StepResult execute(const sched::StepPlan& plan) override {
     const auto start = Clock::now();
     sched::StepResult result;
-    result.outputs.reserve(plan.sequences.size());
+    result.outputs = std::move(spare_outputs_);
+    size_t used = 0;
     for (const sched::ScheduledSequence& s : plan.sequences) {
-      if (s.sample) result.outputs.push_back({s.seq, {sched::SampledToken{null_token(s.request, s.end), 0.0f}}, {}});
+      if (!s.sample) continue;
+      if (used == result.outputs.size()) result.outputs.emplace_back();
+      sched::SequenceOutput& output = result.outputs[used++];
+      output.seq = s.seq;
+      output.samples.assign(1, sched::SampledToken{null_token(s.request, s.end), 0.0f});
+      output.top_logprobs.clear();
     }
+    result.outputs.resize(used);
     tally->add(plan);
     last_ns = elapsed_ns(start, Clock::now());
     return result;
   }
+  void recycle(sched::StepResult&& result) override { spare_outputs_ = std::move(result.outputs); }
   std::string name() const override { return "null"; }
 
   Tally* tally = nullptr;
   double last_ns = 0.0;
+
+ private:
+  std::vector<sched::SequenceOutput> spare_outputs_;
 };
 
 // (a) The whole engine step: schedule, execute (null), apply, outputs.
@@ -210,7 +222,7 @@ class EngineDriver final : public Driver {
     }
   }
   double step() override {
-    const std::vector<engine::RequestOutput> outputs = engine_.step();
+    const std::vector<engine::RequestOutput>& outputs = engine_.step();
     uint64_t folded = outputs.size();
     for (const engine::RequestOutput& output : outputs) {
       tally_.finished += output.finished ? 1 : 0;
