@@ -161,14 +161,6 @@ RequestOutput& Engine::next_output() {
 void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time) {
   const std::span<SequenceGroup* const> groups = scheduler_.plan_groups();  // no lookup per sequence
   PAGEDLLM_ASSERT(groups.size() == plan.sequences.size(), "the plan is not the scheduler's last");
-  for (size_t i = 0; i < plan.sequences.size(); ++i) {
-    const ScheduledSequence& scheduled = plan.sequences[i];
-    SequenceGroup* group = groups[i];
-    PAGEDLLM_ASSERT(group->request.id == scheduled.request, "the plan is not the scheduler's last");
-    Sequence& seq = group->seqs.at(static_cast<size_t>(scheduled.sample_index));
-    PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
-    seq.num_computed_tokens = scheduled.end;
-  }
   counters_.prompt_tokens_computed += plan.num_prefill_tokens;
   for (const sched::PreemptedGroup& preempted : plan.preempted) {
     ++(preempted.mode == sched::PreemptionMode::swap ? counters_.preemptions_swap : counters_.preemptions_recompute);
@@ -176,17 +168,24 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
   counters_.blocks_swapped_out += static_cast<int64_t>(plan.swap_out.size());
   counters_.blocks_swapped_in += static_cast<int64_t>(plan.swap_in.size());
 
-  // Sampled tokens, in plan order; a beam group's candidates are applied together.
+  // One pass in plan order, so that each group is read from memory once per step: the computed
+  // tokens, the sampled token, the finish. A beam group's candidates are applied together after
+  // the pass. (A group's sequences never move during the pass: parallel samples fork only from a
+  // prompt scheduled alone, and releasing a sample keeps it in its group.)
   std::vector<std::pair<SequenceGroup*, std::vector<const SequenceOutput*>>> beam_groups;
   size_t next_output = 0;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& scheduled = plan.sequences[i];
+    SequenceGroup& group = *groups[i];
+    PAGEDLLM_ASSERT(group.request.id == scheduled.request, "the plan is not the scheduler's last");
+    Sequence& seq = group.seqs.at(static_cast<size_t>(scheduled.sample_index));
+    PAGEDLLM_ASSERT(seq.id == scheduled.seq, "scheduled sequence moved within its group before apply");
+    seq.num_computed_tokens = scheduled.end;
     if (!scheduled.sample) continue;
     if (next_output >= result.outputs.size() || result.outputs[next_output].seq != scheduled.seq) {
       throw std::logic_error("executor " + executor_.name() + " returned outputs that do not follow the plan");
     }
     const SequenceOutput& output = result.outputs[next_output++];
-    SequenceGroup& group = *groups[i];
     if (group.last_sampled_step != plan.step) {
       group.last_sampled_step = plan.step;
       touched_groups_.push_back(&group);
@@ -204,18 +203,22 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       continue;
     }
     apply_sample(group, scheduled, output);
+    finish_if_done(group, end_time);  // its other samples, if any, were applied or ended before
   }
   if (next_output != result.outputs.size()) {
     throw std::logic_error("executor " + executor_.name() + " returned more outputs than the plan samples");
   }
-  for (const auto& [group, outputs] : beam_groups) apply_beam_step(*group, outputs);
-  for (SequenceGroup* touched : touched_groups_) {
-    SequenceGroup& group = *touched;
-    maybe_finish(group);
-    if (group.state == GroupState::finished && group.times.finished < 0) {
-      group.times.finished = end_time;
-      ++counters_.requests_finished;
-    }
+  for (const auto& [group, outputs] : beam_groups) {
+    apply_beam_step(*group, outputs);
+    finish_if_done(*group, end_time);
+  }
+}
+
+void Engine::finish_if_done(SequenceGroup& group, double end_time) {
+  maybe_finish(group);
+  if (group.state == GroupState::finished && group.times.finished < 0) {
+    group.times.finished = end_time;
+    ++counters_.requests_finished;
   }
 }
 

@@ -82,6 +82,7 @@ class Engine {
   std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
   void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);
+  void finish_if_done(sched::SequenceGroup& group, double end_time);  // maybe_finish, then its time
   RequestOutput& next_output();  // a cleared slot at the end of outputs_, reusing a spare one
   void make_output(sched::SequenceGroup& group, RequestOutput& output) const;  // records what was reported
   void record_step(const sched::StepPlan& plan, double start, double end);
