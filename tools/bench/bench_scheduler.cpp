@@ -12,14 +12,18 @@
 // Every step is timed on its own (std::chrono::steady_clock); the variants of a section take turns
 // every few steps, so that noise from other processes falls on all of them. The workload is
 // deterministic (fixed-seed std::mt19937_64); arrivals are built between steps, outside the timed
-// region (they are the frontend's work).
+// region (they are the frontend's work). The binary replaces the global operator new to count
+// heap allocations, so each variant also reports its allocations per timed step.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -40,6 +44,24 @@
 #include "tools/bench/bench_cli.h"
 #include "tools/bench/bench_output.h"
 #include "tools/bench/bench_timing.h"
+
+// Every heap allocation of the process, counted (operator new[] and the nothrow forms go through
+// this one; aligned forms are not used by the code under test).
+namespace {
+std::atomic<int64_t> g_heap_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
+  throw std::bad_alloc();
+}
+// GCC takes free() after its built-in idea of operator new for a mismatch; here both are ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t /*size*/) noexcept { std::free(memory); }
+#pragma GCC diagnostic pop
 
 namespace {
 
@@ -399,6 +421,7 @@ struct Variant {
   std::unique_ptr<Driver> driver;
   std::vector<double> step_ns;
   std::vector<double> inner_ns;
+  int64_t heap_allocations = 0;  // in the timed steps
 };
 
 struct Section {
@@ -520,9 +543,11 @@ void run_section(Section& section, const BenchConfig& config) {
       Variant& v = section.variants[(k + static_cast<size_t>(round)) % n];
       for (int32_t i = 0; i < std::min(config.chunk_steps, config.steps - done); ++i) {
         v.driver->refill();
+        const int64_t allocations_before = g_heap_allocations.load(std::memory_order_relaxed);
         const auto start = Clock::now();
         const double inner = v.driver->step();
         v.step_ns.push_back(elapsed_ns(start, Clock::now()));
+        v.heap_allocations += g_heap_allocations.load(std::memory_order_relaxed) - allocations_before;
         if (!std::isnan(inner)) v.inner_ns.push_back(inner);
       }
     }
@@ -535,6 +560,7 @@ struct Summary {
   double mean_us = kNone, p50_us = kNone, p99_us = kNone, max_us = kNone;
   double first_tenth_us = kNone, last_tenth_us = kNone;  // steps in time order: drift as contexts age
   double inner_us = kNone, inner_p50_us = kNone, seqs_per_step = kNone, ns_per_seq = kNone;
+  double allocations_per_step = kNone;  // heap allocations, mean over the timed steps
 };
 
 double percentile_us(std::vector<double> ns, double q) {
@@ -567,6 +593,7 @@ Summary summarize(const Variant& v) {
   const Tally& t = v.driver->tally();
   s.seqs_per_step = static_cast<double>(t.scheduled) / static_cast<double>(std::max<int64_t>(1, t.steps));
   s.ns_per_seq = s.mean_us * 1e3 / s.seqs_per_step;
+  s.allocations_per_step = static_cast<double>(v.heap_allocations) / static_cast<double>(v.step_ns.size());
   return s;
 }
 
@@ -602,6 +629,12 @@ void print_section(const Section& section, const Summary& floor, std::vector<Sum
                 format_ratio(s.p50_us / kStepTargetUs).c_str(), format_ratio(ratio(s.p50_us, floor.p50_us)).c_str(),
                 inner.c_str());
   }
+  std::printf("   heap allocations per timed step:");
+  for (size_t i = 0; i < section.variants.size(); ++i) {
+    std::printf("%s %s %.2f", i == 0 ? "" : ",", section.variants[i].name.c_str(),
+                summaries[first + i].allocations_per_step);
+  }
+  std::printf("\n");
   for (const auto& [e, k] : section.twins) {
     const Summary& ks = summaries[first + k];
     const Tally& et = section.variants[e].driver->tally();
@@ -679,6 +712,7 @@ void write_json(const BenchConfig& config, const std::vector<Section>& sections,
                           {"inner_p50_us", s.inner_p50_us},
                           {"first_tenth_mean_us", s.first_tenth_us},
                           {"last_tenth_mean_us", s.last_tenth_us},
+                          {"heap_allocations_per_step", s.allocations_per_step},
                           {"steps", t.steps},
                           {"batched_tokens", t.batched_tokens},
                           {"prefill_tokens", t.prefill_tokens},
