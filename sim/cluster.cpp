@@ -147,14 +147,17 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
     sched::Request& request = requests[next++];
     ++counters_.num_arrivals;
     ++progress.num_added;
+    if (config_.on_arrival) config_.on_arrival(request);
     const size_t target = router_.route(request, engines_);
     Replica& replica = replicas_[target];
     if (request.id >= 0) replica_of_[static_cast<size_t>(request.id)] = static_cast<int32_t>(target);
+    engine::RefusedRequest if_refused{
+        request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), {}};
     try {
-      replica.engine->add_request(request);  // while a step is in flight, the next one admits it
+      replica.engine->add_request(std::move(request));  // while a step is in flight, the next one admits it
     } catch (const std::invalid_argument& error) {
-      result.refused.push_back(
-          {request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
+      if_refused.message = error.what();
+      result.refused.push_back(std::move(if_refused));
       ++progress.num_finished;
       continue;
     }

@@ -45,6 +45,9 @@ struct ClusterConfig {
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
+  // Called on each request as it arrives, before it is routed: writes the prompt tokens a trace
+  // left to arrival time (trace::MaterializedTrace::fill_prompt). Optional.
+  std::function<void(sched::Request&)> on_arrival;
   // Asked every kStopCheckEvents events (arrivals or step ends); true ends the run where it
   // stands: run() returns the requests finished so far with ReplayResult::stopped set (a
   // wall-clock limit).
@@ -66,7 +69,8 @@ class ClusterSimulation {
 
   // Runs `requests` (sorted by arrival_time, times relative to 0) to completion, or until
   // should_stop says so. Returns every finished output and every refused request, by request id,
-  // over all replicas.
+  // over all replicas. Each request moves into its replica when it arrives, so the run holds the
+  // prompts of the requests not yet finished (and, with on_arrival, only of those that arrived).
   engine::ReplayResult run(std::vector<sched::Request> requests);
 
   int32_t num_replicas() const { return static_cast<int32_t>(replicas_.size()); }

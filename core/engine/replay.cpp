@@ -54,12 +54,14 @@ ReplayResult replay_requests(Engine& engine, Clock& clock, std::vector<sched::Re
   const auto admit_arrived = [&] {
     const double now = clock.now();
     for (; next < requests.size() && requests[next].arrival_time <= now; ++next) {
-      const sched::Request& request = requests[next];
+      sched::Request& request = requests[next];
+      RefusedRequest if_refused{
+          request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), {}};
       try {
-        engine.add_request(request);
+        engine.add_request(std::move(request));       // the engine holds it until it finishes
       } catch (const std::invalid_argument& error) {  // InvalidRequestError, or an id in use
-        result.refused.push_back(
-            {request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), error.what()});
+        if_refused.message = error.what();
+        result.refused.push_back(std::move(if_refused));
         ++progress.num_finished;
       }
       ++progress.num_added;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "core/common/mix.h"
@@ -41,23 +43,39 @@ class SyntheticTokens {
   uint64_t range_;
 };
 
-std::vector<TokenId> synthesize_prompt(const TraceRequest& request, size_t index, int32_t block_tokens,
-                                       const SyntheticTokens& tokens) {
-  std::vector<TokenId> prompt(static_cast<size_t>(request.prompt_len));
-  // Named blocks first, block by block, then the request's own tokens.
+// The prompt of the trace's request `index`: the named blocks' tokens first, block by block, then
+// the request's own tokens; prompt_len may be below the trace's (clipped): each position's token
+// does not depend on the length.
+std::vector<TokenId> synthesize_prompt(std::span<const uint64_t> block_ids, int32_t prompt_len, size_t index,
+                                       int32_t block_tokens, const SyntheticTokens& tokens) {
+  std::vector<TokenId> prompt(static_cast<size_t>(prompt_len));
   int32_t position = 0;
-  for (const uint64_t block_id : request.prefix_block_ids) {
-    const auto block_end =
-        static_cast<int32_t>(std::min<int64_t>(request.prompt_len, int64_t{position} + block_tokens));
+  for (const uint64_t block_id : block_ids) {
+    const auto block_end = static_cast<int32_t>(std::min<int64_t>(prompt_len, int64_t{position} + block_tokens));
     for (int32_t offset = 0; position < block_end; ++position, ++offset) {
       prompt[static_cast<size_t>(position)] = tokens.block_token(block_id, offset);
     }
   }
-  for (; position < request.prompt_len; ++position) {
+  for (; position < prompt_len; ++position) {
     prompt[static_cast<size_t>(position)] = tokens.request_token(index, position);
   }
   return prompt;
 }
+
+// What fill_prompt needs of a trace whose synthetic prompts were deferred.
+struct DeferredPrompts {
+  SyntheticTokens tokens;
+  int32_t block_tokens = 0;
+  std::vector<int32_t> prompt_len;  // by request id (its index in the trace); 0: not deferred
+
+  // The named blocks are the request's content ids (the trace's prefix block ids).
+  void fill(sched::Request& request) const {
+    if (!request.prompt_tokens.empty() || request.id < 0) return;
+    const auto id = static_cast<size_t>(request.id);
+    if (id >= prompt_len.size() || prompt_len[id] == 0) return;
+    request.prompt_tokens = synthesize_prompt(request.content_ids.ids, prompt_len[id], id, block_tokens, tokens);
+  }
+};
 
 sched::SamplingParams sampling_for(const TraceRequest& request, int32_t output_len, size_t index,
                                    const MaterializeConfig& config) {
@@ -96,28 +114,38 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
   const uint64_t content_seed = tokens.block_content_seed();
   MaterializedTrace result;
   result.requests.reserve(trace.requests.size());
+  std::shared_ptr<DeferredPrompts> deferred;
+  if (config.defer_synthetic_prompts) {
+    deferred = std::make_shared<DeferredPrompts>(DeferredPrompts{
+        .tokens = tokens, .block_tokens = block_tokens, .prompt_len = std::vector<int32_t>(trace.requests.size(), 0)});
+  }
   for (size_t index = 0; index < trace.requests.size(); ++index) {
     const TraceRequest& entry = trace.requests[index];
     const auto reject = [&](const std::string& field, const std::string& message) {
       result.rejected.push_back({file, entry.source_line, field, message});
     };
+    // A deferred prompt is known by its length only; its tokens are in range by construction.
+    const bool defer = deferred && entry.prompt_kind == PromptKind::length;
     std::vector<TokenId> prompt;
-    switch (entry.prompt_kind) {
-      case PromptKind::text:
-        if (!config.encode) {
-          reject("prompt", "a text prompt needs a tokenizer (give a model)");
-          continue;
-        }
-        prompt = config.encode(entry.prompt_text);
-        break;
-      case PromptKind::tokens:
-        prompt = entry.prompt_tokens;
-        break;
-      case PromptKind::length:
-        prompt = synthesize_prompt(entry, index, block_tokens, tokens);
-        break;
+    if (!defer) {
+      switch (entry.prompt_kind) {
+        case PromptKind::text:
+          if (!config.encode) {
+            reject("prompt", "a text prompt needs a tokenizer (give a model)");
+            continue;
+          }
+          prompt = config.encode(entry.prompt_text);
+          break;
+        case PromptKind::tokens:
+          prompt = entry.prompt_tokens;
+          break;
+        case PromptKind::length:
+          prompt = synthesize_prompt(entry.prefix_block_ids, entry.prompt_len, index, block_tokens, tokens);
+          break;
+      }
     }
-    if (prompt.empty()) {
+    int64_t prompt_len = defer ? int64_t{entry.prompt_len} : static_cast<int64_t>(prompt.size());
+    if (prompt_len <= 0) {
       reject("prompt", "the prompt has no tokens");
       continue;
     }
@@ -129,19 +157,20 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
       continue;
     }
     int32_t output_len = entry.output_len;
-    const int64_t total = static_cast<int64_t>(prompt.size()) + output_len;
+    const int64_t total = prompt_len + output_len;
     if (total > config.max_model_len) {
       if (config.over_length == OverLength::reject) {
-        reject("prompt_len", "prompt (" + std::to_string(prompt.size()) + ") + output (" + std::to_string(output_len) +
+        reject("prompt_len", "prompt (" + std::to_string(prompt_len) + ") + output (" + std::to_string(output_len) +
                                  ") tokens exceed max_model_len " + std::to_string(config.max_model_len));
         continue;
       }
       const int32_t clipped_output = std::min(output_len, config.max_model_len - 1);
-      const auto clipped_prompt = static_cast<size_t>(config.max_model_len - clipped_output);
+      const int64_t clipped_prompt = config.max_model_len - clipped_output;
       result.num_clipped_output_tokens += output_len - clipped_output;
-      if (prompt.size() > clipped_prompt) {
-        result.num_clipped_prompt_tokens += static_cast<int64_t>(prompt.size() - clipped_prompt);
-        prompt.resize(clipped_prompt);
+      if (prompt_len > clipped_prompt) {
+        result.num_clipped_prompt_tokens += prompt_len - clipped_prompt;
+        prompt_len = clipped_prompt;
+        if (!defer) prompt.resize(static_cast<size_t>(prompt_len));
       }
       output_len = clipped_output;
       ++result.num_clipped;
@@ -151,18 +180,25 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
     if (entry.prompt_kind == PromptKind::length && !entry.prefix_block_ids.empty()) {
       // The named blocks' tokens are a function of (seed, id, offset): the prefix cache can hash
       // them from the ids (kv::PromptContentIds) and never read them.
-      request.content_ids = {
-          .ids = entry.prefix_block_ids,
-          .tokens_per_id = block_tokens,
-          .num_tokens = static_cast<int32_t>(std::min<int64_t>(
-              static_cast<int64_t>(prompt.size()), static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
-          .seed = content_seed};
+      request.content_ids = {.ids = entry.prefix_block_ids,
+                             .tokens_per_id = block_tokens,
+                             .num_tokens = static_cast<int32_t>(std::min<int64_t>(
+                                 prompt_len, static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
+                             .seed = content_seed};
     }
-    request.prompt_tokens = std::move(prompt);
+    if (defer) {
+      deferred->prompt_len[index] = static_cast<int32_t>(prompt_len);
+    } else {
+      request.prompt_tokens = std::move(prompt);
+    }
     request.params = sampling_for(entry, output_len, index, config);
     request.arrival_time = entry.arrival_time / config.rate_scale;
     request.priority = entry.priority;
     result.requests.push_back(std::move(request));
+  }
+  if (deferred) {
+    result.fill_prompt = [deferred = std::shared_ptr<const DeferredPrompts>(std::move(deferred))](
+                             sched::Request& request) { deferred->fill(request); };
   }
   return result;
 }

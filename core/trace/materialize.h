@@ -46,6 +46,10 @@ struct MaterializeConfig {
   bool ignore_eos = true;
   // Tokenizes text prompts; absent: a text prompt is an error naming its line.
   std::function<std::vector<TokenId>(const std::string&)> encode;
+  // Leave prompts given only as a length empty (MaterializedTrace::fill_prompt writes them when
+  // the request arrives), so that a run holds the tokens of the requests in flight only: what a
+  // simulator of a long trace wants. The tokens are the same either way.
+  bool defer_synthetic_prompts = false;
 
   static sched::SamplingParams greedy_sampling() {
     sched::SamplingParams params;
@@ -62,6 +66,10 @@ struct MaterializedTrace {
   int64_t num_clipped = 0;                // requests shortened to fit max_model_len
   int64_t num_clipped_prompt_tokens = 0;  // prompt tokens removed by clipping
   int64_t num_clipped_output_tokens = 0;
+  // Writes a deferred request's prompt tokens (MaterializeConfig::defer_synthetic_prompts), exactly
+  // the tokens materialize_requests would have written; a request that has its tokens is left as
+  // it is. Empty when nothing was deferred. Safe to call from several threads.
+  std::function<void(sched::Request&)> fill_prompt;
 };
 
 // Throws std::invalid_argument naming the field when the config is unusable.

@@ -123,6 +123,36 @@ BOOST_AUTO_TEST_CASE(prefix_affinity_sends_shared_prefixes_where_they_are_cached
   for (int32_t i = 8; i < 80; i += 4) BOOST_TEST(affinity.replica_of(i) == affinity.replica_of(4));
 }
 
+BOOST_AUTO_TEST_CASE(prompts_written_at_arrival_route_and_run_as_if_given_up_front) {
+  // The requests come without prompts; on_arrival writes each one (as a deferred trace does). The
+  // prefix-affinity router reads the prompt, so it must be written before routing.
+  std::vector<sched::Request> deferred = requests(80);
+  std::vector<std::vector<TokenId>> prompts;
+  for (sched::Request& request : deferred) prompts.push_back(std::move(request.prompt_tokens));
+  sim::ClusterConfig config = cluster_config(3, sim::RouterPolicy::prefix_affinity);
+  int32_t calls = 0;
+  config.on_arrival = [&](sched::Request& request) {
+    ++calls;
+    request.prompt_tokens = prompts.at(static_cast<size_t>(request.id));
+  };
+  sim::ClusterSimulation late(std::move(config));
+  const engine::ReplayResult written = late.run(std::move(deferred));
+  sim::ClusterSimulation early(cluster_config(3, sim::RouterPolicy::prefix_affinity));
+  const engine::ReplayResult given = early.run(requests(80));
+  BOOST_TEST(calls == 80);
+  BOOST_TEST(written.refused.empty());
+  BOOST_REQUIRE_EQUAL(written.outputs.size(), given.outputs.size());
+  for (size_t i = 0; i < given.outputs.size(); ++i) {
+    BOOST_TEST(written.outputs[i].id == given.outputs[i].id);
+    BOOST_TEST(written.outputs[i].times.finished == given.outputs[i].times.finished);
+    BOOST_TEST(written.outputs[i].completions.front().tokens == given.outputs[i].completions.front().tokens);
+    BOOST_TEST(late.replica_of(given.outputs[i].id) == early.replica_of(given.outputs[i].id));
+  }
+  for (int32_t r = 0; r < 3; ++r) {
+    BOOST_TEST(late.replica(r).kv().stats().prefix_hit_tokens == early.replica(r).kv().stats().prefix_hit_tokens);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(configs_without_replicas_or_executors_are_refused) {
   sim::ClusterConfig config = cluster_config(0, sim::RouterPolicy::round_robin);
   BOOST_CHECK_THROW(sim::ClusterSimulation{config}, std::invalid_argument);

@@ -195,6 +195,47 @@ BOOST_AUTO_TEST_CASE(unusable_configs_name_the_field) {
   BOOST_CHECK_THROW(validate(config), std::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(deferred_prompts_are_filled_at_arrival_with_exactly_the_eager_tokens) {
+  Trace trace;
+  trace.header.prefix_block_tokens = 4;
+  TraceRequest tokens = length_request(0.3, 0, 3, 4);
+  tokens.prompt_kind = PromptKind::tokens;
+  tokens.prompt_tokens = {5, 6, 7};
+  trace.requests = {length_request(0.0, 10, 2, 1, {7, 8, 9}),  // named blocks and a tail
+                    length_request(0.1, 9, 2, 2),              // no ids: its own tokens
+                    length_request(0.2, 0, 2, 3),              // empty: rejected either way
+                    tokens,                                    // given as ids: never deferred
+                    length_request(0.4, 70, 30, 5, {7, 8})};   // clipped to 64 - 30 = 34
+  const MaterializedTrace eager = materialize_requests(trace, small_config(), "t");
+  MaterializeConfig config = small_config();
+  config.defer_synthetic_prompts = true;
+  MaterializedTrace deferred = materialize_requests(trace, config, "t");
+  BOOST_TEST(!eager.fill_prompt);
+  BOOST_REQUIRE(deferred.fill_prompt);
+  BOOST_REQUIRE_EQUAL(deferred.requests.size(), eager.requests.size());
+  BOOST_REQUIRE_EQUAL(deferred.requests.size(), 4u);
+  BOOST_TEST(deferred.rejected.size() == eager.rejected.size());
+  BOOST_TEST(deferred.num_clipped == eager.num_clipped);
+  BOOST_TEST(deferred.num_clipped_prompt_tokens == eager.num_clipped_prompt_tokens);
+  BOOST_TEST(deferred.num_clipped_prompt_tokens == 36);
+  BOOST_TEST(deferred.requests[0].prompt_tokens.empty());  // nothing written before arrival
+  BOOST_TEST(deferred.requests[2].prompt_tokens == (std::vector<TokenId>{5, 6, 7}));
+  for (size_t i = 0; i < deferred.requests.size(); ++i) {
+    sched::Request& request = deferred.requests[i];
+    deferred.fill_prompt(request);
+    const sched::Request& expected = eager.requests[i];
+    BOOST_TEST(request.id == expected.id);
+    BOOST_TEST(request.prompt_tokens == expected.prompt_tokens, boost::test_tools::per_element());
+    BOOST_TEST(request.content_ids.ids == expected.content_ids.ids, boost::test_tools::per_element());
+    BOOST_TEST(request.content_ids.num_tokens == expected.content_ids.num_tokens);
+    BOOST_TEST(request.params.max_tokens == expected.params.max_tokens);
+    // Filling twice changes nothing.
+    const std::vector<TokenId> once = request.prompt_tokens;
+    deferred.fill_prompt(request);
+    BOOST_TEST(request.prompt_tokens == once, boost::test_tools::per_element());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace

@@ -351,7 +351,8 @@ int run_plan(const std::vector<std::string>& args) {
                                                     .host = {},
                                                     .serving_path_seconds = 0.0,
                                                     .on_progress = {},
-                                                    .should_stop = past_deadline},
+                                                    .should_stop = past_deadline,
+                                                    .on_arrival = {}},
                                                    std::move(tiled))
                                         .result;
       if (result.stopped) throw WallLimitReached();

@@ -171,6 +171,7 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   cluster.serving_path_seconds = spec.serving_path_seconds;
   cluster.on_progress = spec.on_progress;
   cluster.should_stop = spec.should_stop;
+  cluster.on_arrival = spec.on_arrival;
   engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
   script.vocab_size = spec.vocab_size;
   cluster.make_executor = [&spec, script](int32_t) {

@@ -60,7 +60,8 @@ struct SimRunSpec {
   sim::HostSharing host;              // CPU replicas sharing one host's cores
   double serving_path_seconds = 0.0;  // per request, the client's time outside the engine
   std::function<void(const engine::ReplayProgress&)> on_progress;
-  std::function<bool()> should_stop;  // a wall-clock limit (sim::ClusterConfig::should_stop)
+  std::function<bool()> should_stop;                // a wall-clock limit (sim::ClusterConfig::should_stop)
+  std::function<void(sched::Request&)> on_arrival;  // trace::MaterializedTrace::fill_prompt, if deferred
 };
 
 struct SimRunOutput {

@@ -135,9 +135,12 @@ int run_simulate(const std::vector<std::string>& args) {
       .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
 
   const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
-  trace::MaterializedTrace requests = materialize_trace(
-      trace, options.trace.path, options.requests,
-      {.max_model_len = config.scheduler.max_model_len, .vocab_size = vocab_size, .tokenizer = tokenizer}, std::cerr);
+  trace::MaterializedTrace requests = materialize_trace(trace, options.trace.path, options.requests,
+                                                        {.max_model_len = config.scheduler.max_model_len,
+                                                         .vocab_size = vocab_size,
+                                                         .tokenizer = tokenizer,
+                                                         .prompts_at_arrival = true},
+                                                        std::cerr);
   if (time_mode == engine::TimeMode::fast) {
     for (sched::Request& request : requests.requests) request.arrival_time = 0.0;
   }
@@ -158,7 +161,8 @@ int run_simulate(const std::vector<std::string>& args) {
                                << std::setprecision(1) << p.now << " s";
                         progress.update(p.num_finished, detail.str());
                       },
-                  .should_stop = past_deadline};
+                  .should_stop = past_deadline,
+                  .on_arrival = requests.fill_prompt};
   SimRunOutput run = run_simulation(spec, std::move(requests.requests));
   const sim::ClusterSimulation& cluster = *run.cluster;
   engine::ReplayResult& result = run.result;  // the report consumes its outputs

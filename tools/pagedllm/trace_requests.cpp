@@ -64,6 +64,7 @@ trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std:
   materialize.seed = options.seed;
   materialize.rate_scale = options.rate_scale;
   materialize.ignore_eos = !options.respect_eos;
+  materialize.defer_synthetic_prompts = target.prompts_at_arrival;
   trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, path);
   for (const trace::TraceIssue& issue : requests.rejected) log << "rejected: " << issue.to_string() << '\n';
   return requests;
