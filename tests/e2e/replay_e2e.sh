@@ -128,6 +128,15 @@ for router in round-robin prefix-affinity; do
 done
 expect "prefix-affinity hits more of the prefix cache than round-robin" \
   "$(python3 -c "import json; a=json.load(open('$work/prefix-affinity.json')); b=json.load(open('$work/round-robin.json')); print(a['engine']['prefix_hit_rate'] > b['engine']['prefix_hit_rate'] and len(a['replicas']) == 4)")" True
+# replay's spelling of the shape, --sim-model, names the same model here; two different ones are refused.
+"$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --sim-model llama-3-8b --replicas 4 \
+  --router round-robin --rate-scale 8 -q -o "$work/sim_model.json" > /dev/null
+expect "simulate --sim-model is --model" \
+  "$(python3 -c "import json; a=json.load(open('$work/sim_model.json')); b=json.load(open('$work/round-robin.json')); print(a['config']['model'] == 'llama-3-8b' and a['metrics'] == b['metrics'])")" True
+if "$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --model llama-2-7b --sim-model llama-3-8b -q \
+  > /dev/null 2> "$work/sim_model_err.txt"; then fail "two models were accepted"; fi
+grep -q "^pagedllm simulate: error: --sim-model llama-3-8b and --model llama-2-7b name two models" "$work/sim_model_err.txt" ||
+  fail "the two-model refusal: $(cat "$work/sim_model_err.txt")"
 for allocator in paged contiguous; do
   "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model llama-2-13b --hardware a100-40gb \
     --max-model-len 2048 --allocator "$allocator" --time fast -q -o "$work/$allocator.json" > /dev/null

@@ -273,7 +273,8 @@ int run_plan(const std::vector<std::string>& args) {
     }
   }
 
-  const SimModel model = resolve_sim_model(options.model);
+  const SimModel model = resolve_sim_model(
+      simulated_model_argument(options.model, !values["model"].defaulted(), options.executor.sim_model));
   trace::ReadReport read_report;
   const trace::Trace trace = read_trace_input(
       options.trace, token_counter(model.bundle ? &model.bundle->tokenizer : nullptr), read_report, std::cerr);

@@ -23,6 +23,15 @@ SimModel resolve_sim_model(const std::string& argument) {
   return {std::move(shape), std::move(bundle)};
 }
 
+std::string simulated_model_argument(const std::string& model, bool model_given, const std::string& sim_model) {
+  if (sim_model.empty()) return model;
+  if (model_given && model != sim_model) {
+    throw boost::program_options::error("--sim-model " + sim_model + " and --model " + model +
+                                        " name two models: give one (here --model takes a shape preset too)");
+  }
+  return sim_model;
+}
+
 namespace {
 
 // --hardware, --tensor-parallel-size on `shape`, for engines of `block_size`.

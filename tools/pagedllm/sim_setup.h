@@ -27,6 +27,11 @@ struct SimModel {
 };
 SimModel resolve_sim_model(const std::string& argument);
 
+// The model `simulate` and `plan` simulate: --model, or --sim-model (what `replay --executor sim`
+// calls it) given instead. Throws po::error when both are given and differ. `model_given`: --model
+// was on the command line (not its default).
+std::string simulated_model_argument(const std::string& model, bool model_given, const std::string& sim_model);
+
 // What one simulated replica runs on: the roofline of --hardware at --tensor-parallel-size, or
 // the step profile given by --profile (measured by `pagedllm profile`).
 struct SimBackend {

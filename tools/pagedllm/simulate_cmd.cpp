@@ -101,7 +101,8 @@ int run_simulate(const std::vector<std::string>& args) {
     throw po::error("--allocator contiguous: a profile is measured on paged blocks of its block size");
   }
 
-  const SimModel model = resolve_sim_model(options.model);
+  const SimModel model = resolve_sim_model(
+      simulated_model_argument(options.model, !values["model"].defaulted(), options.executor.sim_model));
   const tokenizer::Tokenizer* tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr;
   trace::ReadReport read_report;
   const trace::Trace trace = read_trace_input(options.trace, token_counter(tokenizer), read_report, std::cerr);
