@@ -10,7 +10,9 @@
 // directly.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge source, which its own
 // -Wmaybe-uninitialized then flags once inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "cpu_ref/block_formats_avx2.h"

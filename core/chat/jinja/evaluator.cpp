@@ -18,6 +18,9 @@ template <typename... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+// C++20 deduces this for aggregates; clang before 17 (the asan build's) needs it written.
+template <typename... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // The `loop` variable of one iteration.
 Value loop_value(const ValueList& items, std::size_t i) {
