@@ -8,11 +8,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/cublas_library.h"
+
 namespace pagedllm::cuda::detail {
 
 [[noreturn]] inline void cublas_call_failed(cublasStatus_t status, const char* call, const char* file, int line) {
   throw std::runtime_error(std::string("cuBLAS call failed: ") + call + " at " + file + ":" + std::to_string(line) +
-                           ": " + cublasGetStatusName(status) + ": " + cublasGetStatusString(status));
+                           ": " + cublas_library().get_status_name(status) + ": " +
+                           cublas_library().get_status_string(status));
 }
 
 }  // namespace pagedllm::cuda::detail

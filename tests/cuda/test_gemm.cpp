@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
+#include "cuda/cublas_library.h"
 #include "cuda/gemm.h"
 #include "tests/cuda/gpu_test_util.h"
 
@@ -194,6 +196,23 @@ BOOST_AUTO_TEST_CASE(validate_rejects_bad_params) {
   empty.weight = nullptr;
   empty.y = nullptr;
   BOOST_CHECK_NO_THROW(cuda::validate(empty));
+}
+
+// cuBLAS is opened on first use, not linked (cublas_library.h); no GPU is needed to open it. The
+// pointers must be the library's own: a status name comes back through one.
+BOOST_AUTO_TEST_CASE(cublas_opens_on_first_use_with_every_entry_point) {
+  const cuda::CublasLibrary& cublas = cuda::cublas_library();
+  BOOST_TEST(cuda::cublas_library_loaded());
+  for (const void* entry :
+       {reinterpret_cast<const void*>(cublas.create), reinterpret_cast<const void*>(cublas.destroy),
+        reinterpret_cast<const void*>(cublas.set_math_mode), reinterpret_cast<const void*>(cublas.set_atomics_mode),
+        reinterpret_cast<const void*>(cublas.set_pointer_mode), reinterpret_cast<const void*>(cublas.set_stream),
+        reinterpret_cast<const void*>(cublas.set_workspace), reinterpret_cast<const void*>(cublas.gemm_ex)}) {
+    BOOST_TEST(entry != nullptr);
+  }
+  BOOST_TEST(std::string(cublas.get_status_name(CUBLAS_STATUS_NOT_SUPPORTED)) == "CUBLAS_STATUS_NOT_SUPPORTED");
+  BOOST_TEST(!std::string(cublas.get_status_string(CUBLAS_STATUS_NOT_SUPPORTED)).empty());
+  BOOST_TEST(&cuda::cublas_library() == &cublas);  // opened once
 }
 
 BOOST_AUTO_TEST_CASE(linear_matches_host_product) {

@@ -255,6 +255,12 @@ section_profile() {
 }
 
 section_switches() {
+  echo "--- a run that uses no GPU never opens cuBLAS (it is opened on first use: cuda/cublas_library.h)"
+  LD_DEBUG=libs "$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim \
+    --sim-model llama-2-7b --max-requests 5 -q > /dev/null 2> "$work/loader.txt"
+  grep -q "calling init: .*libc.so" "$work/loader.txt" || fail "LD_DEBUG=libs printed no library start-up: $(head -3 "$work/loader.txt")"
+  if grep -q "libcublas" "$work/loader.txt"; then fail "a simulator run opened cuBLAS: $(grep -m1 libcublas "$work/loader.txt")"; fi
+
   echo "--- vLLM's spellings of the engine switches"
   for flag in --no-enable-prefix-caching --no-prefix-caching; do
     "$pagedllm" replay --trace "$source_dir/traces/mooncake_like.jsonl" --executor sim --sim-model llama-2-7b \
