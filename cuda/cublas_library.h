@@ -20,7 +20,11 @@ struct CublasLibrary {
   decltype(&cublasSetPointerMode_v2) set_pointer_mode = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
-  decltype(&cublasGemmEx) gemm_ex = nullptr;
+  // The exported cublasGemmEx (C++ also sees an inline overload taking a cudaDataType compute type).
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int m, int n, int k,
+                            const void* alpha, const void* a, cudaDataType a_type, int lda, const void* b,
+                            cudaDataType b_type, int ldb, const void* beta, void* c, cudaDataType c_type, int ldc,
+                            cublasComputeType_t compute_type, cublasGemmAlgo_t algo) = nullptr;
   decltype(&cublasGetStatusName) get_status_name = nullptr;
   decltype(&cublasGetStatusString) get_status_string = nullptr;
 };
