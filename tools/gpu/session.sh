@@ -89,6 +89,15 @@ unresolved_libraries() {
     -e "s|^\s*\(/\S*/\)\?\([^/: ]*\): version .* not found.*|\2|p" | sort -u
 }
 
+# cuBLAS, which the binaries open with dlopen on first use (cuda/cublas_library.h), so ldd does
+# not name it: its soname when the dynamic loader cannot find it (the toolkit's major, as cudart's).
+unresolved_dlopen_libraries() {
+  local cublas
+  cublas=$(ldd build/gpu/pagedllm 2>/dev/null | sed -n 's/^\s*libcudart\.so\.\([0-9]*\) .*/libcublas.so.\1/p' | head -1)
+  [[ -n "$cublas" ]] || return 0
+  python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$cublas" 2>/dev/null || echo "$cublas"
+}
+
 # The packed binaries in build/gpu; the libraries they link that this machine lacks, from the
 # packed Debian packages; cuBLAS from wherever this machine keeps it.
 setup() {
@@ -108,7 +117,7 @@ setup() {
   # replaced by the packed one.
   local missing library found
   for round in 1 2 3; do
-    missing=$(unresolved_libraries)
+    missing=$(unresolved_libraries; unresolved_dlopen_libraries)
     [[ -z "$missing" ]] && break
     for library in $missing; do
       found=$(find "$unpacked" .gpu/lib -name "$library" 2>/dev/null | head -1)
@@ -116,7 +125,7 @@ setup() {
       [[ -n "$found" ]] && ln -sf "$(readlink -f "$found")" "$libs/$library"
     done
   done
-  missing=$(unresolved_libraries | tr '\n' ' ')
+  missing=$( (unresolved_libraries; unresolved_dlopen_libraries) | tr '\n' ' ')
   {
     echo "== machine"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
