@@ -12,8 +12,6 @@
 namespace pagedllm::kv {
 namespace {
 
-std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
-
 #ifdef NDEBUG
 constexpr bool kCheckKnownHashes = false;
 #else

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/common/types.h"
+
 namespace pagedllm::kv {
 
 class KvCacheError : public std::runtime_error {
@@ -16,5 +18,8 @@ class KvCacheFullError : public KvCacheError {
  public:
   explicit KvCacheFullError(const std::string& message) : KvCacheError(message) {}
 };
+
+// How an error message names a sequence: "sequence 7".
+inline std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
 
 }  // namespace pagedllm::kv

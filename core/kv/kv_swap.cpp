@@ -11,12 +11,6 @@
 #include "core/kv/kv_errors.h"
 
 namespace pagedllm::kv {
-namespace {
-
-std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
-
-}  // namespace
-
 std::vector<KvCacheManager::GroupBlock> KvCacheManager::group_blocks(std::span<const SeqId> group,
                                                                      Tier expected_tier) const {
   if (group.empty()) throw KvCacheError("kv cache: swap of an empty sequence group");

@@ -13,7 +13,8 @@ std::string format(const char* pattern, double value) {
   return buffer;
 }
 
-void row(std::ostream& out, const std::string& label, const std::string& value) {
+// "{:<40} {}": vLLM-style label column, the value unpadded.
+void summary_row(std::ostream& out, const std::string& label, const std::string& value) {
   std::string padded = label;
   if (padded.size() < 40) padded.append(40 - padded.size(), ' ');
   out << padded << ' ' << value << '\n';
@@ -72,23 +73,24 @@ nlohmann::json to_json(std::span<const TimelinePoint> timeline) {
 
 void print_engine_summary(const EngineSummary& s, std::ostream& out) {
   out << "-------------KV cache and scheduling--------------\n";
-  row(out, "Engine steps:", count(s.num_steps));
-  row(out, "Busy time (s):", format("%.2f", s.busy_seconds));
-  row(out, "KV blocks (device / host):",
+  summary_row(out, "Engine steps:", count(s.num_steps));
+  summary_row(out, "Busy time (s):", format("%.2f", s.busy_seconds));
+  summary_row(
+      out, "KV blocks (device / host):",
       count(s.num_device_blocks) + " / " + count(s.num_host_blocks) + "  (" + count(s.block_size) + " tokens each)");
-  row(out, "KV usage mean / peak (%):", percent(s.kv_usage_mean) + " / " + percent(s.kv_usage_peak));
-  row(out, "Internal waste, mean (% of used slots):", percent(s.internal_waste_mean));
-  row(out, "Prefix cache hit rate (%):",
-      percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " + count(s.prefix_query_tokens) +
-          " prompt tokens)");
-  row(out, "Prompt tokens computed:", count(s.counters.prompt_tokens_computed));
-  row(out, "Preemptions (recompute / swap):",
-      count(s.counters.preemptions_recompute) + " / " + count(s.counters.preemptions_swap));
-  row(out,
-      "Blocks swapped (out / in):", count(s.counters.blocks_swapped_out) + " / " + count(s.counters.blocks_swapped_in));
-  row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
-  row(out, "Max running / waiting / swapped:",
-      count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));
+  summary_row(out, "KV usage mean / peak (%):", percent(s.kv_usage_mean) + " / " + percent(s.kv_usage_peak));
+  summary_row(out, "Internal waste, mean (% of used slots):", percent(s.internal_waste_mean));
+  summary_row(out, "Prefix cache hit rate (%):",
+              percent(s.prefix_hit_rate) + "  (" + count(s.prefix_hit_tokens) + " of " + count(s.prefix_query_tokens) +
+                  " prompt tokens)");
+  summary_row(out, "Prompt tokens computed:", count(s.counters.prompt_tokens_computed));
+  summary_row(out, "Preemptions (recompute / swap):",
+              count(s.counters.preemptions_recompute) + " / " + count(s.counters.preemptions_swap));
+  summary_row(out, "Blocks swapped (out / in):",
+              count(s.counters.blocks_swapped_out) + " / " + count(s.counters.blocks_swapped_in));
+  summary_row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
+  summary_row(out, "Max running / waiting / swapped:",
+              count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));
   out << std::string(50, '=') << '\n';
 }
 

@@ -9,8 +9,6 @@
 namespace pagedllm::metrics {
 namespace {
 
-constexpr double kMillisecondsPerSecond = 1000.0;
-
 LatencySummary summarize(std::vector<double> values, const std::vector<double>& percents) {
   LatencySummary summary;
   summary.percentiles.reserve(percents.size());

@@ -26,6 +26,8 @@
 
 namespace pagedllm::metrics {
 
+inline constexpr double kMillisecondsPerSecond = 1000.0;  // the reports give times in ms
+
 // Service-level objectives in milliseconds (vLLM's --goodput ttft:MS tpot:MS e2el:MS); unset
 // objectives are not checked.
 struct Slo {

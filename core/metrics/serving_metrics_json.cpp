@@ -5,8 +5,6 @@
 namespace pagedllm::metrics {
 namespace {
 
-constexpr double kMillisecondsPerSecond = 1000.0;
-
 void add_latency(nlohmann::json& out, const std::string& name, const LatencySummary& summary) {
   const auto key = [&name](const std::string& prefix) { return prefix + "_" + name + "_ms"; };
   out["count_" + name] = summary.count;

@@ -10,7 +10,6 @@ namespace {
 constexpr size_t kBannerWidth = 50;
 constexpr size_t kLabelWidth = 40;
 constexpr size_t kValueWidth = 10;
-constexpr double kMillisecondsPerSecond = 1000.0;
 
 // Python's "{s:{c}^{n}}": centred, the odd fill character on the right.
 std::string banner(std::string_view text, char fill) {

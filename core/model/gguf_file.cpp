@@ -10,10 +10,6 @@
 namespace pagedllm::model {
 namespace {
 
-constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
-constexpr std::uint32_t kMaxDims = 4;             // ggml's GGML_MAX_DIMS
-constexpr int kMaxArrayNesting = 4;
-
 // Bounds-checked little-endian cursor over the header bytes. Every read names what it was
 // reading when it runs past the end, so a truncated file says where it was cut.
 class Cursor {
@@ -129,7 +125,7 @@ GgufValue read_value(Cursor& cursor, GgufValueType type, const std::string& key,
       result.value = cursor.read_string("key '" + key + "'");
       break;
     case GgufValueType::array: {
-      if (depth >= kMaxArrayNesting) cursor.fail("key '" + key + "'", "arrays nested too deeply");
+      if (depth >= kGgufMaxArrayNesting) cursor.fail("key '" + key + "'", "arrays nested too deeply");
       const auto element_code = cursor.read<std::uint32_t>("key '" + key + "' (array type)");
       if (!known_value_type(element_code)) {
         cursor.fail("key '" + key + "'", "unknown array element type " + std::to_string(element_code));
@@ -153,16 +149,14 @@ GgufValue read_value(Cursor& cursor, GgufValueType type, const std::string& key,
   return result;
 }
 
-std::string tensor_subject(const std::string& name) { return "tensor '" + name + "'"; }
-
 GgufTensorInfo read_tensor_info(Cursor& cursor) {
   GgufTensorInfo tensor;
   tensor.name = cursor.read_string("tensor name");
   const std::string subject = tensor_subject(tensor.name);
   const auto num_dims = cursor.read<std::uint32_t>(subject + " (n_dims)");
-  if (num_dims == 0 || num_dims > kMaxDims) {
+  if (num_dims == 0 || num_dims > kGgufMaxDims) {
     cursor.fail(subject,
-                "expected 1 to " + std::to_string(kMaxDims) + " dimensions, found " + std::to_string(num_dims));
+                "expected 1 to " + std::to_string(kGgufMaxDims) + " dimensions, found " + std::to_string(num_dims));
   }
   tensor.num_elements = 1;
   for (std::uint32_t d = 0; d < num_dims; ++d) {

@@ -22,6 +22,11 @@
 
 namespace pagedllm::model {
 
+// Limits of the format that the reader enforces and the writer keeps to.
+inline constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+inline constexpr std::uint32_t kGgufMaxDims = 4;         // ggml's GGML_MAX_DIMS
+inline constexpr int kGgufMaxArrayNesting = 4;
+
 enum class GgufValueType : std::uint32_t {
   u8 = 0,
   i8 = 1,

@@ -12,10 +12,7 @@
 namespace pagedllm::model {
 namespace {
 
-constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" as a little-endian u32
 constexpr std::uint32_t kGgufVersion = 3;
-constexpr int kMaxArrayNesting = 4;              // what parse_gguf_header accepts
-constexpr std::size_t kMaxDims = 4;              // ggml's GGML_MAX_DIMS
 constexpr std::size_t kMaxTensorNameBytes = 63;  // ggml's GGML_MAX_NAME, less its terminator
 constexpr std::uint64_t kMaxAlignment = 65536;
 
@@ -119,8 +116,8 @@ void check_value(const std::string& key, const GgufValue& value, int depth) {
     case GgufValueType::array: {
       const auto* array = std::get_if<GgufArray>(&value.value);
       if (array == nullptr) reject_key(key, expected);
-      if (depth + 1 >= kMaxArrayNesting && array->element_type == GgufValueType::array) {
-        reject_key(key, "arrays nested more than " + std::to_string(kMaxArrayNesting) + " deep");
+      if (depth + 1 >= kGgufMaxArrayNesting && array->element_type == GgufValueType::array) {
+        reject_key(key, "arrays nested more than " + std::to_string(kGgufMaxArrayNesting) + " deep");
       }
       for (const GgufValue& item : array->items) {
         if (item.type != array->element_type) {
@@ -303,8 +300,8 @@ void GgufWriter::add_tensor(std::string name, std::vector<std::uint64_t> dims, G
   if (tensor_names_.contains(name)) reject_tensor(name, "added twice");
   const std::optional<GgmlTypeTraits> traits = ggml_type_traits(static_cast<std::uint32_t>(type));
   if (!traits) reject_tensor(name, "unknown ggml type " + std::to_string(static_cast<std::uint32_t>(type)));
-  if (dims.empty() || dims.size() > kMaxDims) {
-    reject_tensor(name, "expected 1 to " + std::to_string(kMaxDims) + " dims, got " + std::to_string(dims.size()));
+  if (dims.empty() || dims.size() > kGgufMaxDims) {
+    reject_tensor(name, "expected 1 to " + std::to_string(kGgufMaxDims) + " dims, got " + std::to_string(dims.size()));
   }
   std::uint64_t num_elements = 1;
   for (const std::uint64_t dim : dims) {

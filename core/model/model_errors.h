@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace pagedllm::model {
 
@@ -30,5 +31,8 @@ class ModelFormatError : public std::runtime_error {
   std::string file_;
   std::string subject_;
 };
+
+// The subject of an error about one tensor: "tensor '<name>'".
+inline std::string tensor_subject(std::string_view name) { return "tensor '" + std::string(name) + "'"; }
 
 }  // namespace pagedllm::model

@@ -13,8 +13,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string tensor_subject(std::string_view name) { return "tensor '" + std::string(name) + "'"; }
-
 json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelFormatError(path, "", "cannot open");

@@ -30,8 +30,6 @@ constexpr std::string_view kOtherKnownDtypes[] = {"BOOL",    "U8",      "I8",  "
                                                   "U32",     "I64",     "U64", "F64",     "C64",    "F8_E5M2",
                                                   "F8_E4M3", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2"};
 
-std::string tensor_subject(std::string_view name) { return "tensor '" + std::string(name) + "'"; }
-
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {

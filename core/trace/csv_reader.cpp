@@ -12,7 +12,8 @@
 namespace pagedllm::trace {
 namespace {
 
-std::string_view trim(std::string_view text) {
+// Spaces and tabs around a field (a CSV line has no newline left in it).
+std::string_view trim_blanks(std::string_view text) {
   const auto first = text.find_first_not_of(" \t");
   if (first == std::string_view::npos) return {};
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
@@ -83,7 +84,7 @@ bool CsvReader::next(CsvRecord& record) {
 
 CsvColumns::CsvColumns(const CsvRecord& header, const std::vector<std::string>& required, const std::string& file) {
   if (!header.error.empty()) throw TraceError(TraceIssue{file, header.line, "", "header row: " + header.error});
-  for (const std::string& name : header.fields) names_.emplace_back(trim(name));
+  for (const std::string& name : header.fields) names_.emplace_back(trim_blanks(name));
   for (const std::string& name : required) {
     if (has(name)) continue;
     std::string present;
@@ -110,7 +111,7 @@ std::string CsvColumns::problem(const CsvRecord& record) const {
 }
 
 std::optional<int64_t> parse_csv_integer(std::string_view text) {
-  text = trim(text);
+  text = trim_blanks(text);
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -118,7 +119,7 @@ std::optional<int64_t> parse_csv_integer(std::string_view text) {
 }
 
 std::optional<double> parse_csv_number(std::string_view text) {
-  text = trim(text);
+  text = trim_blanks(text);
   double value = 0.0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {

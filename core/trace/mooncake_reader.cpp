@@ -8,17 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/trace/field_error.h"
 #include "core/trace/trace_jsonl.h"
 
 namespace pagedllm::trace {
 namespace {
 
 using nlohmann::json;
-
-struct FieldError {
-  std::string field;
-  std::string message;
-};
 
 const json& required(const json& line, const char* key) {
   const auto found = line.find(key);

@@ -15,6 +15,8 @@
 #include <set>
 #include <string_view>
 
+#include "core/trace/field_error.h"
+
 namespace pagedllm::trace {
 
 // --- ReadContext ---------------------------------------------------------------------------
@@ -103,12 +105,6 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr std::string_view kHeaderKey = "pagedllm_trace";
-
-// A problem with one field of one line; the reader turns it into a TraceIssue for that line.
-struct FieldError {
-  std::string field;
-  std::string message;
-};
 
 [[noreturn]] void bad(std::string field, std::string message) {
   throw FieldError{std::move(field), std::move(message)};
