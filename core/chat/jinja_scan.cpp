@@ -140,7 +140,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Appends the tokens of a tag body to `scan`, and its string literals to the texts.
 void tokenize(std::string_view body, JinjaScan& scan) {
-  using Kind = JinjaToken::Kind;
+  using TokenKind = JinjaToken::Kind;
   std::size_t i = 0;
   while (i < body.size()) {
     const char c = body[i];
@@ -151,27 +151,27 @@ void tokenize(std::string_view body, JinjaScan& scan) {
       const bool closed = end > i + 1 && body[end - 1] == c;
       std::string value = decode_jinja_string(body.substr(i + 1, end - (i + 1) - (closed ? 1 : 0)));
       scan.texts.push_back(value);
-      scan.tokens.push_back({Kind::string, std::move(value)});
+      scan.tokens.push_back({TokenKind::string, std::move(value)});
       i = end;
     } else if (is_name_start(c)) {
       const std::size_t start = i;
       while (i < body.size() && (is_name_start(body[i]) || is_digit(body[i]))) ++i;
-      scan.tokens.push_back({Kind::name, std::string(body.substr(start, i - start))});
+      scan.tokens.push_back({TokenKind::name, std::string(body.substr(start, i - start))});
     } else if (is_digit(c)) {
       const std::size_t start = i;
       while (i < body.size() && (is_digit(body[i]) || body[i] == '.')) ++i;
-      scan.tokens.push_back({Kind::number, std::string(body.substr(start, i - start))});
+      scan.tokens.push_back({TokenKind::number, std::string(body.substr(start, i - start))});
     } else {
       static constexpr std::string_view kTwoCharOps[] = {"==", "!=", "<=", ">=", "//", "**"};
       std::size_t length = 1;
       for (const std::string_view op : kTwoCharOps) {
         if (body.substr(i, 2) == op) length = 2;
       }
-      scan.tokens.push_back({Kind::op, std::string(body.substr(i, length))});
+      scan.tokens.push_back({TokenKind::op, std::string(body.substr(i, length))});
       i += length;
     }
   }
-  scan.tokens.push_back({Kind::end, {}});
+  scan.tokens.push_back({TokenKind::end, {}});
 }
 
 }  // namespace
