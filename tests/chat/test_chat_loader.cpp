@@ -11,17 +11,14 @@
 #include "core/chat/chat_template_loader.h"
 #include "core/model/gguf_file.h"
 #include "core/model/gguf_writer.h"
+#include "tests/chat/known_templates.h"
 
 namespace pagedllm::chat {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kQwen2Template =
-    R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %})"
-    R"({{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %})"
-    R"({{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}})"
-    R"({% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+using testing::kQwen2Template;
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() /

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/chat/chat_template.h"
+#include "tests/chat/known_templates.h"
 
 namespace pagedllm::chat {
 namespace {
@@ -19,12 +20,8 @@ const std::string kSmolLm2Template =
     "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|im_start|>assistant\n' }}{% endif %}";
 
-// Qwen2-Instruct's: the same structure, "\n" written as Jinja escapes.
-const std::string kQwen2Template =
-    R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %})"
-    R"({{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %})"
-    R"({{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}})"
-    R"({% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+// Qwen2-Instruct's (the same structure, "\n" written as Jinja escapes): known_templates.h.
+using testing::kQwen2Template;
 
 const std::string kLlama3Template =
     R"({% set loop_messages = messages %}{% for message in loop_messages %}{% set content = )"

@@ -23,6 +23,15 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
   return values;
 }
 
+// Uniform in [lo, hi), from mt19937(seed), in order.
+inline std::vector<float> uniform_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(n);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
 inline void put_fp16(std::vector<std::byte>& bytes, std::size_t offset, float value) {
   const std::uint16_t bits = model::float_to_fp16(value);
   std::memcpy(bytes.data() + offset, &bits, sizeof bits);

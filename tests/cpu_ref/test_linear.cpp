@@ -12,17 +12,15 @@
 
 #include "cpu_ref/dot.h"
 #include "cpu_ref/linear.h"
+#include "tests/cpu_ref/random_weights.h"
 
 namespace cpu_ref = pagedllm::cpu_ref;
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+// Uniform in [-scale, scale).
+std::vector<float> symmetric_floats(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  return pagedllm::test::uniform_floats(n, seed, -scale, scale);
 }
 
 bool bit_equal(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
@@ -36,8 +34,8 @@ struct Problem {
   Problem(std::int64_t in_features, std::int64_t out_features, std::uint32_t seed)
       : in(in_features),
         out(out_features),
-        weight(random_floats(static_cast<std::size_t>(in * out), seed, 0.5f)),
-        bias(random_floats(static_cast<std::size_t>(out), seed + 1)) {}
+        weight(symmetric_floats(static_cast<std::size_t>(in * out), seed, 0.5f)),
+        bias(symmetric_floats(static_cast<std::size_t>(out), seed + 1)) {}
 
   std::vector<float> run(const std::vector<float>& x, std::int64_t num_rows, bool with_bias,
                          cpu_ref::LinearKernel kernel = cpu_ref::LinearKernel::best) const {
@@ -90,8 +88,8 @@ BOOST_AUTO_TEST_SUITE(dot)
 BOOST_AUTO_TEST_CASE(dot_is_its_definition_bit_for_bit) {
   for (const std::int64_t n : {0, 1, 15, 16, 17, 64, 83, 96, 576}) {
     for (std::uint32_t seed = 0; seed < 20; ++seed) {
-      const std::vector<float> a = random_floats(static_cast<std::size_t>(n), 100 + seed);
-      const std::vector<float> b = random_floats(static_cast<std::size_t>(n), 200 + seed);
+      const std::vector<float> a = symmetric_floats(static_cast<std::size_t>(n), 100 + seed);
+      const std::vector<float> b = symmetric_floats(static_cast<std::size_t>(n), 200 + seed);
       const float got = cpu_ref::dot(a.data(), b.data(), n);
       const float expected = dot_by_definition(a.data(), b.data(), n);
       BOOST_TEST(bit_equal(&got, &expected, 1), "n " << n << " seed " << seed << ": " << got << " vs " << expected);
@@ -109,7 +107,7 @@ BOOST_AUTO_TEST_CASE(matches_a_double_precision_reference_within_the_dot_error_b
   for (const auto& shape : shapes) {
     const auto [rows, in, out] = std::tuple(shape[0], shape[1], shape[2]);
     const Problem problem(in, out, 7);
-    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 11);
+    const std::vector<float> x = symmetric_floats(static_cast<std::size_t>(rows * in), 11);
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
       for (const bool with_bias : {false, true}) {
         const std::vector<float> y = problem.run(x, rows, with_bias, kernel);
@@ -141,7 +139,7 @@ BOOST_AUTO_TEST_CASE(every_element_equals_the_fixed_order_dot_product_plus_bias)
   for (const std::int64_t in : {83, 96, 576}) {
     const std::int64_t rows = 7, out = 29;
     const Problem problem(in, out, 3);
-    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 4);
+    const std::vector<float> x = symmetric_floats(static_cast<std::size_t>(rows * in), 4);
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
       const std::vector<float> y = problem.run(x, rows, true, kernel);
       for (std::int64_t r = 0; r < rows; ++r) {
@@ -158,7 +156,7 @@ BOOST_AUTO_TEST_CASE(a_row_is_bit_identical_alone_and_at_every_position_of_batch
   const std::int64_t in = 576, out = 45;  // 45: a partial output tile for every tile shape
   const Problem problem(in, out, 21);
   constexpr std::int64_t kMaxRows = 33;
-  const std::vector<float> x = random_floats(static_cast<std::size_t>(kMaxRows * in), 22);
+  const std::vector<float> x = symmetric_floats(static_cast<std::size_t>(kMaxRows * in), 22);
   for (const cpu_ref::LinearKernel kernel : available_kernels()) {
     // Each row alone.
     std::vector<std::vector<float>> alone;
@@ -191,7 +189,7 @@ BOOST_AUTO_TEST_CASE(results_are_bit_identical_with_one_or_two_threads_and_acros
   ThreadCount restore;
   const std::int64_t rows = 9, in = 200, out = 301;
   const Problem problem(in, out, 5);
-  const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 6);
+  const std::vector<float> x = symmetric_floats(static_cast<std::size_t>(rows * in), 6);
   omp_set_num_threads(1);
   const std::vector<float> reference = problem.run(x, rows, true, cpu_ref::LinearKernel::generic);
   for (const int threads : {1, 2, 3}) {
@@ -223,7 +221,7 @@ BOOST_AUTO_TEST_CASE(throughput, *boost::unit_test::disabled()) {
   for (const auto& shape : shapes) {
     const auto [rows, in, out] = std::tuple(shape[0], shape[1], shape[2]);
     const Problem problem(in, out, 1);
-    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * in), 2);
+    const std::vector<float> x = symmetric_floats(static_cast<std::size_t>(rows * in), 2);
     std::vector<float> y(static_cast<std::size_t>(rows * out));
     for (const cpu_ref::LinearKernel kernel : available_kernels()) {
       cpu_ref::LinearArgs args{

@@ -7,18 +7,13 @@
 #include <vector>
 
 #include "cpu_ref/rms_norm.h"
+#include "tests/cpu_ref/random_weights.h"
 
 namespace cpu_ref = pagedllm::cpu_ref;
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using pagedllm::test::uniform_floats;
 
 std::vector<float> run(const std::vector<float>& x, const std::vector<float>& weight, std::int64_t num_rows,
                        float eps) {
@@ -39,8 +34,8 @@ BOOST_AUTO_TEST_SUITE(rms_norm)
 BOOST_AUTO_TEST_CASE(matches_a_double_precision_reference) {
   for (const std::int64_t dim : {1, 7, 64, 576, 1000}) {
     const std::int64_t rows = 5;
-    const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * dim), 1, -3.0f, 3.0f);
-    const std::vector<float> weight = random_floats(static_cast<std::size_t>(dim), 2, 0.5f, 1.5f);
+    const std::vector<float> x = uniform_floats(static_cast<std::size_t>(rows * dim), 1, -3.0f, 3.0f);
+    const std::vector<float> weight = uniform_floats(static_cast<std::size_t>(dim), 2, 0.5f, 1.5f);
     const float eps = 1e-5f;
     const std::vector<float> y = run(x, weight, rows, eps);
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -65,8 +60,8 @@ BOOST_AUTO_TEST_CASE(eps_dominates_a_zero_row) {
 
 BOOST_AUTO_TEST_CASE(a_row_is_bit_identical_alone_in_a_batch_and_in_place) {
   const std::int64_t dim = 576, rows = 9;
-  const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * dim), 3, -2.0f, 2.0f);
-  const std::vector<float> weight = random_floats(static_cast<std::size_t>(dim), 4, -1.0f, 1.0f);
+  const std::vector<float> x = uniform_floats(static_cast<std::size_t>(rows * dim), 3, -2.0f, 2.0f);
+  const std::vector<float> weight = uniform_floats(static_cast<std::size_t>(dim), 4, -1.0f, 1.0f);
   const std::vector<float> batch = run(x, weight, rows, 1e-6f);
   std::vector<float> in_place = x;
   cpu_ref::rms_norm({.x = in_place.data(),

@@ -9,18 +9,15 @@
 
 #include "core/model/model_config.h"
 #include "cpu_ref/rotary.h"
+#include "tests/cpu_ref/random_weights.h"
 
 namespace cpu_ref = pagedllm::cpu_ref;
 namespace model = pagedllm::model;
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+std::vector<float> unit_floats(std::size_t n, std::uint32_t seed) {
+  return pagedllm::test::uniform_floats(n, seed, -1.0f, 1.0f);
 }
 
 cpu_ref::RotaryConfig config(std::int32_t head_dim, double theta, std::int32_t cached = 64,
@@ -33,7 +30,7 @@ std::vector<float> rotated(const cpu_ref::RotaryEmbedding& rope, std::vector<flo
   return x;
 }
 
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
+double dot_in_double(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
   return s;
@@ -65,7 +62,7 @@ BOOST_AUTO_TEST_CASE(inv_freq_is_one_over_theta_to_the_2j_over_d) {
 
 BOOST_AUTO_TEST_CASE(rotates_pairs_j_and_j_plus_half_as_hugging_face_rotate_half) {
   const cpu_ref::RotaryEmbedding rope(config(8, 100.0));
-  const std::vector<float> x = random_floats(8, 1);
+  const std::vector<float> x = unit_floats(8, 1);
   for (const std::int32_t position : {1, 7, 50}) {
     const std::vector<float> y = rotated(rope, x, position);
     for (std::size_t j = 0; j < 4; ++j) {
@@ -79,14 +76,14 @@ BOOST_AUTO_TEST_CASE(rotates_pairs_j_and_j_plus_half_as_hugging_face_rotate_half
 
 BOOST_AUTO_TEST_CASE(position_zero_is_the_identity) {
   const cpu_ref::RotaryEmbedding rope(config(64, 10000.0));
-  const std::vector<float> x = random_floats(3 * 64, 2);  // three heads
+  const std::vector<float> x = unit_floats(3 * 64, 2);  // three heads
   const std::vector<float> y = rotated(rope, x, 0);
   BOOST_TEST(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(rotation_preserves_the_norm_of_every_pair) {
   const cpu_ref::RotaryEmbedding rope(config(64, 10000.0, 16));
-  const std::vector<float> x = random_floats(64, 3);
+  const std::vector<float> x = unit_floats(64, 3);
   for (const std::int32_t position : {1, 15, 16, 1000, 100000}) {  // cached and computed
     const std::vector<float> y = rotated(rope, x, position);
     for (std::size_t j = 0; j < 32; ++j) {
@@ -99,13 +96,13 @@ BOOST_AUTO_TEST_CASE(rotation_preserves_the_norm_of_every_pair) {
 
 BOOST_AUTO_TEST_CASE(scores_depend_only_on_the_relative_position) {
   const cpu_ref::RotaryEmbedding rope(config(64, 10000.0, 128));
-  const std::vector<float> q = random_floats(64, 4);
-  const std::vector<float> k = random_floats(64, 5);
-  const double scale = std::sqrt(dot(q, q) * dot(k, k));
+  const std::vector<float> q = unit_floats(64, 4);
+  const std::vector<float> k = unit_floats(64, 5);
+  const double scale = std::sqrt(dot_in_double(q, q) * dot_in_double(k, k));
   for (const std::int32_t distance : {0, 1, 3, 17, 100}) {
-    const double reference = dot(rotated(rope, q, distance), rotated(rope, k, 0));
+    const double reference = dot_in_double(rotated(rope, q, distance), rotated(rope, k, 0));
     for (const std::int32_t start : {1, 5, 64, 500, 3000}) {
-      const double score = dot(rotated(rope, q, start + distance), rotated(rope, k, start));
+      const double score = dot_in_double(rotated(rope, q, start + distance), rotated(rope, k, start));
       // fp32 angles: position * inv_freq is rounded, ~position * 2^-24 radians at most.
       BOOST_TEST(std::abs(score - reference) <= 1e-6 * (start + distance + 10) * scale,
                  "distance " << distance << " start " << start);
@@ -116,7 +113,7 @@ BOOST_AUTO_TEST_CASE(scores_depend_only_on_the_relative_position) {
 BOOST_AUTO_TEST_CASE(cached_and_computed_positions_give_identical_results) {
   const cpu_ref::RotaryEmbedding cached(config(64, 10000.0, 300));
   const cpu_ref::RotaryEmbedding uncached(config(64, 10000.0, 0));
-  const std::vector<float> x = random_floats(2 * 64, 6);
+  const std::vector<float> x = unit_floats(2 * 64, 6);
   for (std::int32_t position = 0; position < 300; position += 7) {
     const std::vector<float> a = rotated(cached, x, position);
     const std::vector<float> b = rotated(uncached, x, position);

@@ -33,6 +33,11 @@ inline bool skip_without_gpu() {
   return true;
 }
 
+// Non-null, 16-byte aligned addresses that are never dereferenced: for argument checks that must
+// fail before any pointer is used.
+inline const void* fake(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
+inline void* fake_mut(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
 // Waits for the device and surfaces any fault of the kernels enqueued so far.
 inline void device_sync() { PAGEDLLM_CUDA_CHECK(cudaDeviceSynchronize()); }
 

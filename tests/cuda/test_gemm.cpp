@@ -19,10 +19,6 @@ using namespace pagedllm::cuda::testing;
 
 namespace {
 
-// Non-null addresses that are never dereferenced: validation fails first.
-const void* fake(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
-void* fake_mut(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
-
 cuda::LinearParams valid_linear() {
   cuda::LinearParams p;
   p.num_rows = 7;

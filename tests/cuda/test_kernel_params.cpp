@@ -18,10 +18,6 @@ using namespace pagedllm::cuda::testing;
 
 namespace {
 
-// Non-null, 16-byte aligned addresses that are never dereferenced: validation fails first.
-const void* fake(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
-void* fake_mut(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
-
 cuda::DecodeAttentionParams valid_decode() {
   cuda::DecodeAttentionParams p;
   p.dtype = cuda::DType::bf16;

@@ -19,10 +19,6 @@ using namespace pagedllm::cuda::testing;
 
 namespace {
 
-// Non-null addresses that are never dereferenced: validation fails first.
-const void* fake(std::uintptr_t address) { return reinterpret_cast<const void*>(address); }
-void* fake_mut(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
-
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr uint16_t kPoisonBits = 0xffff;  // NaN as bf16 and fp16, as DeviceBuffer::poison writes
 

@@ -11,25 +11,16 @@
 #include "core/engine/clock.h"
 #include "core/engine/engine.h"
 #include "core/engine/scripted_executor.h"
+#include "tests/engine/engine_harness.h"  // Boost.Test prints finish reasons by name; kEos
 
 namespace engine = pagedllm::engine;
 namespace sched = pagedllm::sched;
 namespace kv = pagedllm::kv;
 using pagedllm::TokenId;
 
-// Boost.Test prints finish reasons by name.
-namespace boost::test_tools::tt_detail {
-template <>
-struct print_log_value<pagedllm::sched::FinishReason> {
-  void operator()(std::ostream& out, pagedllm::sched::FinishReason reason) {
-    out << pagedllm::sched::to_string(reason);
-  }
-};
-}  // namespace boost::test_tools::tt_detail
-
 namespace {
 
-constexpr TokenId kEos = 2;
+using pagedllm::test::kEos;
 const std::vector<TokenId> kStops{kEos};  // the tokens that end a beam
 
 engine::BeamCandidate candidate(int32_t parent, TokenId token, double score) {

@@ -12,6 +12,7 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/scripted_executor.h"
+#include "tests/engine/engine_harness.h"
 
 namespace engine = pagedllm::engine;
 namespace sched = pagedllm::sched;
@@ -19,7 +20,7 @@ using pagedllm::TokenId;
 
 namespace {
 
-constexpr TokenId kEos = 2;
+using pagedllm::test::kEos;
 constexpr int64_t kMaxSteps = 3000;
 
 // Uniform in [lo, hi] from the raw 64-bit stream (std distributions differ across libraries).

@@ -8,6 +8,7 @@
 
 #include "core/kv/kv_cache_manager.h"
 #include "core/kv/kv_errors.h"
+#include "tests/kv/token_ranges.h"
 
 namespace kv = pagedllm::kv;
 using pagedllm::SeqId;
@@ -17,11 +18,7 @@ using Tokens = std::vector<TokenId>;
 
 namespace {
 
-Tokens iota_tokens(int32_t count, TokenId first = 100) {
-  Tokens tokens(static_cast<size_t>(count));
-  std::iota(tokens.begin(), tokens.end(), first);
-  return tokens;
-}
+using pagedllm::test::iota_tokens;
 
 kv::KvCacheConfig small_config(int32_t device_blocks = 8, int32_t host_blocks = 4) {
   kv::KvCacheConfig config;

@@ -12,6 +12,7 @@
 #include "core/kv/attention_window.h"
 #include "core/kv/kv_cache_manager.h"
 #include "core/kv/kv_event_log.h"
+#include "tests/kv/token_ranges.h"
 
 namespace kv = pagedllm::kv;
 using pagedllm::SeqId;
@@ -20,11 +21,7 @@ using Tokens = std::vector<TokenId>;
 
 namespace {
 
-Tokens iota_tokens(int32_t count, TokenId first = 100) {
-  Tokens tokens(static_cast<size_t>(count));
-  std::iota(tokens.begin(), tokens.end(), first);
-  return tokens;
-}
+using pagedllm::test::iota_tokens;
 
 kv::KvCacheConfig window_config(int32_t block_size, int32_t window, int32_t device_blocks = 64,
                                 int32_t host_blocks = 32) {

@@ -9,6 +9,7 @@
 
 #include "core/model/gguf_file.h"
 #include "core/model/model_errors.h"
+#include "tests/model/format_error_checks.h"
 
 namespace pagedllm::model {
 namespace {
@@ -78,7 +79,7 @@ std::string parse_error(const std::vector<std::byte>& bytes) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "core/model/gguf_writer.h"
 #include "core/model/model_config.h"
 #include "core/model/model_errors.h"
+#include "tests/model/format_error_checks.h"
 
 namespace pagedllm::model {
 namespace {
@@ -70,24 +71,13 @@ json smollm2_json() {
     "rope_scaling": null, "rope_theta": 100000, "tie_word_embeddings": true, "vocab_size": 49152})");
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ModelFormatError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::string config_error(const json& config) {
   return error_of([&] { parse_hf_config(config, "config.json"); });
 }
 
-void expect_parts(const std::string& message, const std::vector<std::string>& parts) {
-  for (const std::string& part : parts) {
-    BOOST_TEST(message.find(part) != std::string::npos, "'" << part << "' missing from: " << message);
-  }
-}
+using testing::expect_parts;
 
 void expect_same(const ModelConfig& a, const ModelConfig& b) {
   BOOST_TEST(a.architecture == b.architecture);

@@ -17,6 +17,7 @@
 #include "core/model/safetensors_checkpoint.h"
 #include "core/model/safetensors_file.h"
 #include "core/model/safetensors_writer.h"
+#include "tests/model/format_error_checks.h"
 
 namespace pagedllm::model {
 namespace {
@@ -57,28 +58,15 @@ void write_bytes(const std::string& path, const std::vector<std::byte>& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ModelFormatError& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::string header_error(const std::string& header, std::size_t num_data_bytes = 0) {
   const std::vector<std::byte> bytes = raw_file(header, num_data_bytes);
   return error_of([&] { parse_safetensors_header(bytes, "bad.safetensors"); });
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Checks that `message` names every part, printing the message when it does not.
-void expect_parts(const std::string& message, const std::vector<std::string>& parts) {
-  for (const std::string& part : parts) {
-    BOOST_TEST(contains(message, part), "'" << part << "' missing from: " << message);
-  }
-}
+using testing::contains;
+using testing::expect_parts;
 
 std::vector<float> ramp(std::size_t count, float scale) {
   std::vector<float> values(count);

@@ -10,16 +10,10 @@
 #include "sim/cluster.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
+#include "tests/sim/roofline_fixture.h"
 
 namespace pagedllm::test {
 namespace {
-
-std::shared_ptr<const sim::CostModel> cost_model() {
-  sim::RooflineConfig roofline;
-  roofline.hardware = sim::find_hardware("h100-sxm");
-  roofline.model = model::find_model_shape("llama-2-7b");
-  return std::make_shared<const sim::RooflineCostModel>(roofline);
-}
 
 engine::EngineConfig engine_config() {
   engine::EngineConfig config;
@@ -52,7 +46,7 @@ sim::ClusterConfig cluster_config(int32_t replicas, sim::RouterPolicy policy) {
   config.router.policy = policy;
   config.engine = engine_config();
   config.make_executor = [](int32_t) {
-    return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = cost_model()},
+    return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = llama2_7b_on_h100()},
                                               engine_config().cache);
   };
   return config;
@@ -75,7 +69,7 @@ BOOST_AUTO_TEST_CASE(one_replica_reproduces_the_replay_driver_exactly) {
   sim::ClusterSimulation cluster(cluster_config(1, sim::RouterPolicy::round_robin));
   const engine::ReplayResult simulated = cluster.run(requests(60));
 
-  sim::SimExecutor executor({.cost_model = cost_model()}, engine_config().cache);
+  sim::SimExecutor executor({.cost_model = llama2_7b_on_h100()}, engine_config().cache);
   engine::VirtualClock clock;
   engine::Engine engine(engine_config(), executor, clock);
   const engine::ReplayResult replayed =

@@ -13,6 +13,7 @@
 #include "sim/sim_executor.h"
 #include "sim/steady_state.h"
 #include "tests/sim/plan_builder.h"
+#include "tests/sim/roofline_fixture.h"
 
 namespace pagedllm::test {
 namespace {
@@ -20,13 +21,6 @@ namespace {
 constexpr int32_t kPromptLen = 128;
 constexpr int32_t kOutputLen = 64;
 constexpr int32_t kBlockSize = 16;
-
-std::shared_ptr<const sim::CostModel> cost_model() {
-  sim::RooflineConfig roofline;
-  roofline.hardware = sim::find_hardware("h100-sxm");
-  roofline.model = model::find_model_shape("llama-2-7b");
-  return std::make_shared<const sim::RooflineCostModel>(roofline);
-}
 
 engine::EngineConfig serial_engine() {
   engine::EngineConfig config;
@@ -41,7 +35,7 @@ engine::EngineConfig serial_engine() {
 // One request alone: a prefill step that samples the first token, then one decode step per
 // further token, each priced by the cost model.
 double service_time() {
-  const auto model = cost_model();
+  const auto model = llama2_7b_on_h100();
   double seconds = model->step_cost(PlanBuilder(kBlockSize).add({0, kPromptLen, 0, true}).plan()).seconds;
   for (int32_t k = 1; k < kOutputLen; ++k) {
     const int32_t end = kPromptLen + k;
@@ -73,7 +67,7 @@ sim::SimulateFn simulate() {
     sim::ClusterConfig config;
     config.engine = serial_engine();
     config.make_executor = [](int32_t) {
-      return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = cost_model()},
+      return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = llama2_7b_on_h100()},
                                                 serial_engine().cache);
     };
     sim::ClusterSimulation cluster(config);

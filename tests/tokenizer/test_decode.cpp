@@ -14,7 +14,7 @@ namespace pagedllm::tokenizer {
 namespace {
 
 using Ids = std::vector<TokenId>;
-const std::string kFffd = "\xEF\xBF\xBD";
+using testing::kFffd;
 
 // Bytes, the merges of "é" (C3 A9) and "😀" (F0 9F 98 80) in pieces, and added tokens whose
 // content is (id 262) or is not (263: holds a space) spelled with byte-level characters.

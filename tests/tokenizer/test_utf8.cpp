@@ -7,11 +7,12 @@
 
 #include "core/tokenizer/byte_level.h"
 #include "core/tokenizer/utf8.h"
+#include "tests/tokenizer/tiny_tokenizers.h"
 
 namespace pagedllm::tokenizer {
 namespace {
 
-const std::string kFffd = "\xEF\xBF\xBD";
+using testing::kFffd;
 
 std::uint32_t code_point_of(unsigned byte) { return byte_to_code_point(static_cast<std::uint8_t>(byte)); }
 

@@ -10,6 +10,8 @@
 
 namespace pagedllm::tokenizer::testing {
 
+inline const std::string kFffd = "\xEF\xBF\xBD";  // U+FFFD, the replacement character, in UTF-8
+
 using Merges = std::vector<std::pair<std::string, std::string>>;
 
 // `drop`: bytes that get no token. Pre-tokenizer: GPT-2's ByteLevel unless given.

@@ -17,6 +17,7 @@
 #include "core/trace/sharegpt_reader.h"
 #include "core/trace/trace_formats.h"
 #include "core/trace/trace_jsonl.h"
+#include "tests/trace/trace_columns.h"
 
 namespace pagedllm::trace {
 namespace {
@@ -33,11 +34,7 @@ struct TempFile {
   ~TempFile() { fs::remove(path); }
 };
 
-std::vector<int64_t> source_lines(const Trace& trace) {
-  std::vector<int64_t> lines;
-  for (const TraceRequest& request : trace.requests) lines.push_back(request.source_line);
-  return lines;
-}
+using testing::source_lines;
 
 std::vector<double> arrivals(const Trace& trace) {
   std::vector<double> times;

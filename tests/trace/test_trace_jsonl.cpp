@@ -14,6 +14,7 @@
 
 #include "core/trace/trace.h"
 #include "core/trace/trace_jsonl.h"
+#include "tests/trace/trace_columns.h"
 
 namespace pagedllm::trace {
 namespace {
@@ -44,11 +45,7 @@ TraceIssue read_error(const std::string& text, const ReadOptions& options = {}) 
   return TraceIssue{"", 0, "", "(no error)"};
 }
 
-std::vector<int64_t> source_lines(const Trace& trace) {
-  std::vector<int64_t> lines;
-  for (const TraceRequest& request : trace.requests) lines.push_back(request.source_line);
-  return lines;
-}
+using testing::source_lines;
 
 bool same_sampling(const sched::SamplingParams& a, const sched::SamplingParams& b) {
   return a.n == b.n && a.beam_width == b.beam_width && a.temperature == b.temperature && a.top_p == b.top_p &&
