@@ -1,0 +1,592 @@
+#include "core/structured/regex_compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/structured/code_point_set.h"
+
+namespace pagedllm::structured {
+namespace {
+
+// --- syntax tree -------------------------------------------------------------------------------
+
+struct Node {
+  enum class Kind { empty, set, concat, alternate, repeat };
+  Kind kind = Kind::empty;
+  CodePointSet set;               // Kind::set
+  std::vector<int32_t> children;  // concat / alternate: in order; repeat: the one repeated
+  int32_t min = 0;                // repeat
+  int32_t max = -1;               // repeat; -1 = no upper bound
+};
+
+constexpr int32_t kMaxRepeatBound = 1000;
+
+CodePointSet ascii_class(char which) {
+  CodePointSet set;
+  switch (which) {
+    case 'd':
+      set.add('0', '9');
+      break;
+    case 'w':
+      set.add('0', '9');
+      set.add('A', 'Z');
+      set.add('a', 'z');
+      set.add('_', '_');
+      break;
+    default:  // 's'
+      set.add(' ', ' ');
+      set.add('\t', '\r');  // \t \n \v \f \r
+      break;
+  }
+  return set;
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view pattern) : text_(pattern) {}
+
+  std::vector<Node> parse(int32_t& root) {
+    if (peek() == '^') ++pos_;
+    root = alternation();
+    if (pos_ < text_.size()) {
+      if (text_[pos_] == ')') fail(pos_, "unbalanced ')'");
+      fail(pos_, "unexpected '" + std::string(1, text_[pos_]) + "'");
+    }
+    return std::move(nodes_);
+  }
+
+ private:
+  [[noreturn]] static void fail(std::size_t offset, const std::string& problem) { throw RegexError(offset, problem); }
+
+  int peek() const { return pos_ < text_.size() ? static_cast<unsigned char>(text_[pos_]) : -1; }
+
+  int32_t add(Node node) {
+    nodes_.push_back(std::move(node));
+    return static_cast<int32_t>(nodes_.size()) - 1;
+  }
+
+  int32_t alternation() {
+    std::vector<int32_t> options{concatenation()};
+    while (peek() == '|') {
+      ++pos_;
+      options.push_back(concatenation());
+    }
+    if (options.size() == 1) return options.front();
+    Node node;
+    node.kind = Node::Kind::alternate;
+    node.children = std::move(options);
+    return add(std::move(node));
+  }
+
+  int32_t concatenation() {
+    Node node;
+    node.kind = Node::Kind::concat;
+    while (pos_ < text_.size() && peek() != '|' && peek() != ')') {
+      if (peek() == '$' && pos_ + 1 == text_.size()) {  // a trailing $: the match is whole anyway
+        ++pos_;
+        break;
+      }
+      node.children.push_back(repeated());
+    }
+    if (node.children.size() == 1) return node.children.front();
+    if (node.children.empty()) return add(Node{});
+    return add(std::move(node));
+  }
+
+  // {n}, {n,} or {n,m} at pos_, or nothing (then the brace is a literal, as in Python's re).
+  std::optional<std::pair<int32_t, int32_t>> counted_bounds() {
+    std::size_t at = pos_ + 1;
+    const auto number = [&]() -> std::optional<int32_t> {
+      const std::size_t begin = at;
+      int64_t value = 0;
+      while (at < text_.size() && text_[at] >= '0' && text_[at] <= '9') {
+        value = std::min<int64_t>(value * 10 + (text_[at] - '0'), int64_t{1} << 40);
+        ++at;
+      }
+      if (at == begin) return std::nullopt;
+      if (value > kMaxRepeatBound)
+        fail(begin, "repeat bound " + std::to_string(value) + " is over " + std::to_string(kMaxRepeatBound));
+      return static_cast<int32_t>(value);
+    };
+    const std::optional<int32_t> low = number();
+    if (!low) return std::nullopt;
+    int32_t high = *low;
+    if (at < text_.size() && text_[at] == ',') {
+      ++at;
+      const std::optional<int32_t> given = number();
+      high = given ? *given : -1;
+    }
+    if (at >= text_.size() || text_[at] != '}') return std::nullopt;
+    if (high >= 0 && high < *low)
+      fail(pos_, "repeat bounds {" + std::to_string(*low) + "," + std::to_string(high) + "} are out of order");
+    pos_ = at + 1;
+    return std::pair{*low, high};
+  }
+
+  int32_t repeated() {
+    int32_t node = atom();
+    bool quantified = false;
+    while (true) {
+      const std::size_t at = pos_;
+      int32_t min = 0;
+      int32_t max = -1;
+      const int c = peek();
+      if (c == '*') {
+        ++pos_;
+      } else if (c == '+') {
+        min = 1;
+        ++pos_;
+      } else if (c == '?') {
+        max = 1;
+        ++pos_;
+      } else if (c == '{') {
+        const auto bounds = counted_bounds();
+        if (!bounds) break;
+        std::tie(min, max) = *bounds;
+      } else {
+        break;
+      }
+      if (quantified) fail(at, "multiple repeat (a quantifier after a quantifier)");
+      quantified = true;
+      if (peek() == '?')
+        ++pos_;  // lazy: the same texts match
+      else if (peek() == '+')
+        fail(pos_, "possessive quantifiers are not supported");
+      Node repeat;
+      repeat.kind = Node::Kind::repeat;
+      repeat.children = {node};
+      repeat.min = min;
+      repeat.max = max;
+      node = add(std::move(repeat));
+    }
+    return node;
+  }
+
+  // One UTF-8 character of the pattern, as a code point.
+  char32_t literal() {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text_[i]); };
+    const std::size_t at = pos_;
+    const unsigned char lead = byte(pos_++);
+    if (lead < 0x80) return lead;
+    int length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (length == 0 || at + static_cast<std::size_t>(length) > text_.size()) fail(at, "the pattern is not valid UTF-8");
+    char32_t code_point = lead & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+      if ((byte(pos_) & 0xC0) != 0x80) fail(at, "the pattern is not valid UTF-8");
+      code_point = (code_point << 6) | (byte(pos_++) & 0x3F);
+    }
+    return code_point;
+  }
+
+  char32_t hex_digits(std::size_t count, std::size_t escape_at) {
+    char32_t value = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      const int c = peek();
+      int digit = -1;
+      if (c >= '0' && c <= '9')
+        digit = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        digit = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        digit = c - 'A' + 10;
+      if (digit < 0) fail(escape_at, "a hexadecimal escape needs " + std::to_string(count) + " hex digits");
+      value = value * 16 + static_cast<char32_t>(digit);
+      ++pos_;
+    }
+    return value;
+  }
+
+  // An escape after its backslash: a set (one member for a single character).
+  CodePointSet escape(bool in_class) {
+    const std::size_t at = pos_ - 1;
+    if (pos_ >= text_.size()) fail(at, "the pattern ends in a lone backslash");
+    const char c = text_[pos_++];
+    switch (c) {
+      case 'd':
+      case 'w':
+      case 's':
+        return ascii_class(c);
+      case 'D':
+      case 'W':
+      case 'S':
+        return ascii_class(static_cast<char>(c - 'A' + 'a')).complement();
+      case 'n':
+        return CodePointSet::of('\n', '\n');
+      case 't':
+        return CodePointSet::of('\t', '\t');
+      case 'r':
+        return CodePointSet::of('\r', '\r');
+      case 'f':
+        return CodePointSet::of('\f', '\f');
+      case 'v':
+        return CodePointSet::of('\v', '\v');
+      case '0':
+        return CodePointSet::of(0, 0);
+      case 'x': {
+        const char32_t value = hex_digits(2, at);
+        return CodePointSet::of(value, value);
+      }
+      case 'u': {
+        char32_t value = 0;
+        if (peek() == '{') {
+          ++pos_;
+          const std::size_t digits_at = pos_;
+          while (peek() != '}' && peek() != -1) ++pos_;
+          if (peek() != '}' || pos_ == digits_at || pos_ - digits_at > 6) fail(at, "\\u{...} needs 1 to 6 hex digits");
+          pos_ = digits_at;
+          value = hex_digits(static_cast<std::size_t>(text_.find('}', digits_at) - digits_at), at);
+          ++pos_;
+        } else {
+          value = hex_digits(4, at);
+        }
+        if (value > kMaxCodePoint) fail(at, "code point past U+10FFFF");
+        return CodePointSet::of(value, value);
+      }
+      case 'b':
+        if (in_class) return CodePointSet::of('\b', '\b');
+        fail(at, "word boundaries (\\b) are not supported");
+      case 'B':
+        fail(at, "word boundaries (\\B) are not supported");
+      case 'A':
+      case 'Z':
+      case 'z':
+        fail(at, "anchors (\\" + std::string(1, c) + ") are not supported; the match is always whole");
+      case 'p':
+      case 'P':
+        fail(at, "Unicode property classes (\\" + std::string(1, c) + "{...}) are not supported");
+      default:
+        break;
+    }
+    if (c >= '1' && c <= '9') fail(at, "backreferences are not supported");
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) fail(at, "unknown escape \\" + std::string(1, c));
+    --pos_;
+    const char32_t code_point = literal();  // escaped punctuation, or any other character
+    return CodePointSet::of(code_point, code_point);
+  }
+
+  CodePointSet bracket_class() {
+    const std::size_t at = pos_ - 1;
+    const bool negated = peek() == '^';
+    if (negated) ++pos_;
+    CodePointSet set;
+    bool first = true;
+    while (true) {
+      if (pos_ >= text_.size()) fail(at, "missing ']' for the class opened here");
+      if (peek() == ']' && !first) {
+        ++pos_;
+        break;
+      }
+      first = false;
+      const std::size_t item_at = pos_;
+      CodePointSet item;
+      if (peek() == '\\') {
+        ++pos_;
+        item = escape(true);
+      } else if (text_.compare(pos_, 2, "[:") == 0) {
+        fail(pos_, "POSIX classes ([:name:]) are not supported");
+      } else {
+        const char32_t c = literal();
+        item = CodePointSet::of(c, c);
+      }
+      const bool single = item.ranges().size() == 1 && item.ranges()[0].first == item.ranges()[0].second;
+      if (single && peek() == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
+        ++pos_;
+        CodePointSet upper;
+        if (peek() == '\\') {
+          ++pos_;
+          upper = escape(true);
+        } else {
+          const char32_t c = literal();
+          upper = CodePointSet::of(c, c);
+        }
+        if (upper.ranges().size() != 1 || upper.ranges()[0].first != upper.ranges()[0].second) {
+          fail(item_at, "a range's end must be a single character");
+        }
+        const char32_t lo = item.ranges()[0].first;
+        const char32_t hi = upper.ranges()[0].first;
+        if (hi < lo) fail(item_at, "range out of order");
+        set.add(lo, hi);
+      } else {
+        set.add(item);
+      }
+    }
+    return negated ? set.complement() : set;
+  }
+
+  int32_t atom() {
+    const std::size_t at = pos_;
+    const int c = peek();
+    Node node;
+    node.kind = Node::Kind::set;
+    switch (c) {
+      case '(': {
+        ++pos_;
+        if (peek() == '?') {
+          if (pos_ + 1 < text_.size() && text_[pos_ + 1] == ':') {
+            pos_ += 2;
+          } else if (pos_ + 1 < text_.size() &&
+                     (text_[pos_ + 1] == '=' || text_[pos_ + 1] == '!' || text_[pos_ + 1] == '<')) {
+            const bool named =
+                text_[pos_ + 1] == '<' && pos_ + 2 < text_.size() && text_[pos_ + 2] != '=' && text_[pos_ + 2] != '!';
+            fail(at, named ? "named groups are not supported; use (...) or (?:...)"
+                           : "lookaround assertions are not supported");
+          } else {
+            fail(at, "group syntax (?" + std::string(pos_ + 1 < text_.size() ? 1 : 0, text_[pos_ + 1]) +
+                         "...) is not supported");
+          }
+        }
+        const int32_t inner = alternation();
+        if (peek() != ')') fail(at, "missing ')' for the group opened here");
+        ++pos_;
+        return inner;
+      }
+      case '[':
+        ++pos_;
+        node.set = bracket_class();
+        return add(std::move(node));
+      case '.':
+        ++pos_;
+        node.set = CodePointSet::of('\n', '\n').complement();
+        return add(std::move(node));
+      case '\\':
+        ++pos_;
+        node.set = escape(false);
+        return add(std::move(node));
+      case '*':
+      case '+':
+      case '?':
+        fail(at, "nothing to repeat before '" + std::string(1, static_cast<char>(c)) + "'");
+      case '^':
+        fail(at, "'^' inside the pattern: the match is always whole, so only a leading '^' is accepted");
+      case '$':
+        fail(at, "'$' inside the pattern: the match is always whole, so only a trailing '$' is accepted");
+      default: {
+        const char32_t code_point = literal();
+        node.set = CodePointSet::of(code_point, code_point);
+        return add(std::move(node));
+      }
+    }
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::vector<Node> nodes_;
+};
+
+// --- Thompson NFA over bytes -------------------------------------------------------------------
+
+struct NfaState {
+  std::vector<int32_t> epsilon;
+  std::vector<std::pair<ByteRange, int32_t>> edges;
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const std::vector<Node>& nodes, const RegexLimits& limits) : nodes_(nodes), limits_(limits) {}
+
+  struct Fragment {
+    int32_t start;
+    int32_t end;  // no outgoing edges until the fragment is joined to another
+  };
+
+  Fragment build(int32_t index) {
+    const Node& node = nodes_[static_cast<std::size_t>(index)];
+    switch (node.kind) {
+      case Node::Kind::empty: {
+        const int32_t state = new_state();
+        return {state, state};
+      }
+      case Node::Kind::set: {
+        const Fragment fragment{new_state(), new_state()};
+        for (const std::vector<ByteRange>& sequence : utf8_sequences(node.set)) {
+          int32_t from = fragment.start;
+          for (std::size_t k = 0; k < sequence.size(); ++k) {
+            const int32_t to = k + 1 == sequence.size() ? fragment.end : new_state();
+            states_[static_cast<std::size_t>(from)].edges.push_back({sequence[k], to});
+            from = to;
+          }
+        }
+        return fragment;
+      }
+      case Node::Kind::concat: {
+        Fragment whole = build(node.children.front());
+        for (std::size_t i = 1; i < node.children.size(); ++i) {
+          const Fragment next = build(node.children[i]);
+          link(whole.end, next.start);
+          whole.end = next.end;
+        }
+        return whole;
+      }
+      case Node::Kind::alternate: {
+        const Fragment whole{new_state(), new_state()};
+        for (const int32_t child : node.children) {
+          const Fragment option = build(child);
+          link(whole.start, option.start);
+          link(option.end, whole.end);
+        }
+        return whole;
+      }
+      case Node::Kind::repeat: {
+        const int32_t child = node.children.front();
+        const int32_t start = new_state();
+        int32_t end = start;
+        for (int32_t i = 0; i < node.min; ++i) {  // the required copies
+          const Fragment copy = build(child);
+          link(end, copy.start);
+          end = copy.end;
+        }
+        if (node.max < 0) {  // then any number more
+          const Fragment loop = build(child);
+          const int32_t after = new_state();
+          link(end, loop.start);
+          link(end, after);
+          link(loop.end, loop.start);
+          link(loop.end, after);
+          return {start, after};
+        }
+        const int32_t after = new_state();
+        for (int32_t i = node.min; i < node.max; ++i) {  // the optional copies, each may stop
+          link(end, after);
+          const Fragment copy = build(child);
+          link(end, copy.start);
+          end = copy.end;
+        }
+        link(end, after);
+        return {start, after};
+      }
+    }
+    return {};
+  }
+
+  std::vector<NfaState> take() { return std::move(states_); }
+
+ private:
+  int32_t new_state() {
+    if (static_cast<int32_t>(states_.size()) >= limits_.max_nfa_states) {
+      throw RegexError(0, "the pattern is too large: more than " + std::to_string(limits_.max_nfa_states) +
+                              " automaton states (counted repeats are expanded)");
+    }
+    states_.emplace_back();
+    return static_cast<int32_t>(states_.size()) - 1;
+  }
+  void link(int32_t from, int32_t to) { states_[static_cast<std::size_t>(from)].epsilon.push_back(to); }
+
+  const std::vector<Node>& nodes_;
+  const RegexLimits& limits_;
+  std::vector<NfaState> states_;
+};
+
+// --- subset construction -----------------------------------------------------------------------
+
+void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<int32_t>& set, std::vector<char>& seen) {
+  std::vector<int32_t> stack(set.begin(), set.end());
+  for (const int32_t state : set) seen[static_cast<std::size_t>(state)] = 1;
+  while (!stack.empty()) {
+    const int32_t state = stack.back();
+    stack.pop_back();
+    for (const int32_t next : nfa[static_cast<std::size_t>(state)].epsilon) {
+      if (seen[static_cast<std::size_t>(next)]) continue;
+      seen[static_cast<std::size_t>(next)] = 1;
+      set.push_back(next);
+      stack.push_back(next);
+    }
+  }
+  for (const int32_t state : set) seen[static_cast<std::size_t>(state)] = 0;
+  std::sort(set.begin(), set.end());
+}
+
+ByteDfa determinize(const std::vector<NfaState>& nfa, int32_t nfa_start, int32_t nfa_accept,
+                    const RegexLimits& limits) {
+  ByteDfa dfa;
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<std::vector<int32_t>> sets;
+  std::vector<char> seen(nfa.size(), 0);
+  const auto intern = [&](std::vector<int32_t> set) {
+    close_over_epsilon(nfa, set, seen);
+    const auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(sets.size()));
+    if (inserted) {
+      if (static_cast<int32_t>(sets.size()) >= limits.max_dfa_states) {
+        throw RegexError(0, "the pattern is too large: more than " + std::to_string(limits.max_dfa_states) +
+                                " deterministic automaton states");
+      }
+      dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), nfa_accept));
+      sets.push_back(std::move(set));
+      std::array<int32_t, 256> row;
+      row.fill(ByteDfa::kDead);
+      dfa.next.push_back(row);
+    }
+    return it->second;
+  };
+  dfa.start = intern({nfa_start});
+  std::array<std::vector<int32_t>, 256> targets;
+  for (std::size_t index = 0; index < sets.size(); ++index) {
+    for (std::vector<int32_t>& target : targets) target.clear();
+    for (const int32_t state : sets[index]) {
+      for (const auto& [range, to] : nfa[static_cast<std::size_t>(state)].edges) {
+        for (int byte = range.lo; byte <= range.hi; ++byte) targets[static_cast<std::size_t>(byte)].push_back(to);
+      }
+    }
+    for (int byte = 0; byte < 256; ++byte) {
+      std::vector<int32_t>& target = targets[static_cast<std::size_t>(byte)];
+      if (target.empty()) continue;
+      std::sort(target.begin(), target.end());
+      target.erase(std::unique(target.begin(), target.end()), target.end());
+      const int32_t id = intern(target);
+      dfa.next[index][static_cast<std::size_t>(byte)] = id;
+    }
+  }
+  return dfa;
+}
+
+// Sends every transition into a state that cannot reach a match to kDead, so that a refused
+// prefix is refused at its first byte (a token mask must not allow a token that leads nowhere).
+void prune_dead_ends(ByteDfa& dfa) {
+  const std::size_t n = dfa.next.size();
+  std::vector<std::vector<int32_t>> incoming(n);
+  for (std::size_t s = 0; s < n; ++s) {
+    for (const int32_t to : dfa.next[s]) {
+      if (to != ByteDfa::kDead) incoming[static_cast<std::size_t>(to)].push_back(static_cast<int32_t>(s));
+    }
+  }
+  std::vector<char> live(n, 0);
+  std::vector<int32_t> stack;
+  for (std::size_t s = 0; s < n; ++s) {
+    if (dfa.accepting[s]) {
+      live[s] = 1;
+      stack.push_back(static_cast<int32_t>(s));
+    }
+  }
+  while (!stack.empty()) {
+    const int32_t s = stack.back();
+    stack.pop_back();
+    for (const int32_t from : incoming[static_cast<std::size_t>(s)]) {
+      if (!live[static_cast<std::size_t>(from)]) {
+        live[static_cast<std::size_t>(from)] = 1;
+        stack.push_back(from);
+      }
+    }
+  }
+  for (std::array<int32_t, 256>& row : dfa.next) {
+    for (int32_t& to : row) {
+      if (to != ByteDfa::kDead && !live[static_cast<std::size_t>(to)]) to = ByteDfa::kDead;
+    }
+  }
+}
+
+}  // namespace
+
+ByteDfa compile_regex(std::string_view pattern, const RegexLimits& limits) {
+  int32_t root = 0;
+  const std::vector<Node> nodes = Parser(pattern).parse(root);
+  NfaBuilder builder(nodes, limits);
+  const NfaBuilder::Fragment whole = builder.build(root);
+  const std::vector<NfaState> nfa = builder.take();
+  ByteDfa dfa = determinize(nfa, whole.start, whole.end, limits);
+  prune_dead_ends(dfa);
+  return dfa;
+}
+
+}  // namespace pagedllm::structured

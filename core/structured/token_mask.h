@@ -1,0 +1,101 @@
+// The tokens a byte automaton allows next, over a model's vocabulary, and the per-sequence matcher
+// that walks the automaton as tokens are accepted.
+//
+// A token is its byte string (special tokens have none: a constraint never allows them, except
+// end-of-sequence where the text so far is a whole match). Whether a token is allowed in a state
+// depends on that state and the token's bytes alone, so a state's mask is computed once and kept:
+// one walk of a trie of the vocabulary, which visits each shared prefix once and leaves a subtree
+// at its first refused byte. (XGrammar splits tokens the same way into context-independent ones,
+// decided per automaton state ahead of time, and context-dependent ones, checked at each step; a
+// byte DFA has only the first kind.)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/types.h"
+#include "core/structured/byte_dfa.h"
+
+namespace pagedllm::structured {
+
+// One bit per token id, 32 to a word, bit (id % 32) of word (id / 32): the layout of XGrammar's and
+// vLLM's bitmasks, so one upload format serves the CUDA sampler too.
+using TokenBitmask = std::vector<std::uint32_t>;
+
+inline bool is_allowed(const TokenBitmask& mask, TokenId token) {
+  return (mask[static_cast<std::size_t>(token) / 32] >> (static_cast<std::uint32_t>(token) % 32)) & 1u;
+}
+inline void allow(TokenBitmask& mask, TokenId token) {
+  mask[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
+}
+
+// The vocabulary as a byte trie. Built once per model and shared by every constraint.
+class TokenTrie {
+ public:
+  // token_bytes[id]: the token's bytes; empty for a special token (never allowed by a constraint).
+  explicit TokenTrie(const std::vector<std::string>& token_bytes);
+
+  int32_t vocab_size() const { return static_cast<int32_t>(token_bytes_.size()); }
+  int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
+  const std::string& bytes(TokenId token) const { return token_bytes_[static_cast<std::size_t>(token)]; }
+
+  // Sets in `mask` the bit of every token whose bytes the automaton can read from `state`.
+  void add_allowed(const ByteDfa& dfa, int32_t state, TokenBitmask& mask) const;
+
+ private:
+  struct Node {
+    std::vector<std::pair<std::uint8_t, int32_t>> children;  // by byte, sorted
+    std::vector<TokenId> tokens;                             // the tokens whose bytes end here
+  };
+  std::vector<Node> nodes_;               // [0] is the root (no bytes)
+  std::vector<std::string> token_bytes_;  // [token id]
+};
+
+// The masks of one automaton, computed per state on first use and kept. One per compiled
+// constraint, shared by the sequences that use it (parallel samples, beams); not thread-safe.
+class TokenMaskCache {
+ public:
+  TokenMaskCache(std::shared_ptr<const ByteDfa> dfa, std::shared_ptr<const TokenTrie> trie);
+
+  const ByteDfa& dfa() const { return *dfa_; }
+  const TokenTrie& trie() const { return *trie_; }
+  int32_t vocab_size() const { return trie_->vocab_size(); }
+  const TokenBitmask& mask(int32_t state);
+  int32_t num_computed() const { return num_computed_; }
+
+ private:
+  std::shared_ptr<const ByteDfa> dfa_;
+  std::shared_ptr<const TokenTrie> trie_;
+  std::vector<TokenBitmask> masks_;  // [state]; empty until computed
+  int32_t num_computed_ = 0;
+};
+
+// One sequence's place in a constraint. Copy it to fork (parallel sampling, beams); roll it back
+// when a preemption by recompute or a rejected speculation undoes tokens.
+class TokenMatcher {
+ public:
+  TokenMatcher(std::shared_ptr<TokenMaskCache> cache, TokenId eos_token);
+
+  // The tokens allowed next: the state's mask, and end-of-sequence where the text is a whole
+  // match. `out` is resized to the vocabulary's words.
+  void fill_next_mask(TokenBitmask& out) const;
+  // Advances by `token`; false (state unchanged) when the constraint does not allow it.
+  bool accept(TokenId token);
+  // Undoes the last `num_tokens` accepted tokens (end-of-sequence included).
+  void rollback(int32_t num_tokens);
+  bool ended() const { return ended_; }  // end-of-sequence accepted
+  // The text so far is a whole match (end-of-sequence would be allowed).
+  bool can_end() const;
+  int32_t num_accepted() const { return static_cast<int32_t>(history_.size()); }
+
+ private:
+  std::shared_ptr<TokenMaskCache> cache_;
+  TokenId eos_token_;
+  int32_t state_;
+  bool ended_ = false;
+  std::vector<int32_t> history_;  // the state before each accepted token
+};
+
+}  // namespace pagedllm::structured
