@@ -1,6 +1,9 @@
 #include "core/structured/code_point_set.h"
 
 #include <algorithm>
+#include <string>
+
+#include "core/tokenizer/utf8.h"
 
 namespace pagedllm::structured {
 namespace {
@@ -17,21 +20,6 @@ int encoded_length(char32_t code_point) {
 
 // The largest code point of each encoded length.
 constexpr char32_t kLengthLast[] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
-
-std::vector<std::uint8_t> encode(char32_t c) {
-  switch (encoded_length(c)) {
-    case 1:
-      return {static_cast<std::uint8_t>(c)};
-    case 2:
-      return {static_cast<std::uint8_t>(0xC0 | (c >> 6)), static_cast<std::uint8_t>(0x80 | (c & 0x3F))};
-    case 3:
-      return {static_cast<std::uint8_t>(0xE0 | (c >> 12)), static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F)),
-              static_cast<std::uint8_t>(0x80 | (c & 0x3F))};
-    default:
-      return {static_cast<std::uint8_t>(0xF0 | (c >> 18)), static_cast<std::uint8_t>(0x80 | ((c >> 12) & 0x3F)),
-              static_cast<std::uint8_t>(0x80 | ((c >> 6) & 0x3F)), static_cast<std::uint8_t>(0x80 | (c & 0x3F))};
-  }
-}
 
 // [lo, hi] of one encoded length, split until each position's bytes range independently: a split
 // is needed wherever lo and hi differ above a continuation byte that does not run 80..BF in full.
@@ -51,10 +39,14 @@ void add_same_length(char32_t lo, char32_t hi, std::vector<std::vector<ByteRange
       return;
     }
   }
-  const std::vector<std::uint8_t> first = encode(lo);
-  const std::vector<std::uint8_t> last = encode(hi);
+  std::string first;
+  std::string last;
+  tokenizer::append_utf8(first, lo);
+  tokenizer::append_utf8(last, hi);
   std::vector<ByteRange> sequence;
-  for (std::size_t k = 0; k < first.size(); ++k) sequence.push_back({first[k], last[k]});
+  for (std::size_t k = 0; k < first.size(); ++k) {
+    sequence.push_back({static_cast<std::uint8_t>(first[k]), static_cast<std::uint8_t>(last[k])});
+  }
   out.push_back(std::move(sequence));
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/structured/code_point_set.h"
+#include "core/tokenizer/utf8.h"
 
 namespace pagedllm::structured {
 namespace {
@@ -167,17 +168,10 @@ class Parser {
 
   // One UTF-8 character of the pattern, as a code point.
   char32_t literal() {
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text_[i]); };
-    const std::size_t at = pos_;
-    const unsigned char lead = byte(pos_++);
-    if (lead < 0x80) return lead;
-    int length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
-    if (length == 0 || at + static_cast<std::size_t>(length) > text_.size()) fail(at, "the pattern is not valid UTF-8");
-    char32_t code_point = lead & (0x7F >> length);
-    for (int k = 1; k < length; ++k) {
-      if ((byte(pos_) & 0xC0) != 0x80) fail(at, "the pattern is not valid UTF-8");
-      code_point = (code_point << 6) | (byte(pos_++) & 0x3F);
-    }
+    char32_t code_point = 0;
+    const std::size_t length = tokenizer::decode_utf8(text_.substr(pos_), code_point);
+    if (length == 0) fail(pos_, "the pattern is not valid UTF-8");
+    pos_ += length;
     return code_point;
   }
 

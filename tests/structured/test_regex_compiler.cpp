@@ -11,6 +11,7 @@
 
 #include "core/structured/code_point_set.h"
 #include "core/structured/regex_compiler.h"
+#include "core/tokenizer/utf8.h"
 
 namespace structured = pagedllm::structured;
 
@@ -123,17 +124,7 @@ BOOST_AUTO_TEST_CASE(utf8_sequences_cover_exactly_the_set) {
     for (char32_t c = 0; c <= 0x10100; c += (c < 0x11000 ? 1 : 97)) {
       if (c >= 0xD800 && c <= 0xDFFF) continue;
       std::string encoded;
-      if (c < 0x80) {
-        encoded = {static_cast<char>(c)};
-      } else if (c < 0x800) {
-        encoded = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
-      } else if (c < 0x10000) {
-        encoded = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
-                   static_cast<char>(0x80 | (c & 0x3F))};
-      } else {
-        encoded = {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
-                   static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
-      }
+      pagedllm::tokenizer::append_utf8(encoded, c);
       BOOST_TEST_REQUIRE(dfa.matches(encoded) == tested.contains(c), "U+" << std::hex << static_cast<unsigned>(c));
     }
   }
@@ -168,6 +159,8 @@ BOOST_AUTO_TEST_CASE(unsupported_syntax_is_refused_naming_the_feature_and_offset
       {"a^b", "offset 1: '^' inside the pattern"},
       {"\\p{L}", "offset 0: Unicode property classes"},
       {"(a{1000}){1000}", "the pattern is too large"},
+      {"a\xC0\x80", "offset 1: the pattern is not valid UTF-8"},  // overlong
+      {"\xF8\x88\x80\x80\x80", "offset 0: the pattern is not valid UTF-8"},
   };
   for (const auto& [pattern, expected] : cases) {
     const std::string error = error_of(pattern);
