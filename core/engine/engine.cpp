@@ -32,7 +32,39 @@ void validate_request(const EngineConfig& config, const sched::SamplingParams& p
                   {.max_model_len = config.scheduler.max_model_len,
                    .max_logprobs = config.max_logprobs,
                    .vocab_size = config.vocab_size});
+  if (params.output_constraint != nullptr) {
+    if (config.vocab_size > 0 && params.output_constraint->vocab_size() != config.vocab_size) {
+      throw sched::InvalidRequestError(
+          "structured_outputs", "the output constraint was compiled for a vocabulary of " +
+                                    std::to_string(params.output_constraint->vocab_size()) + " tokens; the model has " +
+                                    std::to_string(config.vocab_size));
+    }
+    if (params.use_beam_search() && params.ignore_eos) {
+      // A beam whose constraint is complete could only go on with a token it does not allow.
+      throw sched::InvalidRequestError("ignore_eos", "beam search with an output constraint cannot ignore EOS");
+    }
+    if (config.eos_token_ids.empty() && params.stop_token_ids.empty()) {
+      throw sched::InvalidRequestError("structured_outputs",
+                                       "a constrained output needs a token to end it: the model has no end-of-sequence "
+                                       "token and the request gives no stop_token_ids");
+    }
+  }
 }
+
+namespace {
+
+// The tokens that end a constrained output once it is a whole match: the request's stop ids and
+// the model's end-of-sequence ids, even with ignore_eos (which only keeps EOS from ending the
+// sequence: a matcher that has ended allows nothing more, so the sequence stops there anyway).
+std::vector<TokenId> constraint_stop_tokens(const sched::SamplingParams& params, const EngineConfig& config) {
+  std::vector<TokenId> tokens = params.stop_token_ids;
+  for (const TokenId eos : config.eos_token_ids) {
+    if (std::find(tokens.begin(), tokens.end(), eos) == tokens.end()) tokens.push_back(eos);
+  }
+  return tokens;
+}
+
+}  // namespace
 
 void Engine::add_request(sched::Request request) {
   validate_request(config_, request.params, static_cast<int32_t>(request.prompt_tokens.size()));
@@ -58,7 +90,12 @@ void Engine::add_validated_request(sched::Request request) {
   if (scheduler_.find(request.id) != nullptr) {
     throw std::invalid_argument("request id " + std::to_string(request.id) + " is already in use");
   }
+  std::optional<structured::TokenMatcher> matcher;
+  if (params.output_constraint != nullptr) {
+    matcher.emplace(params.output_constraint, constraint_stop_tokens(params, config_));
+  }
   SequenceGroup& added = scheduler_.add(sched::make_sequence_group(std::move(request), next_seq_id_++));
+  added.seqs.front().matcher = std::move(matcher);
   if (added.state == GroupState::finished) {  // can never fit: reported by the next step
     added.times.finished = clock_.now();
     ++counters_.requests_rejected;
@@ -110,6 +147,7 @@ double Engine::begin_step() {
     ++counters_.requests_rejected;
     pending_outputs_.push_back(rejected.request);
   }
+  fill_token_masks(in_flight_plan_);
   in_flight_result_ = in_flight_plan_.empty() ? sched::StepResult{} : executor_.execute(in_flight_plan_);
   idle_steps_ = in_flight_plan_.empty() && in_flight_plan_.rejected.empty() ? idle_steps_ + 1 : 0;
   in_flight_start_ = start;
@@ -127,6 +165,7 @@ std::vector<RequestOutput>& Engine::finish_step(double end_time) {
   apply(in_flight_plan_, in_flight_result_, end);
   executor_.recycle(std::move(in_flight_result_));
   record_step(in_flight_plan_, in_flight_start_, end);
+  spare_token_bitmask_ = std::move(in_flight_plan_.token_bitmask);
   scheduler_.recycle(std::move(in_flight_plan_));
   ++step_;
 
@@ -154,6 +193,28 @@ RequestOutput& Engine::next_output() {
   outputs_.push_back(std::move(spare_outputs_.back()));
   spare_outputs_.pop_back();
   return outputs_.back();
+}
+
+void Engine::fill_token_masks(sched::StepPlan& plan) {
+  plan.token_bitmask = std::move(spare_token_bitmask_);
+  plan.token_bitmask.clear();
+  const std::span<SequenceGroup* const> groups = scheduler_.plan_groups();
+  // Rows are appended first and viewed after, since appending may move the storage.
+  std::vector<std::pair<size_t, size_t>> rows;  // (plan index, first word)
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const ScheduledSequence& scheduled = plan.sequences[i];
+    if (!scheduled.sample) continue;
+    const Sequence& seq = groups[i]->seqs.at(static_cast<size_t>(scheduled.sample_index));
+    if (!seq.matcher) continue;
+    const size_t first = plan.token_bitmask.size();
+    plan.token_bitmask.resize(first + static_cast<size_t>(seq.matcher->vocab_words()));
+    seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(first));
+    rows.emplace_back(i, first);
+  }
+  for (const auto& [index, first] : rows) {
+    const auto words = static_cast<size_t>(groups[index]->request.params.output_constraint->vocab_size() + 31) / 32;
+    plan.sequences[index].allowed_tokens = std::span<const uint32_t>(plan.token_bitmask).subspan(first, words);
+  }
 }
 
 // --- applying a step ---------------------------------------------------------------------------
@@ -238,6 +299,7 @@ void Engine::apply_sample(SequenceGroup& group, const ScheduledSequence& schedul
 
 void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::SampledToken& sampled,
                           const SequenceOutput& output, size_t sample) {
+  advance_matcher(seq, sampled.token);
   seq.tokens.push_back(sampled.token);
   seq.cumulative_logprob += sampled.logprob;
   if (group.request.params.logprobs) {
@@ -255,9 +317,16 @@ void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::Samp
   }
 }
 
+void Engine::advance_matcher(Sequence& seq, TokenId token) const {
+  if (!seq.matcher || seq.matcher->accept(token)) return;
+  throw std::logic_error("executor " + executor_.name() + " sampled token " + std::to_string(token) + " for sequence " +
+                         std::to_string(seq.id) + ", which its output constraint does not allow");
+}
+
 std::optional<FinishReason> Engine::stop_reason(const SequenceGroup& group, const Sequence& seq) const {
   const sched::SamplingParams& params = group.request.params;
   const TokenId last = seq.tokens.back();
+  if (seq.matcher && seq.matcher->ended()) return FinishReason::stop;  // the constraint allows nothing more
   if (seq.num_output_tokens() >= params.min_tokens &&
       std::find(params.all_stop_token_ids.begin(), params.all_stop_token_ids.end(), last) !=
           params.all_stop_token_ids.end()) {
@@ -304,6 +373,7 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
   };
   for (const BeamCandidate& complete : step.complete) {
     Sequence hypothesis = group.seqs[static_cast<size_t>(complete.parent)];
+    advance_matcher(hypothesis, complete.token);
     hypothesis.tokens.push_back(complete.token);
     hypothesis.cumulative_logprob = complete.score;
     hypothesis.finish_reason = FinishReason::stop;
@@ -326,6 +396,7 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
   }
   for (size_t j = 0; j < step.extend.size(); ++j) {
     Sequence& seq = group.seqs[targets[j]];
+    advance_matcher(seq, step.extend[j].token);
     seq.tokens.push_back(step.extend[j].token);
     seq.cumulative_logprob = step.extend[j].score;
     record_logprobs(seq, step.extend[j].parent, step.extend[j].logprob);

@@ -73,12 +73,17 @@ class Engine {
   const Clock& clock() const { return clock_; }
 
  private:
+  // Structured outputs: each constrained sampled sequence's allowed tokens, into the plan.
+  void fill_token_masks(sched::StepPlan& plan);
   void apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time);
   void apply_sample(sched::SequenceGroup& group, const sched::ScheduledSequence& scheduled,
                     const sched::SequenceOutput& output);
   void apply_beam_step(sched::SequenceGroup& group, std::span<const sched::SequenceOutput* const> outputs);
   void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
                     const sched::SequenceOutput& output, size_t sample);
+  // Advances the sequence's output constraint by the sampled token; a token the constraint did not
+  // allow is the executor's fault (std::logic_error).
+  void advance_matcher(sched::Sequence& seq, TokenId token) const;
   std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
   void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);
@@ -110,6 +115,7 @@ class Engine {
   sched::StepPlan in_flight_plan_;
   sched::StepResult in_flight_result_;
   double in_flight_start_ = 0.0;
+  std::vector<uint32_t> spare_token_bitmask_;  // the last plan's bitmask storage, reused
 };
 
 }  // namespace pagedllm::engine

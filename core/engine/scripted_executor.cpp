@@ -148,14 +148,27 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
   if (scheduled.params != nullptr && scheduled.params->suppresses_stop_tokens(position - scheduled.num_prompt_tokens)) {
     suppressed = &scheduled.params->all_stop_token_ids;
   }
-  const auto allowed = [&](TokenId token) {
-    if (suppressed == nullptr) return token;
-    for (int32_t tries = 0;
-         tries < config_.vocab_size && std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
-         ++tries) {
+  // Structured outputs: a token the constraint refuses becomes the next id it allows.
+  const std::span<const uint32_t> mask = scheduled.allowed_tokens;
+  const auto refused = [&](TokenId token, bool count_min_tokens) {
+    if (!mask.empty() && ((mask[static_cast<size_t>(token) / 32] >> (static_cast<uint32_t>(token) % 32)) & 1u) == 0) {
+      return true;
+    }
+    return count_min_tokens && suppressed != nullptr &&
+           std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
+  };
+  const auto next_not_refused = [&](TokenId token, bool count_min_tokens) {
+    for (int32_t tries = 0; tries < config_.vocab_size && refused(token, count_min_tokens); ++tries) {
       token = (token + 1) % config_.vocab_size;
     }
     return token;
+  };
+  // When min_tokens holds back the only tokens a constraint allows, the constraint wins (as in the
+  // real samplers, which then take the argmax of the constrained logits).
+  const auto allowed = [&](TokenId token) {
+    if (suppressed == nullptr && mask.empty()) return token;
+    const TokenId candidate = next_not_refused(token, true);
+    return refused(candidate, true) ? next_not_refused(token, false) : candidate;
   };
   if (scheduled.num_beam_candidates > 0) {
     for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {

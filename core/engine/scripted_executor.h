@@ -1,7 +1,8 @@
 // An executor without a model: every sampled token is a fixed function of (request, sample,
 // position, previous token), so any schedule of the same requests yields the same tokens. Of the
-// logits processors it honours min_tokens (a held-back stop token becomes the next id); it has no
-// logits for logit_bias, allowed_token_ids or bad words to act on, and ignores them. It
+// logits processors it honours min_tokens and structured outputs' masks (a held-back or refused
+// token becomes the next id allowed); it has no logits for logit_bias, allowed_token_ids or bad
+// words to act on, and ignores them. It
 // also simulates the KV memory (one fingerprint of the prefix per slot, in both tiers), applies
 // the plan's swaps and copies to it, and checks that every sequence reads exactly its own prefix
 // through its block table: a wrong prefix hit, a missing copy-on-write or a lost swap throws.

@@ -281,12 +281,34 @@ sched::SequenceOutput Sampler::sample(const sched::ScheduledSequence& scheduled,
       .num_samples = scheduled.num_samples,
       .first_stream_index = scheduled.sample_index,
       .num_beam_candidates = scheduled.num_beam_candidates,
+      .allowed_tokens = scheduled.allowed_tokens,
   });
   return sched::SequenceOutput{
       .seq = scheduled.seq, .samples = std::move(sampled.samples), .top_logprobs = std::move(sampled.top_logprobs)};
 }
 
 SamplerOutput Sampler::sample(const SamplerInput& input) {
+  if (!input.allowed_tokens.empty()) {
+    // Structured outputs: the constraint comes first, as if the model gave the refused tokens no
+    // mass (vLLM applies its grammar bitmask to the logits before its sampler).
+    const size_t vocab = input.logits.size();
+    if (input.allowed_tokens.size() != (vocab + 31) / 32) {
+      refuse("allowed_tokens has " + std::to_string(input.allowed_tokens.size()) + " words for a vocabulary of " +
+             std::to_string(vocab));
+    }
+    masked_.resize(vocab);
+    bool any = false;
+    for (size_t token = 0; token < vocab; ++token) {
+      const bool allowed = (input.allowed_tokens[token / 32] >> (token % 32)) & 1u;
+      masked_[token] = allowed ? input.logits[token] : -std::numeric_limits<float>::infinity();
+      any = any || (allowed && input.logits[token] != -std::numeric_limits<float>::infinity());
+    }
+    if (!any) refuse("the output constraint allows no token the logits give mass to");
+    SamplerInput masked = input;
+    masked.logits = masked_;
+    masked.allowed_tokens = {};
+    return sample(masked);
+  }
   validate(input);
   const sched::SamplingParams& params = *input.params;
   const std::span<const float> logits = input.logits;
@@ -326,10 +348,12 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
     }
     const float temperature = params.temperature;
     const bool greedy = !(temperature >= kGreedyTemperature);
-    // Degenerate cases sample greedily: penalties that push every logit to -inf, or logits so
-    // large that dividing by the temperature overflows.
+    // Degenerate cases sample greedily: penalties that push every logit to -inf (then the argmax
+    // of the logits as given: min_tokens may hold back the only token a constraint allows), or
+    // logits so large that dividing by the temperature overflows.
     if (greedy || !std::isfinite(processed_max / temperature)) {
-      const TokenId token = first_index_of(processed, processed_max);
+      const bool no_mass = processed_max == -std::numeric_limits<float>::infinity();
+      const TokenId token = no_mass ? first_index_of(logits, raw_max) : first_index_of(processed, processed_max);
       output.samples.assign(num_samples, {token, 0.0f});
     } else {
       const double sum_all = prepare_random(params, processed, processed_max / temperature);

@@ -2,6 +2,9 @@
 // candidates) with their logprobs, following vLLM v1's sampler.
 //
 // Processing order (vLLM v1, `vllm/v1/sample/sampler.py`):
+//   0. structured outputs (allowed_tokens non-empty): every token the constraint refuses gets no
+//      mass, before anything below, so the raw logprobs of step 1 are those of the constrained
+//      distribution (vLLM v1 applies its grammar bitmask to the logits before the sampler);
 //   1. raw logprobs: log_softmax of the logits as given, before anything below. These are the
 //      logprobs returned, for the sampled tokens, the beam candidates and the top lists (vLLM's
 //      default `logprobs_mode = "raw_logprobs"`): biases, penalties, temperature and the filters
@@ -63,8 +66,9 @@
 // only when the distribution is so flat that top_p or the draw needs it. A Sampler keeps its
 // buffers between calls (one Sampler per thread: sample() is not reentrant).
 //
-// Degenerate inputs: penalties that push every logit to -inf, or logits / temperature that
-// overflows, sample greedily (argmax of the penalized logits).
+// Degenerate inputs sample greedily: logits / temperature that overflows (argmax of the penalized
+// logits), or penalties that push every logit to -inf (argmax of the logits before the penalties:
+// min_tokens may hold back the only token a constraint allows).
 #pragma once
 
 #include <cstddef>
@@ -98,6 +102,8 @@ struct SamplerInput {
   int32_t num_samples = 1;
   int32_t first_stream_index = 0;
   int32_t num_beam_candidates = 0;  // > 0: beam search; the best this-many tokens
+  // Structured outputs: one bit per token id (ScheduledSequence::allowed_tokens); empty = all.
+  std::span<const uint32_t> allowed_tokens;
 };
 
 struct SamplerOutput {
@@ -143,6 +149,7 @@ class Sampler {
   bool extend_ranked();
   TokenId draw(double u);
 
+  std::vector<float> masked_;  // the logits with the tokens a constraint refuses at -inf
   // Penalties.
   std::vector<float> work_;      // penalized logits
   std::vector<uint8_t> seen_;    // all zero between calls

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/structured/token_mask.h"
 
 namespace pagedllm::sched {
 
@@ -41,6 +43,10 @@ struct SamplingParams {
   // vLLM's bad_words, tokenized by the frontend (each word with and without a leading space): a
   // sequence's last token gets no mass where the output so far ends with the rest of it.
   std::vector<std::vector<TokenId>> bad_words_token_ids;
+  // Structured outputs: the compiled constraint (a regex, a choice, a JSON schema) every output
+  // must match, or null. Shared by the request's samples and beams, and by requests with the same
+  // constraint; used on the engine's thread only (its masks are computed there, lazily).
+  std::shared_ptr<structured::TokenMaskCache> output_constraint;
 
   bool use_beam_search() const { return beam_width > 0; }
   // Whether the token after num_output_tokens must not be a stop token (min_tokens not yet out).

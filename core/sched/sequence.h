@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/common/types.h"
 #include "core/kv/block_hash.h"
 #include "core/sched/request.h"
+#include "core/structured/token_mask.h"
 
 namespace pagedllm::sched {
 
@@ -23,6 +25,9 @@ struct Sequence {
   FinishReason finish_reason = FinishReason::none;
   std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per output token, when asked
   std::vector<float> token_logprobs;  // per output token, when logprobs are asked: the chosen token's
+  // The sequence's place in its request's output constraint (structured outputs), if any. Copied
+  // with the sequence when it forks; preemption keeps the output, so it keeps the matcher too.
+  std::optional<structured::TokenMatcher> matcher;
 
   bool finished() const { return finish_reason != FinishReason::none; }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

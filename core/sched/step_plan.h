@@ -31,6 +31,9 @@ struct ScheduledSequence {
   int32_t num_samples = 1;                   // parallel sampling's first token: n samples at once
   int32_t num_beam_candidates = 0;           // beam search: the best this-many tokens with logprobs
   const SamplingParams* params = nullptr;
+  // Structured outputs: the tokens this sample may take, one bit per token id (32 to a word, bit
+  // id % 32 of word id / 32), a row of StepPlan::token_bitmask; empty = unconstrained.
+  std::span<const uint32_t> allowed_tokens;
 
   int32_t num_new_tokens() const { return end - start; }
   bool is_prefill() const { return end - start > 1 || start < num_prompt_tokens; }
@@ -57,6 +60,9 @@ struct StepPlan {
   int32_t num_batched_tokens = 0;  // sum of num_new_tokens()
   int32_t num_prefill_tokens = 0;
   int32_t num_decode_tokens = 0;
+  // [constrained sampled sequence][vocabulary words]: the rows ScheduledSequence::allowed_tokens
+  // views, filled by the engine after scheduling (one upload for a device sampler).
+  std::vector<uint32_t> token_bitmask;
 
   bool empty() const { return sequences.empty() && swap_out.empty() && swap_in.empty() && copies.empty(); }
 };

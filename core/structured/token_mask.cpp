@@ -58,28 +58,44 @@ const TokenBitmask& TokenMaskCache::mask(int32_t state) {
   return mask;
 }
 
-TokenMatcher::TokenMatcher(std::shared_ptr<TokenMaskCache> cache, TokenId eos_token)
-    : cache_(std::move(cache)), eos_token_(eos_token), state_(cache_->dfa().start) {
-  if (eos_token < 0 || eos_token >= cache_->vocab_size()) {
-    throw std::invalid_argument("token matcher: end-of-sequence token " + std::to_string(eos_token) +
-                                " is outside the vocabulary of " + std::to_string(cache_->vocab_size()));
+TokenMatcher::TokenMatcher(std::shared_ptr<TokenMaskCache> cache, std::vector<TokenId> stop_tokens)
+    : cache_(std::move(cache)), stop_tokens_(std::move(stop_tokens)), state_(cache_->dfa().start) {
+  if (stop_tokens_.empty()) throw std::invalid_argument("token matcher: no stop token to end the text with");
+  for (const TokenId token : stop_tokens_) {
+    if (token < 0 || token >= cache_->vocab_size()) {
+      throw std::invalid_argument("token matcher: stop token " + std::to_string(token) +
+                                  " is outside the vocabulary of " + std::to_string(cache_->vocab_size()));
+    }
   }
 }
 
 bool TokenMatcher::can_end() const { return !ended_ && cache_->dfa().accepting[static_cast<std::size_t>(state_)]; }
 
 void TokenMatcher::fill_next_mask(TokenBitmask& out) const {
+  out.resize(static_cast<std::size_t>(vocab_words()));
+  fill_next_mask(std::span<std::uint32_t>(out));
+}
+
+void TokenMatcher::fill_next_mask(std::span<std::uint32_t> out) const {
+  if (out.size() != static_cast<std::size_t>(vocab_words())) {
+    throw std::invalid_argument("token matcher: a mask row of " + std::to_string(out.size()) + " words, not " +
+                                std::to_string(vocab_words()));
+  }
   if (ended_) {
-    out.assign(static_cast<std::size_t>(cache_->vocab_size() + 31) / 32, 0u);
+    std::fill(out.begin(), out.end(), 0u);
     return;
   }
-  out = cache_->mask(state_);
-  if (can_end()) allow(out, eos_token_);
+  const TokenBitmask& mask = cache_->mask(state_);
+  std::copy(mask.begin(), mask.end(), out.begin());
+  if (!can_end()) return;
+  for (const TokenId token : stop_tokens_) {
+    out[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
+  }
 }
 
 bool TokenMatcher::accept(TokenId token) {
   if (ended_ || token < 0 || token >= cache_->vocab_size()) return false;
-  if (token == eos_token_) {
+  if (std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end()) {
     if (!can_end()) return false;
     history_.push_back(state_);
     ended_ = true;

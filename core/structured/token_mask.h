@@ -2,7 +2,7 @@
 // that walks the automaton as tokens are accepted.
 //
 // A token is its byte string (special tokens have none: a constraint never allows them, except
-// end-of-sequence where the text so far is a whole match). Whether a token is allowed in a state
+// the stop tokens (end-of-sequence) where the text so far is a whole match). Whether a token is allowed in a state
 // depends on that state and the token's bytes alone, so a state's mask is computed once and kept:
 // one walk of a trie of the vocabulary, which visits each shared prefix once and leaves a subtree
 // at its first refused byte. (XGrammar splits tokens the same way into context-independent ones,
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -76,23 +77,28 @@ class TokenMaskCache {
 // when a preemption by recompute or a rejected speculation undoes tokens.
 class TokenMatcher {
  public:
-  TokenMatcher(std::shared_ptr<TokenMaskCache> cache, TokenId eos_token);
+  // stop_tokens: the tokens that end the text (the model's end-of-sequence, a request's stop ids);
+  // at least one, each inside the vocabulary.
+  TokenMatcher(std::shared_ptr<TokenMaskCache> cache, std::vector<TokenId> stop_tokens);
 
-  // The tokens allowed next: the state's mask, and end-of-sequence where the text is a whole
+  // The tokens allowed next: the state's mask, and the stop tokens where the text is a whole
   // match. `out` is resized to the vocabulary's words.
   void fill_next_mask(TokenBitmask& out) const;
+  // The same into `out`, a row of vocab_words() words (a step's bitmask matrix).
+  void fill_next_mask(std::span<std::uint32_t> out) const;
   // Advances by `token`; false (state unchanged) when the constraint does not allow it.
   bool accept(TokenId token);
-  // Undoes the last `num_tokens` accepted tokens (end-of-sequence included).
+  // Undoes the last `num_tokens` accepted tokens (a stop token included).
   void rollback(int32_t num_tokens);
-  bool ended() const { return ended_; }  // end-of-sequence accepted
-  // The text so far is a whole match (end-of-sequence would be allowed).
+  bool ended() const { return ended_; }  // a stop token accepted
+  // The text so far is a whole match (a stop token would be allowed).
   bool can_end() const;
+  int32_t vocab_words() const { return (cache_->vocab_size() + 31) / 32; }
   int32_t num_accepted() const { return static_cast<int32_t>(history_.size()); }
 
  private:
   std::shared_ptr<TokenMaskCache> cache_;
-  TokenId eos_token_;
+  std::vector<TokenId> stop_tokens_;
   int32_t state_;
   bool ended_ = false;
   std::vector<int32_t> history_;  // the state before each accepted token

@@ -561,6 +561,63 @@ BOOST_AUTO_TEST_CASE(allowed_token_ids_keep_every_other_token_out) {
   BOOST_TEST(sample_one(sampler, input_for(logits, open)) == ranked_ids(logits)[0]);
 }
 
+BOOST_AUTO_TEST_CASE(a_structured_output_mask_comes_first_and_its_logprobs_are_of_the_masked_distribution) {
+  sampling::Sampler sampler;
+  const std::vector<float> logits = random_logits(100, 11, 2.0f);
+  std::vector<uint32_t> mask((logits.size() + 31) / 32, 0u);
+  std::vector<float> kept(logits.size(), -kInf);
+  for (const TokenId token : {3, 40, 41, 64, 99}) {
+    mask[static_cast<size_t>(token) / 32] |= 1u << (token % 32);
+    kept[static_cast<size_t>(token)] = logits[static_cast<size_t>(token)];
+  }
+  const std::vector<double> masked_logprobs = reference_logprobs(kept);
+  sched::SamplingParams params;
+  params.logprobs = 2;
+  std::vector<int> counts(logits.size(), 0);
+  constexpr int kDraws = 3000;
+  for (int draw = 0; draw < kDraws; ++draw) {
+    sampling::SamplerInput input = input_for(logits, params, 5 + draw, 0);
+    input.allowed_tokens = mask;
+    const sampling::SamplerOutput output = sampler.sample(input);
+    const sched::SampledToken sampled = output.samples.front();
+    ++counts[static_cast<size_t>(sampled.token)];
+    BOOST_TEST(sampled.logprob == masked_logprobs[static_cast<size_t>(sampled.token)],
+               boost::test_tools::tolerance(1e-5));
+    for (const sched::SampledToken& top : output.top_logprobs.front()) {
+      BOOST_TEST(kept[static_cast<size_t>(top.token)] != -kInf);  // the top lists are masked too
+    }
+  }
+  expect_frequencies(counts, softmax(kept, 1.0), kDraws);
+  // Beam candidates: the allowed tokens only, fewer than asked when fewer are allowed.
+  sampling::SamplerInput beams = input_for(logits, params);
+  beams.allowed_tokens = mask;
+  beams.num_beam_candidates = 8;
+  const sampling::SamplerOutput candidates = sampler.sample(beams);
+  BOOST_TEST(candidates.samples.size() == 5u);
+  for (const sched::SampledToken& candidate : candidates.samples) {
+    BOOST_TEST(kept[static_cast<size_t>(candidate.token)] != -kInf);
+  }
+  // min_tokens holding back the only allowed token: the constraint wins, greedily.
+  sched::SamplingParams held = greedy_params();
+  held.min_tokens = 4;
+  held.all_stop_token_ids = {40};
+  std::vector<uint32_t> only_stop(mask.size(), 0u);
+  only_stop[1] = 1u << (40 % 32);
+  sampling::SamplerInput stop_only = input_for(logits, held, 7, 1);
+  stop_only.allowed_tokens = only_stop;
+  BOOST_TEST(sample_one(sampler, stop_only) == 40);
+  held.temperature = 1.0f;
+  BOOST_TEST(sample_one(sampler, stop_only) == 40);
+  // A mask of the wrong size, or one that allows nothing, is refused.
+  sampling::SamplerInput wrong = input_for(logits, params);
+  const std::vector<uint32_t> short_mask(1, ~0u);
+  wrong.allowed_tokens = short_mask;
+  BOOST_CHECK_THROW(sampler.sample(wrong), std::invalid_argument);
+  const std::vector<uint32_t> empty_mask(mask.size(), 0u);
+  wrong.allowed_tokens = empty_mask;
+  BOOST_CHECK_THROW(sampler.sample(wrong), std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(beam_candidates_are_the_top_tokens_by_raw_logprob) {
   sampling::Sampler sampler;
   std::vector<float> logits = random_logits(500, 11, 2.0f);

@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(sampling_only_allowed_tokens_always_yields_a_match) {
   for (const std::string& pattern : kPatterns) {
     Constraint constraint = make_constraint(pattern, trie);
     for (int run = 0; run < 50; ++run) {
-      structured::TokenMatcher matcher(constraint.cache, kEos);
+      structured::TokenMatcher matcher(constraint.cache, {kEos});
       std::string text;
       structured::TokenBitmask mask;
       while (!matcher.ended()) {
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(end_of_sequence_refusals_rollback_and_fork) {
   const std::vector<std::string> vocab = {"", "", "y", "e", "s", "ye", "yes", "no", "n", "o", "x"};
   auto trie = std::make_shared<const structured::TokenTrie>(vocab);
   Constraint constraint = make_constraint("(yes|no)", trie);
-  structured::TokenMatcher matcher(constraint.cache, kEos);
+  structured::TokenMatcher matcher(constraint.cache, {kEos});
   structured::TokenBitmask mask;
   matcher.fill_next_mask(mask);
   for (TokenId token : {2, 5, 6, 7, 8}) BOOST_TEST(structured::is_allowed(mask, token), token);
@@ -136,7 +136,8 @@ BOOST_AUTO_TEST_CASE(end_of_sequence_refusals_rollback_and_fork) {
   BOOST_TEST(!fork.accept(9));           // "yeo"
   BOOST_TEST(fork.accept(4));
   BOOST_CHECK_THROW(matcher.rollback(5), std::invalid_argument);
-  BOOST_CHECK_THROW(structured::TokenMatcher(constraint.cache, 99), std::invalid_argument);
+  BOOST_CHECK_THROW(structured::TokenMatcher(constraint.cache, {99}), std::invalid_argument);
+  BOOST_CHECK_THROW(structured::TokenMatcher(constraint.cache, {}), std::invalid_argument);  // nothing could end it
 }
 
 BOOST_AUTO_TEST_SUITE_END()

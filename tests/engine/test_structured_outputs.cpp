@@ -1,0 +1,185 @@
+// Structured outputs through the engine (core/engine/engine.h with a constrained request): every
+// sample and beam of a constrained request keeps to its constraint, through parallel sampling,
+// beam search and both kinds of preemption; a finished-as-stop output is a whole match; the
+// engine refuses a token the constraint does not allow.
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/structured/regex_compiler.h"
+#include "core/structured/token_mask.h"
+#include "tests/engine/engine_harness.h"
+
+namespace structured = pagedllm::structured;
+using namespace pagedllm;
+using namespace pagedllm::test;
+
+namespace {
+
+constexpr int32_t kConstrainedVocab = 1000;  // the scripted executor's
+
+// Ids below kFirstPromptToken are special (no text; kEos among them), then the 256 single bytes,
+// then random pieces of 2-5 characters from the constraint's alphabet, as a BPE vocabulary has.
+std::vector<std::string> constrained_vocabulary() {
+  std::vector<std::string> vocab(static_cast<size_t>(kFirstPromptToken));
+  for (int byte = 0; byte < 256; ++byte) vocab.emplace_back(1, static_cast<char>(byte));
+  std::mt19937 rng(23);
+  const std::string alphabet = "{}[]\":, abc0123456789id";
+  while (static_cast<int32_t>(vocab.size()) < kConstrainedVocab) {
+    std::string piece;
+    const int length = 2 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < length; ++i) piece += alphabet[rng() % alphabet.size()];
+    vocab.push_back(piece);
+  }
+  return vocab;
+}
+
+struct Constraint {
+  std::vector<std::string> vocab = constrained_vocabulary();
+  std::shared_ptr<structured::TokenMaskCache> cache;
+  explicit Constraint(const std::string& pattern)
+      : cache(std::make_shared<structured::TokenMaskCache>(
+            std::make_shared<structured::ByteDfa>(structured::compile_regex(pattern)),
+            std::make_shared<structured::TokenTrie>(vocab))) {}
+
+  std::string text_of(const std::vector<TokenId>& tokens) const {
+    std::string text;
+    for (const TokenId token : tokens) text += vocab.at(static_cast<size_t>(token));
+    return text;
+  }
+};
+
+const char* const kRecordPattern = R"(\{"id": [0-9]{1,4}, "tags": \[("[a-c]{1,3}"(, "[a-c]{1,3}")*)?\]\})";
+
+// A completion keeps to the constraint: one that stopped is a whole match followed by its stop
+// token, one cut by length a prefix of a match.
+void check_completion(const Constraint& constraint, const engine::Completion& completion) {
+  const structured::ByteDfa& dfa = constraint.cache->dfa();
+  std::vector<TokenId> tokens = completion.tokens;
+  if (completion.finish_reason == FinishReason::stop) {
+    BOOST_REQUIRE(!tokens.empty());
+    BOOST_CHECK_EQUAL(tokens.back(), kEos);
+    tokens.pop_back();
+    BOOST_CHECK_MESSAGE(dfa.matches(constraint.text_of(tokens)), "not a whole match: " << constraint.text_of(tokens));
+  } else {
+    BOOST_CHECK_EQUAL(completion.finish_reason, FinishReason::length);
+    BOOST_CHECK_MESSAGE(dfa.walk(dfa.start, constraint.text_of(tokens)) != structured::ByteDfa::kDead,
+                        "not a prefix of a match: " << constraint.text_of(tokens));
+  }
+}
+
+std::vector<sched::Request> constrained_workload(const Constraint& constraint, int32_t num_requests) {
+  std::vector<sched::Request> requests;
+  for (int32_t i = 0; i < num_requests; ++i) {
+    // Sizes that let a group of 3 fit the small pool even unshared (after a recompute).
+    sched::Request request = make_request(i + 1, 6 + (i * 5) % 12, 24 + (i * 7) % 20);
+    request.params.output_constraint = constraint.cache;
+    if (i % 4 == 1) request.params.n = 3;
+    if (i % 4 == 2) request.params.beam_width = 2;
+    if (i % 5 == 3) request.params.min_tokens = 12;
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+// An executor that ignores masks: its first sampled token is one no constraint allows.
+class MaskIgnoringExecutor final : public engine::Executor {
+ public:
+  explicit MaskIgnoringExecutor(engine::Executor& inner) : inner_(inner) {}
+  sched::StepResult execute(const sched::StepPlan& plan) override {
+    sched::StepResult result = inner_.execute(plan);
+    for (sched::SequenceOutput& output : result.outputs) output.samples.front().token = 0;  // special: no text
+    return result;
+  }
+  std::string name() const override { return "mask-ignoring"; }
+
+ private:
+  engine::Executor& inner_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(structured_outputs)
+
+BOOST_AUTO_TEST_CASE(every_sample_and_beam_keeps_to_the_constraint_under_preemption) {
+  const Constraint constraint(kRecordPattern);
+  const std::vector<sched::Request> requests = constrained_workload(constraint, 24);
+  int64_t preemptions = 0;
+  int32_t whole_matches = 0;
+  for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
+    EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
+    setup.eos_period = 4;  // the scripted executor offers EOS often; the constraint holds it back
+    const RunResult run = run_workload(setup, requests, {.requests_per_step = 3});
+    preemptions += run.counters.preemptions_recompute + run.counters.preemptions_swap;
+    BOOST_REQUIRE_EQUAL(run.outputs.size(), requests.size());
+    for (const auto& [id, output] : run.outputs) {
+      BOOST_TEST_CONTEXT("request " << id) {
+        BOOST_CHECK(output.finish_reason != FinishReason::rejected);
+        for (const engine::Completion& completion : output.completions) {
+          check_completion(constraint, completion);
+          whole_matches += completion.finish_reason == FinishReason::stop ? 1 : 0;
+        }
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE("preemptions " << preemptions << ", whole matches " << whole_matches);
+  BOOST_CHECK_GT(preemptions, 0);     // the pool is small enough to preempt
+  BOOST_CHECK_GT(whole_matches, 10);  // and most outputs complete the record before max_tokens
+}
+
+BOOST_AUTO_TEST_CASE(a_choice_ends_the_output_once_complete_even_when_eos_is_ignored) {
+  const Constraint constraint("yes|no");
+  sched::Request request = make_request(1, 6, 50);
+  request.params.output_constraint = constraint.cache;
+  request.params.ignore_eos = true;
+  request.params.n = 2;
+  const engine::RequestOutput output = run_one(EngineSetup{}, request);
+  BOOST_REQUIRE_EQUAL(output.completions.size(), 2u);
+  for (const engine::Completion& completion : output.completions) {
+    BOOST_CHECK_EQUAL(completion.finish_reason, FinishReason::stop);
+    std::vector<TokenId> text = completion.tokens;
+    BOOST_REQUIRE(!text.empty());
+    text.pop_back();  // the stop token the matcher ended on
+    const std::string answer = constraint.text_of(text);
+    BOOST_CHECK_MESSAGE(answer == "yes" || answer == "no", answer);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(requests_a_constraint_cannot_serve_are_refused) {
+  const Constraint constraint("a+");
+  engine::EngineConfig config = engine_config(EngineSetup{});
+  sched::SamplingParams params;
+  params.output_constraint = constraint.cache;
+  params.beam_width = 2;
+  params.ignore_eos = true;
+  BOOST_CHECK_THROW(engine::validate_request(config, params, 4), sched::InvalidRequestError);
+  params.beam_width = 0;
+  config.vocab_size = kConstrainedVocab + 1;
+  BOOST_CHECK_THROW(engine::validate_request(config, params, 4), sched::InvalidRequestError);
+  config.vocab_size = kConstrainedVocab;
+  config.eos_token_ids.clear();
+  BOOST_CHECK_THROW(engine::validate_request(config, params, 4), sched::InvalidRequestError);
+  params.stop_token_ids = {kEos};
+  BOOST_CHECK_NO_THROW(engine::validate_request(config, params, 4));
+}
+
+BOOST_AUTO_TEST_CASE(a_token_outside_the_mask_is_the_executors_fault) {
+  const Constraint constraint("[0-9]+");
+  const EngineSetup setup;
+  const engine::EngineConfig config = engine_config(setup);
+  engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
+  MaskIgnoringExecutor faulty(scripted);
+  engine::VirtualClock clock;
+  engine::Engine engine(config, faulty, clock);
+  sched::Request request = make_request(1, 6, 8);
+  request.params.output_constraint = constraint.cache;
+  engine.add_request(request);
+  BOOST_CHECK_EXCEPTION(engine.step(), std::logic_error, [](const std::logic_error& error) {
+    return std::string(error.what()).find("does not allow") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
