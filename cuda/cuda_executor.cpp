@@ -19,6 +19,7 @@
 #include "cuda/kernels/cache_ops.h"
 #include "cuda/kernels/decode_attention.h"
 #include "cuda/kernels/sampling.h"
+#include "cuda/kernels/token_bitmask.h"
 #include "cuda/kernels/token_logprobs.h"
 #include "cuda/step_batch.h"
 #include "cuda/step_inputs.h"
@@ -46,7 +47,7 @@ bool needs_host_sampling(const sched::ScheduledSequence& scheduled) {
 // Per sampled row, the device sampler's parameters ([rows] each), uploaded with one copy.
 struct SamplingArena {
   static constexpr std::size_t kBytesPerRow =
-      4 + 4 + 4 + 8 + 4 + 4;  // temperature, top_k, top_p, seed, stream, position
+      4 + 4 + 4 + 8 + 4 + 4 + 4;  // temperature, top_k, top_p, seed, stream, position, mask row
 
   explicit SamplingArena(int32_t rows)
       : max_rows(rows),
@@ -63,6 +64,7 @@ struct SamplingArena {
   float* top_p(void* base) const { return reinterpret_cast<float*>(at(base, 2)); }
   int32_t* streams(void* base) const { return reinterpret_cast<int32_t*>(at(base, 3)); }
   int32_t* positions(void* base) const { return reinterpret_cast<int32_t*>(at(base, 4)); }
+  int32_t* mask_rows(void* base) const { return reinterpret_cast<int32_t*>(at(base, 5)); }
 
   int32_t max_rows;
   DeviceBuffer device;
@@ -82,6 +84,7 @@ struct CudaExecutor::State {
   DeviceBuffer sampled_logprobs;  // [max_seqs] fp32
   PinnedHostBuffer results_host;  // [max_seqs] int32 tokens, then [max_seqs] fp32 logprobs
   PinnedHostBuffer logits_host;   // rows copied back for host sampling / the observer; grows
+  DeviceBuffer token_bitmask;     // the plan's structured-output bitmask rows; grows
   int64_t vocab = 0;
 
   kv::KvCacheConfig cache;
@@ -360,11 +363,32 @@ void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32
     arena.top_p(host)[row] = params.top_p;
     arena.streams(host)[row] = scheduled.sample_index;
     arena.positions(host)[row] = static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens;
+    // Structured outputs: the row's place in the plan's bitmask rows, or -1.
+    arena.mask_rows(host)[row] =
+        scheduled.allowed_tokens.empty()
+            ? -1
+            : static_cast<int32_t>((scheduled.allowed_tokens.data() - plan.token_bitmask.data()) /
+                                   static_cast<std::ptrdiff_t>(scheduled.allowed_tokens.size()));
   }
   PAGEDLLM_CUDA_CHECK(
       cudaMemcpyAsync(arena.device.get(), host, arena.device.bytes(), cudaMemcpyHostToDevice, s.stream));
   void* device = arena.device.get();
-  const float* logits = s.forward->logits();
+  float* logits = s.forward->logits();
+  if (!plan.token_bitmask.empty()) {
+    // Host -> device: 4 bytes per 32 tokens per constrained row, in one copy; the refused tokens'
+    // logits become -inf in place, so the device draw, the logprobs and the rows copied back for
+    // host sampling all see the constrained distribution.
+    const std::size_t bytes = plan.token_bitmask.size() * sizeof(uint32_t);
+    if (s.token_bitmask.bytes() < bytes) s.token_bitmask = DeviceBuffer(bytes);
+    PAGEDLLM_CUDA_CHECK(
+        cudaMemcpyAsync(s.token_bitmask.get(), plan.token_bitmask.data(), bytes, cudaMemcpyHostToDevice, s.stream));
+    apply_token_bitmask(TokenBitmaskParams{.logits = logits,
+                                           .num_rows = rows,
+                                           .vocab_size = static_cast<int32_t>(s.vocab),
+                                           .bitmask = s.token_bitmask.as<uint32_t>(),
+                                           .mask_rows = arena.mask_rows(device)},
+                        s.stream);
+  }
   auto* tokens = s.sampled_tokens.as<int32_t>();
   sample_top_k_top_p(TopKTopPParams{.logits = logits,
                                     .num_rows = rows,

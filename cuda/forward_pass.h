@@ -60,6 +60,7 @@ class ForwardPass {
 
   // [num_logits_rows][vocab] fp32 of the last enqueued pass (valid once the stream reaches it).
   const float* logits() const noexcept { return logits_.as<float>(); }
+  float* logits() noexcept { return logits_.as<float>(); }  // the sampler masks them in place
 
  private:
   void attention(const ForwardShape& shape, const kv::KvLayout& layout, const void* kv_cache, int32_t layer,

@@ -2,46 +2,64 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 namespace pagedllm::structured {
 
-TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : nodes_(1), token_bytes_(token_bytes) {
+TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : token_bytes_(token_bytes) {
+  // The tokens in byte order (std::string compares bytes as unsigned): then each token adds the
+  // nodes of its bytes past the prefix it shares with the previous one, in depth-first order.
+  std::vector<TokenId> order;
   for (std::size_t id = 0; id < token_bytes.size(); ++id) {
-    const std::string& bytes = token_bytes[id];
-    if (bytes.empty()) continue;  // special: no text
-    int32_t node = 0;
-    for (const char c : bytes) {
-      const auto byte = static_cast<std::uint8_t>(c);
-      auto& children = nodes_[static_cast<std::size_t>(node)].children;
-      const auto it = std::lower_bound(children.begin(), children.end(), std::pair<std::uint8_t, int32_t>{byte, -1});
-      if (it != children.end() && it->first == byte) {
-        node = it->second;
-      } else {
-        const auto child = static_cast<int32_t>(nodes_.size());
-        children.insert(it, {byte, child});
-        nodes_.emplace_back();  // invalidates `children`: not used after this
-        node = child;
-      }
-    }
-    nodes_[static_cast<std::size_t>(node)].tokens.push_back(static_cast<TokenId>(id));
+    if (!token_bytes[id].empty()) order.push_back(static_cast<TokenId>(id));  // special: no text
   }
+  std::stable_sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
+    return token_bytes[static_cast<std::size_t>(a)] < token_bytes[static_cast<std::size_t>(b)];
+  });
+  std::vector<int32_t> open;  // [depth - 1]: the nodes of the previous token's bytes
+  std::string_view previous;
+  for (const TokenId token : order) {
+    const std::string_view bytes = token_bytes[static_cast<std::size_t>(token)];
+    std::size_t shared = 0;
+    while (shared < previous.size() && shared < bytes.size() && previous[shared] == bytes[shared]) ++shared;
+    while (open.size() > shared) {  // the previous token's nodes past the shared prefix are complete
+      subtree_end_[static_cast<std::size_t>(open.back())] = num_nodes();
+      open.pop_back();
+    }
+    for (std::size_t d = shared; d < bytes.size(); ++d) {
+      open.push_back(num_nodes());
+      byte_.push_back(static_cast<std::uint8_t>(bytes[d]));
+      depth_.push_back(static_cast<int32_t>(d + 1));
+      subtree_end_.push_back(-1);
+      first_token_.push_back(static_cast<int32_t>(tokens_.size()));
+    }
+    // The token ends at the newest node (a token with the same bytes as the previous one adds
+    // none), so tokens_ stays grouped by node in node order.
+    tokens_.push_back(token);
+    max_depth_ = std::max(max_depth_, static_cast<int32_t>(bytes.size()));
+    previous = bytes;
+  }
+  for (const int32_t node : open) subtree_end_[static_cast<std::size_t>(node)] = num_nodes();
+  first_token_.push_back(static_cast<int32_t>(tokens_.size()));
 }
 
 void TokenTrie::add_allowed(const ByteDfa& dfa, int32_t state, TokenBitmask& mask) const {
-  // Depth first; each entry is (trie node, automaton state after the node's bytes).
-  std::vector<std::pair<int32_t, int32_t>> stack{{0, state}};
-  while (!stack.empty()) {
-    const auto [node, at] = stack.back();
-    stack.pop_back();
-    const Node& here = nodes_[static_cast<std::size_t>(node)];
-    if (node != 0) {
-      for (const TokenId token : here.tokens) allow(mask, token);
+  // at[d]: the automaton's state after the current node's first d bytes.
+  std::vector<int32_t> at(static_cast<std::size_t>(max_depth_) + 1);
+  at[0] = state;
+  const auto nodes = static_cast<int32_t>(byte_.size());
+  for (int32_t node = 0; node < nodes;) {
+    const auto n = static_cast<std::size_t>(node);
+    const int32_t depth = depth_[n];
+    const int32_t next = dfa.step(at[static_cast<std::size_t>(depth - 1)], byte_[n]);
+    if (next == ByteDfa::kDead) {
+      node = subtree_end_[n];  // a refused byte refuses every token under it
+      continue;
     }
-    for (const auto& [byte, child] : here.children) {
-      const int32_t next = dfa.step(at, byte);
-      if (next != ByteDfa::kDead) stack.push_back({child, next});  // a refused byte drops the subtree
-    }
+    at[static_cast<std::size_t>(depth)] = next;
+    for (int32_t k = first_token_[n]; k < first_token_[n + 1]; ++k) allow(mask, tokens_[static_cast<std::size_t>(k)]);
+    ++node;
   }
 }
 

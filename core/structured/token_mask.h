@@ -32,25 +32,32 @@ inline void allow(TokenBitmask& mask, TokenId token) {
   mask[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
 }
 
-// The vocabulary as a byte trie. Built once per model and shared by every constraint.
+// The vocabulary as a byte trie, stored flat in depth-first order (its nodes are the distinct
+// prefixes of the token strings, in byte order): a node's subtree is the run of nodes after it up
+// to subtree_end, so a walk skips a refused prefix's whole subtree with one jump and otherwise
+// reads the arrays front to back (XGrammar walks its lexicographically sorted vocabulary the same
+// way). Built once per model and shared by every constraint.
 class TokenTrie {
  public:
   // token_bytes[id]: the token's bytes; empty for a special token (never allowed by a constraint).
   explicit TokenTrie(const std::vector<std::string>& token_bytes);
 
   int32_t vocab_size() const { return static_cast<int32_t>(token_bytes_.size()); }
-  int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
+  int32_t num_nodes() const { return static_cast<int32_t>(byte_.size()); }
   const std::string& bytes(TokenId token) const { return token_bytes_[static_cast<std::size_t>(token)]; }
 
   // Sets in `mask` the bit of every token whose bytes the automaton can read from `state`.
   void add_allowed(const ByteDfa& dfa, int32_t state, TokenBitmask& mask) const;
 
  private:
-  struct Node {
-    std::vector<std::pair<std::uint8_t, int32_t>> children;  // by byte, sorted
-    std::vector<TokenId> tokens;                             // the tokens whose bytes end here
-  };
-  std::vector<Node> nodes_;               // [0] is the root (no bytes)
+  // [node], in depth-first order; the root (no bytes) is not stored.
+  std::vector<std::uint8_t> byte_;    // the last byte of the node's prefix
+  std::vector<int32_t> depth_;        // the prefix's length (>= 1)
+  std::vector<int32_t> subtree_end_;  // one past the node's last descendant
+  std::vector<int32_t>
+      first_token_;  // [node + 1]: the node's tokens are tokens_[first_token_[node], first_token_[node + 1])
+  std::vector<TokenId> tokens_;  // the tokens whose bytes end at each node, by node
+  int32_t max_depth_ = 0;
   std::vector<std::string> token_bytes_;  // [token id]
 };
 

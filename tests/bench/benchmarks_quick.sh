@@ -39,7 +39,11 @@ tiny_dir="$(dirname "$(find "$PAGEDLLM_CACHE" -name config.json | head -n 1)")"
 check bench_cpu_decode "$work/cpu_decode.json" \
   "d['bench'] == 'bench_cpu_decode' and d['steps'] == 4 and d['decode_tokens_per_s'] > 0 and d['ratio_to_mem_floor'] > 0"
 
-for bench in bench_kv bench_scheduler bench_sim bench_cpu_decode; do
+"$bench_dir/bench_structured" --quick --tokenizer "$tiny_dir" --json "$work/structured.json" > "$work/structured.txt"
+check bench_structured "$work/structured.json" \
+  "[r['constraint'] for r in d['results']] == ['pydantic_record', 'tool_arguments', 'json_object', 'regex_date_time'] and all(r['steps'] > 0 and r['cached_us_p50'] > 0 for r in d['results'])"
+
+for bench in bench_kv bench_scheduler bench_sim bench_cpu_decode bench_structured; do
   status=0
   "$bench_dir/$bench" --no-such-flag > /dev/null 2> "$work/$bench.err" || status=$?
   [ "$status" = 2 ] || fail "$bench --no-such-flag: exit code $status, expected 2"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -11,6 +12,7 @@
 #include "core/sampling/sampler.h"
 #include "core/sched/sampling_params.h"
 #include "cuda/kernels/sampling.h"
+#include "cuda/kernels/token_bitmask.h"
 #include "tests/cuda/gpu_test_util.h"
 
 namespace cuda = pagedllm::cuda;
@@ -258,6 +260,52 @@ BOOST_AUTO_TEST_CASE(the_device_draws_the_host_samplers_stream) {
     same += out.samples.front().token == device[static_cast<std::size_t>(position)] ? 1 : 0;
   }
   BOOST_TEST(same >= kRows - 2, same << " of " << kRows << " draws agree");
+}
+
+// Structured outputs' mask on the device: every refused token's logit becomes -inf, every
+// allowed one and every row without a mask (-1) is left bit for bit, for vocabularies that end
+// mid-word and rows that share a mask row.
+BOOST_AUTO_TEST_CASE(token_bitmask_refuses_exactly_the_cleared_bits) {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(77);
+  for (const int32_t vocab : {1, 33, 1000, 8200}) {
+    constexpr int32_t kRows = 6;
+    const int32_t words = (vocab + 31) / 32;
+    std::vector<float> logits =
+        random_logits(static_cast<std::size_t>(kRows) * static_cast<std::size_t>(vocab), rng, 3.0f);
+    std::vector<uint32_t> bitmask(static_cast<std::size_t>(3) * static_cast<std::size_t>(words));
+    for (std::size_t i = 0; i < bitmask.size(); ++i) {
+      const uint64_t r = rng();
+      bitmask[i] =
+          i % 5 == 0 ? 0xffffffffu : static_cast<uint32_t>(r & (r >> 32));  // sparse, and some whole words open
+    }
+    const std::vector<int32_t> mask_rows = {0, -1, 2, 1, 2, -1};
+    DeviceBuffer logits_dev(logits);
+    DeviceBuffer bitmask_dev(bitmask);
+    DeviceBuffer rows_dev(mask_rows);
+    cuda::apply_token_bitmask(cuda::TokenBitmaskParams{.logits = logits_dev.as<float>(),
+                                                       .num_rows = kRows,
+                                                       .vocab_size = vocab,
+                                                       .bitmask = bitmask_dev.as<uint32_t>(),
+                                                       .mask_rows = rows_dev.as<int32_t>()},
+                              nullptr);
+    const std::vector<float> out = logits_dev.download<float>();
+    int32_t mismatches = 0;
+    for (int32_t r = 0; r < kRows; ++r) {
+      for (int32_t t = 0; t < vocab; ++t) {
+        const std::size_t at =
+            static_cast<std::size_t>(r) * static_cast<std::size_t>(vocab) + static_cast<std::size_t>(t);
+        const int32_t mask_row = mask_rows[static_cast<std::size_t>(r)];
+        const bool allowed =
+            mask_row < 0 || ((bitmask[static_cast<std::size_t>(mask_row * words + t / 32)] >> (t % 32)) & 1u) != 0;
+        const float expected = allowed ? logits[at] : -std::numeric_limits<float>::infinity();
+        mismatches += out[at] == expected ? 0 : 1;
+      }
+    }
+    BOOST_TEST(mismatches == 0, "vocab " << vocab << ": " << mismatches << " logits wrong");
+  }
+  BOOST_CHECK_THROW(cuda::validate(cuda::TokenBitmaskParams{.num_rows = 1, .vocab_size = 4}),
+                    cuda::KernelArgumentError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End to end through `pagedllm serve` over raw HTTP (standard library only): every endpoint, the
-OpenAI response shapes, streaming, stop strings, logprobs, n > 1, a bad-input suite of hostile
+OpenAI response shapes, streaming, stop strings, logprobs, n > 1, structured outputs (regex,
+choice, JSON schema, JSON object; bad constraints refused), a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
 mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it,
 the API key, a Jinja chat template's errors, and a graceful shutdown (drain, timeout, second
@@ -671,12 +672,123 @@ def graceful_shutdown():
           f"a second SIGTERM stops at once, not after the 30 s drain ({time.time() - start:.1f} s)")
 
 
+# A schema of the kind OpenAI's strict mode and Pydantic write: $defs and $ref, an enum, an
+# Optional (anyOf with null), bounded strings and arrays, an integer range, properties in an order
+# that is not alphabetical (the output must keep it).
+RECORD_SCHEMA = {
+    "$defs": {"Colour": {"enum": ["red", "green", "blue"], "title": "Colour", "type": "string"}},
+    "title": "Record", "type": "object", "additionalProperties": False,
+    "properties": {
+        "zone": {"title": "Zone", "type": "integer", "minimum": 1, "maximum": 12},
+        "colour": {"$ref": "#/$defs/Colour"},
+        "label": {"anyOf": [{"type": "string", "maxLength": 6}, {"type": "null"}], "title": "Label"},
+        "ok": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2},
+    },
+    "required": ["zone", "colour", "label", "ok", "tags"],
+}
+
+
+def record_problems(value):
+    """What makes `value` fail RECORD_SCHEMA (the standard library has no JSON Schema validator)."""
+    if not isinstance(value, dict):
+        return "not an object"
+    if list(value) != list(RECORD_SCHEMA["properties"]):
+        return f"keys {list(value)} are not the schema's, in its order"
+    if not (isinstance(value["zone"], int) and not isinstance(value["zone"], bool) and 1 <= value["zone"] <= 12):
+        return f"zone {value['zone']!r}"
+    if value["colour"] not in ("red", "green", "blue"):
+        return f"colour {value['colour']!r}"
+    if not (value["label"] is None or (isinstance(value["label"], str) and len(value["label"]) <= 6)):
+        return f"label {value['label']!r}"
+    if not isinstance(value["ok"], bool):
+        return f"ok {value['ok']!r}"
+    tags = value["tags"]
+    if not (isinstance(tags, list) and len(tags) <= 2 and all(isinstance(t, str) and len(t) <= 3 for t in tags)):
+        return f"tags {tags!r}"
+    return None
+
+
+def structured_outputs(server):
+    """Constrained requests on the tiny model: regex, choice, JSON schema and JSON object, through
+    each of the request fields that ask for them, greedy and sampled, n > 1 and streamed. Every
+    output that stopped is a whole match; one cut by max_tokens a prefix of one."""
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "Give me a record"}], "max_tokens": 120}
+    completion = {"model": "tiny", "prompt": "The answer is", "max_tokens": 40}
+
+    status, body = server.post("/v1/completions", dict(completion, guided_regex=r"[0-9]{3}-[a-z]{2,4}", n=3,
+                                                       temperature=1, seed=4))
+    texts = [(c["text"], c["finish_reason"]) for c in body.get("choices", [])] if status == 200 else body
+    check(status == 200 and all(re.fullmatch(r"[0-9]{3}-[a-z]{2,4}", t) and f == "stop" for t, f in texts),
+          f"guided_regex, n=3 at temperature 1: every sample a whole match: {texts}")
+
+    choices = ["yes", "no", "it depends"]
+    for field, value in (("guided_choice", choices), ("structured_outputs", {"choice": choices})):
+        for temperature in (0, 1):
+            status, body = server.post("/v1/completions", dict(completion, n=2, temperature=temperature, seed=9,
+                                                               **{field: value}))
+            texts = [c["text"] for c in body["choices"]] if status == 200 else body
+            check(status == 200 and all(t in choices for t in texts), f"{field} at temperature {temperature}: {texts}")
+
+    for temperature in (0, 1):
+        request = dict(chat, n=3, temperature=temperature, seed=11,
+                       response_format={"type": "json_schema",
+                                        "json_schema": {"name": "Record", "schema": RECORD_SCHEMA, "strict": True}})
+        status, body = server.post("/v1/chat/completions", request)
+        for choice in body.get("choices", []) if status == 200 else []:
+            content, reason = choice["message"]["content"], choice["finish_reason"]
+            if reason == "stop":
+                try:
+                    problem = record_problems(json.loads(content))
+                except ValueError as error:
+                    problem = f"not JSON: {error}"
+                check(problem is None, f"json_schema at temperature {temperature}: {content!r} validates ({problem})")
+            else:
+                check(reason == "length", f"json_schema: finish_reason {reason}")
+        check(status == 200 and any(c["finish_reason"] == "stop" for c in body["choices"]),
+              f"json_schema at temperature {temperature}: 200, some sample completes: {body if status != 200 else ''}")
+
+    # JSON object mode, streamed: the concatenated deltas parse as an object.
+    status, _, events = server.stream("/v1/chat/completions", dict(chat, stream=True, temperature=0,
+                                                                   response_format={"type": "json_object"}))
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1] if e["choices"])
+    reasons = [e["choices"][0]["finish_reason"] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"]]
+    if reasons == ["stop"]:
+        try:
+            check(isinstance(json.loads(text), dict), f"json_object, streamed: an object: {text!r}")
+        except ValueError as error:
+            check(False, f"json_object, streamed: {text!r} does not parse: {error}")
+    check(status == 200 and reasons in (["stop"], ["length"]), f"json_object streamed: finish {reasons}")
+
+    # Bad constraints: 400 naming the field and the problem, and the server serves on.
+    bad = [
+        ({"guided_regex": "(ab"}, "guided_regex", "offset"),
+        ({"guided_regex": "a(?=b)"}, "guided_regex", "lookaround"),
+        ({"guided_json": {"type": "integer", "multipleOf": 3}}, "guided_json", "multipleOf"),
+        ({"structured_outputs": {"json": {"$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}},
+                                          "$ref": "#/$defs/N"}}}, "structured_outputs.json", "recursive"),
+        ({"guided_json": {"type": "string", "format": "hostname"}}, "guided_json", "hostname"),
+        ({"guided_regex": "[a-z]{1000}[0-9]{1000}" * 20}, "guided_regex", "states"),
+        ({"guided_grammar": 'root ::= "a"'}, "guided_grammar", "not supported"),
+    ]
+    for fields, param, words in bad:
+        started = time.time()
+        status, body = server.post("/v1/completions", dict(completion, **fields))
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        check(status == 400 and error.get("param") == param and words in error.get("message", ""),
+              f"bad constraint {json.dumps(fields)[:60]}: 400 naming {param} and {words!r} in "
+              f"{time.time() - started:.2f} s: {status} {error}")
+    status, body = server.post("/v1/completions", dict(completion, guided_choice=["still", "serving"]))
+    check(status == 200 and body["choices"][0]["text"] in ("still", "serving"), "serving after bad constraints")
+
+
 def main():
     server = Server()
     try:
         features(server)
         protocol(server)
         bad_input(server)
+        structured_outputs(server)
         disconnects(server)
         bench(server)
     finally:

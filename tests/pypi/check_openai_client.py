@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """`pagedllm serve` driven by the official `openai` Python client: completions and chat, streaming,
 n > 1, logprobs, stop sequences, usage (also in streams), the errors the client raises, the model
-list; then the real SmolLM2 model answers a question coherently.
+list, structured outputs through the client's `parse` with Pydantic models (every answer validated
+by `jsonschema` against the schema the client sent); then the real SmolLM2 model answers a question
+coherently, in plain text and as a Pydantic model.
 
     check_openai_client.py --pagedllm BINARY [--model REAL_MODEL]
 """
 import argparse
+import json
 import os
 import sys
+from typing import List, Literal, Optional
 
+import jsonschema
 import openai
+import pydantic
 
 sys.dont_write_bytecode = True  # no __pycache__ left in tests/pypi by the import below
 from serve_process import start_server  # noqa: E402 (tests/pypi is on sys.path: the script's folder)
@@ -21,6 +27,72 @@ def check(condition, what):
     print(("ok: " if condition else "FAILED: ") + what)
     if not condition:
         FAILURES.append(what)
+
+
+class Reading(pydantic.BaseModel):
+    """A Pydantic model of the kind `parse` users write: bounded strings and lists, an integer range,
+    a Literal, an Optional and a nested model (which Pydantic puts under $defs)."""
+
+    class Place(pydantic.BaseModel):
+        site: str = pydantic.Field(max_length=6)
+        floor: int = pydantic.Field(ge=0, le=40)
+
+    sensor: str = pydantic.Field(max_length=8)
+    unit: Literal["celsius", "kelvin"]
+    value: int = pydantic.Field(ge=-50, le=150)
+    place: Place
+    note: Optional[str] = pydantic.Field(max_length=5)
+    flags: List[bool] = pydantic.Field(max_length=3)
+
+
+class Capital(pydantic.BaseModel):
+    country: str
+    capital: str
+
+
+def parse_chat(client):
+    """The structured-outputs `parse` of this openai version (beta.chat before 1.92, chat after)."""
+    beta = getattr(client, "beta", None)
+    chat = getattr(beta, "chat", None) if beta is not None else None
+    return chat.completions.parse if chat is not None else client.chat.completions.parse
+
+
+def structured_output_checks(client):
+    """`parse` with a Pydantic model, greedy and sampled, n > 1: every choice that stopped parses into
+    the model (the client validates it) and validates against the strict schema the client sent."""
+    schema = openai.lib._pydantic.to_strict_json_schema(Reading)
+    for temperature in (0.0, 1.0):
+        try:
+            completion = parse_chat(client)(model="tiny", messages=[{"role": "user", "content": "A reading, please"}],
+                                            response_format=Reading, max_tokens=300, temperature=temperature, n=3,
+                                            seed=5)
+        except openai.LengthFinishReasonError as error:
+            check(False, f"parse at temperature {temperature}: a choice ran out of tokens: {error}")
+            continue
+        for choice in completion.choices:
+            parsed = choice.message.parsed
+            check(isinstance(parsed, Reading), f"parse at temperature {temperature}: a Reading: {parsed!r}")
+            try:
+                jsonschema.validate(json.loads(choice.message.content), schema)
+                check(True, "the content validates against the strict schema (jsonschema)")
+            except jsonschema.ValidationError as error:
+                check(False, f"the content {choice.message.content!r} fails the schema: {error.message}")
+    # vLLM's extras through extra_body: a regex and a choice.
+    regex = client.completions.create(model="tiny", prompt="Code:", max_tokens=20, n=2, temperature=1, seed=3,
+                                      extra_body={"structured_outputs": {"regex": "[A-Z]{2}-[0-9]{2,3}"}})
+    check(all(len(c.text) in (5, 6) and c.text[2] == "-" and c.finish_reason == "stop" for c in regex.choices),
+          f"structured_outputs.regex: {[c.text for c in regex.choices]}")
+    choice = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Yes or no?"}],
+                                            max_tokens=5, extra_body={"guided_choice": ["yes", "no"]})
+    check(choice.choices[0].message.content in ("yes", "no"), f"guided_choice: {choice.choices[0].message.content!r}")
+    try:
+        client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}], max_tokens=5,
+                                       response_format={"type": "json_schema", "json_schema": {
+                                           "name": "n", "schema": {"type": "object", "patternProperties": {}}}})
+        check(False, "an unsupported schema keyword raises BadRequestError")
+    except openai.BadRequestError as error:
+        check(error.status_code == 400 and "patternProperties" in str(error),
+              "an unsupported schema keyword raises BadRequestError naming it")
 
 
 def tiny_model_checks(binary):
@@ -92,6 +164,7 @@ def tiny_model_checks(binary):
             check(False, "a prompt beyond the context raises BadRequestError")
         except openai.BadRequestError as error:
             check("maximum context length" in str(error), "a prompt beyond the context raises BadRequestError")
+        structured_output_checks(client)
         wrong_key = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="nope", max_retries=0)
         try:
             wrong_key.models.list()
@@ -114,6 +187,12 @@ def real_model_checks(binary, model):
         text = answer.choices[0].message.content
         check("Paris" in text and answer.choices[0].finish_reason == "stop",
               f"SmolLM2 answers the capital of France: {text!r}")
+        structured = parse_chat(client)(model=name, messages=[{"role": "user", "content":
+                                                                "What is the capital of France? Answer in JSON."}],
+                                        response_format=Capital, max_tokens=60, temperature=0)
+        parsed = structured.choices[0].message.parsed
+        check(parsed is not None and "Paris" in parsed.capital,
+              f"SmolLM2 answers as a Pydantic model: {structured.choices[0].message.content!r}")
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -8,6 +8,7 @@
 
 #include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
+#include "core/structured/output_constraint.h"
 
 namespace pagedllm::server {
 namespace {
@@ -372,6 +373,39 @@ void ApiServer::begin_drain() {
   if (frontend::ServingEngine* engine = engine_.load()) engine->begin_drain();
 }
 
+structured::ConstraintCompiler& ApiServer::constraint_compiler() {
+  // Built on the first constrained request: the vocabulary's trie costs memory a server that
+  // never sees one need not pay. Special tokens and the ids past the tokenizer's (padding of the
+  // model's vocabulary) have no text, so no constraint allows them.
+  std::call_once(constraint_compiler_built_, [&] {
+    const tokenizer::Tokenizer& tokenizer = bundle_.tokenizer;
+    std::vector<std::string> token_bytes(static_cast<size_t>(engine_.load()->engine_config().vocab_size));
+    for (TokenId id = 0; id < static_cast<TokenId>(token_bytes.size()) && id < tokenizer.num_tokens(); ++id) {
+      if (!tokenizer.is_special(id)) token_bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
+    }
+    constraint_compiler_ = std::make_unique<structured::ConstraintCompiler>(token_bytes);
+  });
+  return *constraint_compiler_;
+}
+
+std::shared_ptr<structured::TokenMaskCache> ApiServer::compile_output_constraint(
+    const std::string& body_text, const OutputConstraintRequest& request) {
+  structured::ConstraintSpec spec = request.spec;
+  if (!request.schema_path.empty()) {
+    // The schema again, from the body as written: the order of its properties is the order the
+    // output will have (nlohmann::json, which parsed the request, sorts keys).
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body_text);
+    const nlohmann::ordered_json* schema = &ordered;
+    for (const std::string& key : request.schema_path) schema = &schema->at(key);
+    spec.schema = *schema;
+  }
+  try {
+    return constraint_compiler().compile(spec);
+  } catch (const structured::ConstraintError& error) {
+    throw invalid_request(request.field, request.field + ": " + error.what());
+  }
+}
+
 void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
   if (draining_.load()) throw shutting_down();
   const nlohmann::json body = parse_json_body(request.body);
@@ -414,6 +448,9 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
   }
   const int32_t max_model_len = scheduler.max_model_len;
   generation.sampling.bad_words_token_ids = frontend::encode_bad_words(bundle_, generation.bad_words);
+  if (generation.output_constraint) {
+    generation.sampling.output_constraint = compile_output_constraint(request.body, *generation.output_constraint);
+  }
   if (generation.truncate_prompt_tokens) {
     // vLLM's truncation: the prompt's last tokens are kept (the echoed text stays the prompt as given).
     const int32_t keep = *generation.truncate_prompt_tokens == -1 ? max_model_len : *generation.truncate_prompt_tokens;

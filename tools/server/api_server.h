@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/frontend/model_bundle.h"
 #include "core/frontend/serving_engine.h"
+#include "core/structured/output_constraint.h"
 #include "tools/server/cors.h"
 #include "tools/server/http_server.h"
 #include "tools/server/openai_request.h"
@@ -45,6 +47,11 @@ class ApiServer {
   void tokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
   void detokenize(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
   nlohmann::json model_card() const;
+  // Structured outputs: the request's constraint compiled for the model (400 naming the field
+  // when it cannot be), and the compiler that keeps the compiled ones (built on first use).
+  std::shared_ptr<structured::TokenMaskCache> compile_output_constraint(const std::string& body_text,
+                                                                        const OutputConstraintRequest& request);
+  structured::ConstraintCompiler& constraint_compiler();
 
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;
@@ -52,6 +59,8 @@ class ApiServer {
   std::atomic<bool> draining_{false};
   const ServerMetrics& metrics_;
   int64_t created_ = 0;  // unix seconds when the server started
+  std::once_flag constraint_compiler_built_;
+  std::unique_ptr<structured::ConstraintCompiler> constraint_compiler_;
 };
 
 void respond_json(Exchange& exchange, int status, const nlohmann::json& body);

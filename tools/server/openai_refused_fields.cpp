@@ -46,15 +46,9 @@ constexpr RefusedField kRefusedFields[] = {
     {"prompt_logprobs", kBothRoutes, never, "prompt logprobs are not returned"},
     {"return_tokens_as_token_ids", kBothRoutes, is_false, "logprob tokens are always text (only false)"},
     {"return_token_ids", kBothRoutes, is_false, "token ids are not returned (only false)"},
-    // vLLM: structured output.
-    {"guided_json", kBothRoutes, never, "no structured output"},
-    {"guided_regex", kBothRoutes, never, "no structured output"},
-    {"guided_choice", kBothRoutes, never, "no structured output"},
-    {"guided_grammar", kBothRoutes, never, "no structured output"},
-    {"structural_tag", kBothRoutes, never, "no structured output"},
-    {"structured_outputs", kBothRoutes, never, "no structured output"},
-    {"guided_decoding_backend", kBothRoutes, never, "no structured output"},
-    {"guided_whitespace_pattern", kBothRoutes, never, "no structured output"},
+    // vLLM: structured output beyond regex, choice and JSON (openai_structured_outputs.h).
+    {"guided_grammar", kBothRoutes, never, "EBNF grammars are not supported yet (regex, choice and JSON are)"},
+    {"structural_tag", kBothRoutes, never, "structural tags are not supported yet"},
     // vLLM: prompt construction.
     {"echo", kChatRoute, is_false, "a chat reply does not repeat the last message (only false)"},
     {"documents", kChatRoute, never, "no documents passed to the chat template"},

@@ -10,6 +10,7 @@
 
 #include "core/common/json_value.h"
 #include "tools/server/openai_refused_fields.h"
+#include "tools/server/openai_structured_outputs.h"
 
 namespace pagedllm::server {
 
@@ -70,6 +71,7 @@ struct Parsed {
   std::optional<int32_t> top_logprobs;
   std::optional<int64_t> best_of;
   bool use_beam_search = false;
+  StructuredOutputFields structured;  // one constraint at most, checked after every field is read
 };
 
 // --- readers of the fields that need more than one line ------------------------------------
@@ -395,13 +397,21 @@ constexpr Field kFields[] = {
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
        if (!(v.json().is_string() && v.string() == "none")) v.fail("not supported by this server (only \"none\")");
      }},
+    // Structured outputs (openai_structured_outputs.h).
     {"response_format", kBothRoutes,
-     [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
-       v.expect_object();
-       const std::optional<JsonValue> type = v.find("type");
-       if (!type) refuse("response_format.type", "required");
-       if (type->string() != "text") v.fail("only {\"type\": \"text\"} is supported, got " + quote(type->string()));
-     }},
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_response_format(v, out.structured); }},
+    {"structured_outputs", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_structured_outputs(v, out.structured); }},
+    {"guided_json", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_json(v, out.structured); }},
+    {"guided_regex", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_regex(v, out.structured); }},
+    {"guided_choice", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_choice(v, out.structured); }},
+    {"guided_whitespace_pattern", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_whitespace_pattern(v, out.structured); }},
+    // One backend here: the choice of vLLM's (xgrammar, guidance, outlines) is read and ignored.
+    {"guided_decoding_backend", kBothRoutes, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.string(); }},
 };
 
 bool reads(std::string_view name, RequestRoutes route) {
@@ -453,6 +463,7 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, RequestRout
       refuse("echo", "not supported together with logprobs (prompt logprobs are not returned)");
     }
     if (out.top_logprobs && !out.chat_logprobs) refuse("top_logprobs", "requires logprobs to be true");
+    generation.output_constraint = resolve_output_constraint(std::move(out.structured));
     if (out.chat_logprobs) {
       generation.logprobs = true;
       generation.sampling.logprobs = out.top_logprobs.value_or(0);

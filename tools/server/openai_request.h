@@ -13,6 +13,7 @@
 #include "core/common/types.h"
 #include "core/sched/sampling_params.h"
 #include "tools/server/openai_errors.h"
+#include "tools/server/openai_structured_outputs.h"
 
 namespace pagedllm::server {
 
@@ -42,6 +43,9 @@ struct GenerationRequest {
   std::optional<int32_t> truncate_prompt_tokens;
   std::vector<std::string> bad_words;     // vLLM's extra: tokenized by the server (encode_bad_words)
   std::optional<std::string> request_id;  // vLLM's extra: the response id's suffix
+  // Structured outputs (response_format, structured_outputs, guided_*), compiled by the server
+  // for its model into sampling.output_constraint.
+  std::optional<OutputConstraintRequest> output_constraint;
 };
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
@@ -63,8 +67,8 @@ struct ChatRequest {
 };
 
 // Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, n above
-// the limit, a field this server does not act on whose value asks for something ("tools",
-// "suffix", "best_of" > n, "response_format" other than text, "guided_json", "prompt_logprobs";
+// the limit, two output constraints, a field this server does not act on whose value asks for
+// something ("tools", "suffix", "best_of" > n, "guided_grammar", "prompt_logprobs";
 // openai_refused_fields.h), or a field in neither OpenAI's nor vLLM's schema.
 // The param is the field's path ("max_tokens", "messages[1].content[0].type", "prompt[2]") and
 // the message starts with it ("max_tokens: expected an integer, got string"). JSON null in an

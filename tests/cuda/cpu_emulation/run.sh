@@ -27,7 +27,7 @@ fi
 g++ "${flags[@]}" "$here/emu_selftest.cpp" -o "$out/emu_selftest"
 "$out/emu_selftest"
 objs=()
-for f in decode_attention prefill_attention cache_ops rms_norm rotary activation embedding sampling; do
+for f in decode_attention prefill_attention cache_ops rms_norm rotary activation embedding sampling token_bitmask; do
   python3 "$here/prepare_kernels.py" "$repo/cuda/kernels/$f.cu" "$out/$f.cpp"
   g++ "${flags[@]}" -c "$out/$f.cpp" -o "$out/$f.o"
   objs+=("$out/$f.o")
@@ -40,7 +40,7 @@ for t in test_main test_decode_attention test_prefill_attention test_cache_ops t
 done
 g++ -o "$out/emu_test" "${objs[@]}" "$out/swap_plan.o" "$out/device_info_fake.o" \
   "$build/cpu_ref/libpagedllm_cpu_ref.a" "$build/core/libpagedllm_core.a" "$build/core/model/libpagedllm_model.a" \
-  "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" "$build/core/libpagedllm_common.a" \
+  "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" "$build/core/structured/libpagedllm_structured.a" "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/libpagedllm_common.a" \
   -lboost_unit_test_framework -L/usr/local/cuda/lib64 -lcudart -lpcre2-8 -licuuc -fopenmp -lpthread -ldl \
   $([[ "${EMU_SANITIZE:-0}" == 1 ]] && echo -fsanitize=address,undefined) \
   -Wl,-rpath,/usr/local/cuda/lib64

@@ -60,7 +60,7 @@ if [ "$failed" != 0 ]; then echo "run_executor.sh: compilation failed" >&2; exit
 g++ -o "$out/emu_executor_test" "${objs[@]}" \
   "$build/tools/make_model/libpagedllm_make_model.a" "$build/cpu_ref/libpagedllm_cpu_ref.a" \
   "$build/core/libpagedllm_core.a" "$build/core/model/libpagedllm_model.a" \
-  "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" "$build/core/libpagedllm_common.a" \
+  "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/chat/libpagedllm_chat.a" "$build/core/libpagedllm_core.a" "$build/core/structured/libpagedllm_structured.a" "$build/core/tokenizer/libpagedllm_tokenizer.a" "$build/core/libpagedllm_common.a" \
   -lboost_unit_test_framework -L/usr/local/cuda/lib64 -lcudart -lpcre2-8 -licuuc -fopenmp -lpthread -ldl \
   ${link_flags[@]+"${link_flags[@]}"} -Wl,-rpath,/usr/local/cuda/lib64
 "$out/emu_executor_test" --run_test="$filter" --log_level=message --report_level=short

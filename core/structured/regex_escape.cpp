@@ -1,0 +1,29 @@
+#include "core/structured/regex_escape.h"
+
+#include <stdexcept>
+
+#include "core/tokenizer/utf8.h"
+
+namespace pagedllm::structured {
+
+std::string escape_regex(std::string_view literal) {
+  if (!tokenizer::is_valid_utf8(literal)) throw std::invalid_argument("escape_regex: the literal is not valid UTF-8");
+  static constexpr std::string_view kMetacharacters = "\\^$.|?*+()[]{}";
+  static constexpr char kHexDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(literal.size() + literal.size() / 4);
+  for (const char c : literal) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      out += "\\x";
+      out += kHexDigits[byte >> 4];
+      out += kHexDigits[byte & 0xF];
+    } else {
+      if (kMetacharacters.find(c) != std::string_view::npos) out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace pagedllm::structured
