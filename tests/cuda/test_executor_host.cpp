@@ -64,7 +64,8 @@ struct PlanFixture {
                                                         .num_prompt_tokens = e.num_prompt,
                                                         .block_table = e.table,
                                                         .sample = e.sample,
-                                                        .params = &params});
+                                                        .params = &params,
+                                                        .allowed_tokens = {}});
     }
     return plan;
   }
