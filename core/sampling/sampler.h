@@ -103,7 +103,7 @@ struct SamplerInput {
   int32_t first_stream_index = 0;
   int32_t num_beam_candidates = 0;  // > 0: beam search; the best this-many tokens
   // Structured outputs: one bit per token id (ScheduledSequence::allowed_tokens); empty = all.
-  std::span<const uint32_t> allowed_tokens;
+  std::span<const uint32_t> allowed_tokens{};
 };
 
 struct SamplerOutput {

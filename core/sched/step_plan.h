@@ -33,7 +33,7 @@ struct ScheduledSequence {
   const SamplingParams* params = nullptr;
   // Structured outputs: the tokens this sample may take, one bit per token id (32 to a word, bit
   // id % 32 of word id / 32), a row of StepPlan::token_bitmask; empty = unconstrained.
-  std::span<const uint32_t> allowed_tokens;
+  std::span<const uint32_t> allowed_tokens{};
 
   int32_t num_new_tokens() const { return end - start; }
   bool is_prefill() const { return end - start > 1 || start < num_prompt_tokens; }

@@ -5,7 +5,9 @@
 //   c. batching and chunked prefill change no token (each request alone vs all together);
 //   d. CUDA graphs vs eager: same tokens and logits over decode batches of 1..9;
 //   e. preemption by swap (n = 2, so blocks are shared and swapped) and by recompute on a tiny
-//      KV cache: the same tokens as the unconstrained run.
+//      KV cache: the same tokens as the unconstrained run;
+//   f. structured outputs: requests under a regex, greedy and sampled, n = 2, keep to it (the
+//      device bitmask, cuda/kernels/token_bitmask, and the host path for parallel sampling).
 // GPU tests: they print "SKIPPED GPU checks" where there is no device. Under the CPU emulation
 // (tests/cuda/cpu_emulation/run_executor.sh defines PAGEDLLM_CPU_EMULATION) the runs are shorter.
 //
@@ -33,6 +35,8 @@
 #include "core/engine/engine.h"
 #include "core/model/model_weights.h"
 #include "core/model/tensor_names.h"
+#include "core/structured/regex_compiler.h"
+#include "core/structured/token_mask.h"
 #include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/llama_model.h"
 #include "cuda/cuda_executor.h"
@@ -123,7 +127,11 @@ struct TestRequest {
   std::vector<TokenId> prompt;
   int32_t max_tokens = kGeneratedTokens;
   int32_t n = 1;
+  std::shared_ptr<structured::TokenMaskCache> constraint{};  // structured outputs (then stop id kStopToken)
+  float temperature = 0.0f;
 };
+
+constexpr TokenId kStopToken = 2;
 
 std::vector<TestRequest> prompts_of(const std::vector<int32_t>& lengths, int32_t vocab, int32_t max_tokens) {
   std::vector<TestRequest> requests;
@@ -201,10 +209,12 @@ RunResult run(const TinyModel& model, Backend backend, const std::vector<TestReq
   engine::Engine engine(config, *executor, clock);
   for (const TestRequest& request : requests) {
     sched::SamplingParams params;
-    params.temperature = 0.0f;
+    params.temperature = request.temperature;
     params.max_tokens = request.max_tokens;
     params.n = request.n;
     params.ignore_eos = true;
+    params.output_constraint = request.constraint;
+    if (request.constraint) params.stop_token_ids = {kStopToken};  // the test models name no EOS
     engine.add_request({.id = request.id, .prompt_tokens = request.prompt, .params = params});
   }
   int64_t guard = 0;
@@ -460,6 +470,53 @@ BOOST_AUTO_TEST_CASE(preemption_by_swap_and_recompute_changes_no_token) {
     BOOST_TEST_MESSAGE(what << ": " << count << " preemptions");
     BOOST_TEST(count > 0, what << ": the scenario must preempt");
     check_tokens(free_run, preempted, what);
+  }
+}
+
+// The test models' 512 ids as text: 0-2 special, 3-258 the single bytes, then pieces of digits and
+// commas (what the constraint below reads), so that most states allow many tokens.
+std::vector<std::string> constrained_vocabulary() {
+  std::vector<std::string> vocab(3);
+  for (int byte = 0; byte < 256; ++byte) vocab.emplace_back(1, static_cast<char>(byte));
+  for (uint64_t i = 0; vocab.size() < 512; ++i) {
+    std::string piece;
+    for (uint64_t k = 0; k < 2 + i % 3; ++k) piece += ",0123456789"[mix64(i * 31 + k) % 11];
+    vocab.push_back(piece);
+  }
+  return vocab;
+}
+
+BOOST_AUTO_TEST_CASE(constrained_requests_keep_to_their_regex) {
+  if (skip_without_gpu()) return;
+  const std::vector<std::string> vocab = constrained_vocabulary();
+  const auto dfa = std::make_shared<structured::ByteDfa>(structured::compile_regex("[0-9]{2,5}(,[0-9]{2,5}){0,3}"));
+  const auto cache = std::make_shared<structured::TokenMaskCache>(dfa, std::make_shared<structured::TokenTrie>(vocab));
+  std::vector<TestRequest> requests = prompts_of(kPromptLengths, 512, kEmulated ? 10 : 40);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    requests[i].constraint = cache;
+    requests[i].n = i % 2 == 0 ? 1 : 2;  // n = 2: host sampling of the masked rows
+    requests[i].temperature = i % 3 == 0 ? 0.0f : 1.0f;
+  }
+  for (const Backend backend : {Backend::cpu, Backend::bf16, Backend::fp16}) {
+    const RunResult result = run(llama_model(), backend, requests);
+    int32_t whole_matches = 0;
+    for (const auto& [id, samples] : result.tokens) {
+      for (const std::vector<TokenId>& tokens : samples) {
+        std::string text;
+        bool stopped = false;
+        for (const TokenId token : tokens) {
+          if (token == kStopToken) {
+            stopped = true;
+            break;
+          }
+          text += vocab[static_cast<std::size_t>(token)];
+        }
+        const bool keeps = stopped ? dfa->matches(text) : dfa->walk(dfa->start, text) != structured::ByteDfa::kDead;
+        BOOST_TEST(keeps, name_of(backend) << " request " << id << ": " << text << (stopped ? " (stopped)" : ""));
+        whole_matches += stopped ? 1 : 0;
+      }
+    }
+    BOOST_TEST_MESSAGE(name_of(backend) << ": " << whole_matches << " outputs ended on a whole match");
   }
 }
 

@@ -170,13 +170,12 @@ def features(server):
           "completion logprobs: 4 tokens, 3 alternatives each")
     check(all(lp <= 0 for lp in logprobs["token_logprobs"]), "completion logprobs are log-probabilities")
     # Fields this server does not act on are refused, not ignored: echo with logprobs (OpenAI then
-    # scores the prompt too), vLLM's structured output and prompt logprobs, and unknown fields.
+    # scores the prompt too), vLLM's grammars and prompt logprobs, and unknown fields.
     for route, extra, param in [
             ("/v1/completions", {"logprobs": 3, "echo": True}, "echo"),
-            ("/v1/completions", {"guided_json": {"type": "object"}}, "guided_json"),
-            ("/v1/completions", {"response_format": {"type": "json_object"}}, "response_format"),
+            ("/v1/completions", {"guided_grammar": 'root ::= "a"'}, "guided_grammar"),
             ("/v1/chat/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
-            ("/v1/chat/completions", {"structured_outputs": {"choice": ["a", "b"]}}, "structured_outputs"),
+            ("/v1/chat/completions", {"structured_outputs": {"grammar": 'root ::= "a"'}}, "structured_outputs.grammar"),
             ("/v1/chat/completions", {"temprature": 0.5}, "temprature")]:
         body = dict({"model": "tiny", "max_tokens": 2}, **extra)
         body.update({"prompt": "Hi"} if route == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <stdexcept>
 
 #include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
@@ -401,7 +402,7 @@ std::shared_ptr<structured::TokenMaskCache> ApiServer::compile_output_constraint
   }
   try {
     return constraint_compiler().compile(spec);
-  } catch (const structured::ConstraintError& error) {
+  } catch (const std::invalid_argument& error) {  // structured::ConstraintError, and any other refusal
     throw invalid_request(request.field, request.field + ": " + error.what());
   }
 }
