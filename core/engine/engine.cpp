@@ -200,20 +200,25 @@ void Engine::fill_token_masks(sched::StepPlan& plan) {
   plan.token_bitmask.clear();
   const std::span<SequenceGroup* const> groups = scheduler_.plan_groups();
   // Rows are appended first and viewed after, since appending may move the storage.
-  std::vector<std::pair<size_t, size_t>> rows;  // (plan index, first word)
+  struct Row {
+    size_t index;  // in plan.sequences
+    size_t first;  // word
+    size_t words;
+  };
+  std::vector<Row> rows;
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& scheduled = plan.sequences[i];
     if (!scheduled.sample) continue;
     const Sequence& seq = groups[i]->seqs.at(static_cast<size_t>(scheduled.sample_index));
     if (!seq.matcher) continue;
-    const size_t first = plan.token_bitmask.size();
-    plan.token_bitmask.resize(first + static_cast<size_t>(seq.matcher->vocab_words()));
-    seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(first));
-    rows.emplace_back(i, first);
+    const Row row{i, plan.token_bitmask.size(), static_cast<size_t>(seq.matcher->vocab_words())};
+    plan.token_bitmask.resize(row.first + row.words);
+    seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(row.first));
+    rows.push_back(row);
   }
-  for (const auto& [index, first] : rows) {
-    const auto words = static_cast<size_t>(groups[index]->request.params.output_constraint->vocab_size() + 31) / 32;
-    plan.sequences[index].allowed_tokens = std::span<const uint32_t>(plan.token_bitmask).subspan(first, words);
+  for (const Row& row : rows) {
+    plan.sequences[row.index].allowed_tokens =
+        std::span<const uint32_t>(plan.token_bitmask).subspan(row.first, row.words);
   }
 }
 

@@ -151,9 +151,7 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
   // Structured outputs: a token the constraint refuses becomes the next id it allows.
   const std::span<const uint32_t> mask = scheduled.allowed_tokens;
   const auto refused = [&](TokenId token, bool count_min_tokens) {
-    if (!mask.empty() && ((mask[static_cast<size_t>(token) / 32] >> (static_cast<uint32_t>(token) % 32)) & 1u) == 0) {
-      return true;
-    }
+    if (!mask.empty() && !structured::is_allowed(mask, token)) return true;
     return count_min_tokens && suppressed != nullptr &&
            std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
   };

@@ -299,7 +299,7 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
     masked_.resize(vocab);
     bool any = false;
     for (size_t token = 0; token < vocab; ++token) {
-      const bool allowed = (input.allowed_tokens[token / 32] >> (token % 32)) & 1u;
+      const bool allowed = structured::is_allowed(input.allowed_tokens, static_cast<TokenId>(token));
       masked_[token] = allowed ? input.logits[token] : -std::numeric_limits<float>::infinity();
       any = any || (allowed && input.logits[token] != -std::numeric_limits<float>::infinity());
     }

@@ -106,9 +106,7 @@ void TokenMatcher::fill_next_mask(std::span<std::uint32_t> out) const {
   const TokenBitmask& mask = cache_->mask(state_);
   std::copy(mask.begin(), mask.end(), out.begin());
   if (!can_end()) return;
-  for (const TokenId token : stop_tokens_) {
-    out[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
-  }
+  for (const TokenId token : stop_tokens_) allow(out, token);
 }
 
 bool TokenMatcher::accept(TokenId token) {

@@ -25,10 +25,11 @@ namespace pagedllm::structured {
 // vLLM's bitmasks, so one upload format serves the CUDA sampler too.
 using TokenBitmask = std::vector<std::uint32_t>;
 
-inline bool is_allowed(const TokenBitmask& mask, TokenId token) {
+// Over a whole mask or one row of a step's bitmask matrix (StepPlan::token_bitmask).
+inline bool is_allowed(std::span<const std::uint32_t> mask, TokenId token) {
   return (mask[static_cast<std::size_t>(token) / 32] >> (static_cast<std::uint32_t>(token) % 32)) & 1u;
 }
-inline void allow(TokenBitmask& mask, TokenId token) {
+inline void allow(std::span<std::uint32_t> mask, TokenId token) {
   mask[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
 }
 
