@@ -132,6 +132,25 @@ class Renderer {
   throw ChatTemplateError("chat template '" + format.name + "': message " + std::to_string(index) + ": " + problem);
 }
 
+// A message as a Jinja template sees it: what an OpenAI request carries, arguments parsed (a
+// text that is not JSON stays a string, as the client sent it).
+nlohmann::ordered_json to_template_json(const ChatMessage& message) {
+  nlohmann::ordered_json json{{"role", message.role}, {"content", message.content}};
+  if (!message.tool_calls.empty()) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const ToolCall& call : message.tool_calls) {
+      nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
+      if (arguments.is_discarded()) arguments = call.arguments;
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", std::move(arguments)}}}});
+    }
+    json["tool_calls"] = std::move(calls);
+  }
+  if (!message.tool_call_id.empty()) json["tool_call_id"] = message.tool_call_id;
+  return json;
+}
+
 }  // namespace
 
 std::string_view to_string(ChatFamily family) noexcept {
@@ -184,9 +203,7 @@ std::string ChatTemplate::description() const {
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const RenderOptions& options) const {
   if (is_jinja()) {
     nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
-    for (const ChatMessage& message : messages) {
-      conversation.push_back({{"role", message.role}, {"content", message.content}});
-    }
+    for (const ChatMessage& message : messages) conversation.push_back(to_template_json(message));
     return render_jinja(conversation, options);
   }
   if (messages.empty()) {
@@ -196,6 +213,9 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
       fail(format_, i, "unknown role '" + role + "' (supported: system, user, assistant)");
+    }
+    if (!messages[i].tool_calls.empty()) {
+      fail(format_, i, "tool calls cannot be written in this format (use the model's Jinja template)");
     }
   }
   if (options.continue_final_message) {

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "core/chat/chat_errors.h"
+#include "core/chat/tool_calls.h"
 
 namespace pagedllm::chat {
 
@@ -53,8 +54,13 @@ class Template;
 }
 
 struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant"
+  std::string role;  // "system" | "user" | "assistant" | "tool" (a Jinja template's to judge)
   std::string content;
+  // An assistant turn that called tools: its calls. A Jinja template sees them as OpenAI's
+  // tool_calls list ({id, type: "function", function: {name, arguments}}) with the arguments as
+  // JSON (parsed, as vLLM and transformers pass them), and sees no tool_calls key when empty.
+  std::vector<ToolCall> tool_calls{};
+  std::string tool_call_id{};  // a "tool" turn: the id of the call it answers ("" = none)
 };
 
 enum class ChatFamily { chatml, llama3, mistral, custom };

@@ -88,9 +88,20 @@ json parsed_json(Route route, const json& body) {
   }
   const ChatRequest r = parse_chat_request(body, {});
   json messages = json::array();
-  for (const chat::ChatMessage& m : r.messages) messages.push_back({m.role, m.content});
+  for (const chat::ChatMessage& m : r.messages) {
+    json calls = json::array();
+    for (const chat::ToolCall& call : m.tool_calls) calls.push_back({call.id, call.name, call.arguments});
+    messages.push_back({m.role, m.content, calls, m.tool_call_id});
+  }
+  // What the tools ask for: parallel_tool_calls means something only with tools to call.
+  const json tools = r.tools.has_tools() ? json{{"names", r.tools.names},
+                                                {"choice", static_cast<int>(r.tools.effective_choice())},
+                                                {"named", r.tools.named_function},
+                                                {"parallel", r.tools.parallel_tool_calls}}
+                                         : json();
   return {{"generation", generation_json(r.generation)},
           {"messages", messages},
+          {"tools", tools},
           {"add_generation_prompt", r.prompt.add_generation_prompt},
           {"continue_final_message", r.prompt.continue_final_message}};
 }
@@ -103,6 +114,7 @@ json minimal(Route route) {
 std::vector<FieldCase> field_cases() {
   using enum Route;
   using enum Treatment;
+  const json one_tool = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   const json assistant_last =
       json::array({{{"role", "user"}, {"content", "x"}}, {{"role", "assistant"}, {"content", "Sure"}}});
   std::vector<FieldCase> cases = {
@@ -153,8 +165,8 @@ std::vector<FieldCase> field_cases() {
       {chat, "stream", true, acted_on},
       {chat, "stream_options", {{"include_usage", true}}, acted_on, {{"stream", true}}},
       {chat, "temperature", 0.5, acted_on},
-      {chat, "tool_choice", "auto", refused},
-      {chat, "tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}}), refused},
+      {chat, "tool_choice", "auto", refused},  // without tools; with them, below
+      {chat, "tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}}), acted_on},
       {chat, "top_logprobs", 2, acted_on, {{"logprobs", true}}},
       {chat, "top_p", 0.5, acted_on},
       {chat, "user", "u", no_effect},
@@ -173,6 +185,9 @@ std::vector<FieldCase> field_cases() {
       {chat, "include_reasoning", false, refused},
       {chat, "separate_reasoning", false, refused},
       {chat, "stream_reasoning", false, refused},
+      // With tools to call.
+      {chat, "tool_choice", "required", acted_on, {{"tools", one_tool}}},
+      {chat, "parallel_tool_calls", false, acted_on, {{"tools", one_tool}}},
       // vLLM's completions extras that chat lacks.
       {completions, "add_special_tokens", false, refused},
       {completions, "prompt_embeds", "AAAA", refused},

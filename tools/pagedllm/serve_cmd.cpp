@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string model = std::string(kDefaultModelName);
   std::string served_model_name;
   std::string chat_template;
+  std::string tool_call_parser = "auto";  // hermes | llama3_json | auto (the chat template's)
   server::HttpServerConfig http;
   std::string api_key;
   std::string allowed_origins;  // vLLM's CORS flags, as JSON lists or comma-separated
@@ -95,6 +96,8 @@ int run_serve(const std::vector<std::string>& args) {
       ("served-model-name", po::value(&options.served_model_name),
        "the model id clients name (default: --model as given)")
       ("chat-template", po::value(&options.chat_template), "a named chat format or a template file instead of the model's")
+      ("tool-call-parser", po::value(&options.tool_call_parser)->default_value(options.tool_call_parser),
+       "how tool_choice \"auto\" reads tool calls: hermes, llama3_json, or auto (the chat template's format)")
       ("host", po::value(&options.http.host)->default_value(options.http.host),
        "address to bind (0.0.0.0 for every interface: mind who can reach it)")
       ("port", po::value(&port)->default_value(port), "TCP port (0 = any free port, printed at start)")
@@ -131,6 +134,14 @@ int run_serve(const std::vector<std::string>& args) {
                     " seconds, got " + std::to_string(options.shutdown_timeout));
   }
   const std::string served_name = options.served_model_name.empty() ? options.model : options.served_model_name;
+  std::optional<chat::ToolCallFormat> tool_call_format;
+  if (options.tool_call_parser != "auto") {
+    try {
+      tool_call_format = chat::tool_call_format_named(options.tool_call_parser);
+    } catch (const std::invalid_argument& error) {
+      throw po::error(std::string("--tool-call-parser: ") + error.what() + " or auto");
+    }
+  }
   server::CorsConfig cors;
   try {
     cors = {.allowed_origins = server::parse_cors_list(options.allowed_origins, "--allowed-origins"),
@@ -150,7 +161,8 @@ int run_serve(const std::vector<std::string>& args) {
                                                 .api_key = options.api_key,
                                                 .limits = {},
                                                 .version = PAGEDLLM_VERSION,
-                                                .cors = cors},
+                                                .cors = cors,
+                                                .tool_call_format = tool_call_format},
                         bundle, metrics);
   server::HttpServer http(options.http,
                           [&api](server::HttpRequest&& request, std::shared_ptr<server::Exchange> exchange) {
@@ -160,7 +172,9 @@ int run_serve(const std::vector<std::string>& args) {
   ShutdownSignals signals(http.io_context());
   http.start();
   std::cerr << "pagedllm serve: listening on http://" << options.http.host << ":" << http.port() << " (model '"
-            << served_name << "', open files limit " << open_files << "), loading weights\n";
+            << served_name << "', open files limit " << open_files << ", tool calls read as "
+            << (api.tool_call_format() ? std::string(chat::to_string(*api.tool_call_format())) : "none: no auto")
+            << "), loading weights\n";
 
   const auto model_max_len = frontend::context_length(bundle);
   frontend::ServingEngineConfig config;

@@ -1,5 +1,6 @@
 #include "tools/server/api_server.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
 #include "core/structured/output_constraint.h"
+#include "tools/server/tool_call_output.h"
 
 namespace pagedllm::server {
 namespace {
@@ -68,6 +70,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     int32_t num_samples = 1;             // n
     std::vector<std::string> echo_text;  // per prompt, prepended to each choice ("" = none)
     std::vector<int32_t> num_prompt_tokens;
+    ToolOutputMode tool_output;  // chat: what tool_choice makes of each choice's text
   };
 
   GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, frontend::ServingEngine& engine)
@@ -76,6 +79,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     choices_.resize(num_choices);
     started_.assign(num_choices, false);
     for (size_t i = 0; i < num_choices; ++i) choices_[i].index = static_cast<int32_t>(i);
+    for (size_t i = 0; i < num_choices; ++i) {
+      tool_outputs_.emplace_back(setup_.tool_output, [] { return make_request_id("chatcmpl-tool"); });
+    }
     prompt_done_.assign(setup_.num_prompt_tokens.size(), false);
   }
 
@@ -134,16 +140,17 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
       delta.text_offset = static_cast<int32_t>(choices_[index].text.size() + echo.size());
       if (first) choices_[index].text_offset = static_cast<int32_t>(echo.size());
       started_[index] = true;
-      if (setup_.stream) {
-        if (!delta.text.empty() || !delta.logprobs.empty() || delta.finish_reason) {
-          send(setup_.chat ? chat_chunk(setup_.header, delta, setup_.with_logprobs, first)
-                           : completion_chunk(setup_.header, delta, setup_.with_logprobs));
-        }
-      }
       ChoiceDelta& whole = choices_[index];
       whole.text += delta.text;
       whole.logprobs.insert(whole.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
       if (delta.finish_reason) whole.finish_reason = delta.finish_reason;
+      if (setup_.stream) {
+        if (setup_.chat) tool_outputs_[index].stream(delta);  // text -> content and tool call deltas
+        if (!delta.text.empty() || !delta.tool_calls.empty() || !delta.logprobs.empty() || delta.finish_reason) {
+          send(setup_.chat ? chat_chunk(setup_.header, delta, setup_.with_logprobs, first)
+                           : completion_chunk(setup_.header, delta, setup_.with_logprobs));
+        }
+      }
     }
     if (!update.finished) return;
     prompt_done_[prompt] = true;
@@ -170,8 +177,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
       exchange_->end_stream();
       return;
     }
-    for (ChoiceDelta& choice : choices_) {
-      if (!choice.finish_reason) choice.finish_reason = "abort";
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (!choices_[i].finish_reason) choices_[i].finish_reason = "abort";
+      if (setup_.chat) tool_outputs_[i].complete(choices_[i]);
     }
     respond_json(*exchange_, 200,
                  setup_.chat ? chat_response(setup_.header, choices_, usage_, setup_.with_logprobs)
@@ -198,6 +206,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   frontend::ServingEngine& engine_;
   std::vector<sched::RequestId> ids_;
   std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
+  std::vector<ToolCallOutput> tool_outputs_;  // per choice
   std::vector<bool> started_;         // per choice: something was sent
   std::vector<bool> prompt_done_;
   std::vector<int64_t> output_tokens_by_prompt_;
@@ -266,7 +275,12 @@ void respond_error(Exchange& exchange, const ApiError& error) {
 }
 
 ApiServer::ApiServer(ApiServerConfig config, const frontend::ModelBundle& bundle, const ServerMetrics& metrics)
-    : config_(std::move(config)), bundle_(bundle), metrics_(metrics), created_(unix_seconds()) {}
+    : config_(std::move(config)), bundle_(bundle), metrics_(metrics), created_(unix_seconds()) {
+  tool_call_format_ = config_.tool_call_format;
+  if (!tool_call_format_ && bundle_.chat_template && bundle_.chat_template->is_jinja()) {
+    tool_call_format_ = chat::detect_tool_call_format(bundle_.chat_template->jinja_text());
+  }
+}
 
 void ApiServer::attach(frontend::ServingEngine& engine) { engine_ = &engine; }
 
@@ -407,20 +421,74 @@ std::shared_ptr<structured::TokenMaskCache> ApiServer::compile_output_constraint
   }
 }
 
+std::vector<TokenId> ApiServer::chat_prompt(const std::string& body_text, ChatRequest& request) const {
+  // The tools as written (the parsed body sorts keys), as transformers hands them to the
+  // template. "tools": [] asks for nothing: the template sees None, as with no tools.
+  if (request.tools.has_tools()) {
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body_text);
+    if (const auto tools = ordered.find("tools"); tools != ordered.end() && !tools->is_null()) {
+      request.prompt.tools = *tools;
+    }
+  }
+  return frontend::encode_chat(bundle_, request.messages, request.prompt);
+}
+
+struct ApiServer::ToolOutputPlan {
+  ToolOutputMode mode;
+  std::shared_ptr<structured::TokenMaskCache> constraint;  // required and named
+};
+
+ApiServer::ToolOutputPlan ApiServer::plan_tool_output(const std::string& body_text, const ToolRequest& tools) {
+  ToolOutputPlan plan;
+  switch (tools.effective_choice()) {
+    case ToolChoice::none:
+      return plan;
+    case ToolChoice::auto_call:
+      if (!tool_call_format_) {
+        throw invalid_request("tool_choice",
+                              "tool_choice: \"auto\" reads the calls in the model's own format, and this model's "
+                              "chat template shows none: serve with --tool-call-parser hermes or llama3_json, or "
+                              "choose \"required\" or a named function (the output is then constrained)");
+      }
+      plan.mode = {.kind = ToolOutputMode::Kind::parsed, .format = *tool_call_format_, .function = ""};
+      return plan;
+    case ToolChoice::required:
+    case ToolChoice::named:
+      break;
+  }
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body_text);
+  const nlohmann::ordered_json& tool_list = ordered.at("tools");
+  OutputConstraintRequest constraint;
+  constraint.spec.kind = structured::ConstraintKind::json_schema;
+  constraint.spec.schema = forced_call_schema(tool_list, tools);
+  constraint.field = "tools";
+  if (tools.effective_choice() == ToolChoice::named) {
+    const auto named = std::find(tools.names.begin(), tools.names.end(), tools.named_function);
+    constraint.field = "tools[" + std::to_string(named - tools.names.begin()) + "].function.parameters";
+    plan.mode = {.kind = ToolOutputMode::Kind::named, .format = {}, .function = tools.named_function};
+  } else {
+    plan.mode = {.kind = ToolOutputMode::Kind::required, .format = {}, .function = ""};
+  }
+  plan.constraint = compile_output_constraint(body_text, constraint);
+  return plan;
+}
+
 void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange, bool chat) {
   if (draining_.load()) throw shutting_down();
   const nlohmann::json body = parse_json_body(request.body);
   GenerationRequest generation;
   std::vector<std::vector<TokenId>> prompts;
   std::vector<std::string> echo_text;
+  ToolOutputPlan tool_output;
   if (chat) {
     ChatRequest parsed = parse_chat_request(body, config_.limits);
     generation = std::move(parsed.generation);
     if (generation.model != config_.served_model_name) {
       throw not_found("The model `" + generation.model + "` does not exist.", "model_not_found");
     }
-    prompts.push_back(frontend::encode_chat(bundle_, parsed.messages, parsed.prompt));
+    prompts.push_back(chat_prompt(request.body, parsed));
     echo_text.emplace_back();
+    tool_output = plan_tool_output(request.body, parsed.tools);
   } else {
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
     generation = std::move(parsed.generation);
@@ -451,6 +519,8 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
   generation.sampling.bad_words_token_ids = frontend::encode_bad_words(bundle_, generation.bad_words);
   if (generation.output_constraint) {
     generation.sampling.output_constraint = compile_output_constraint(request.body, *generation.output_constraint);
+  } else if (tool_output.constraint) {
+    generation.sampling.output_constraint = tool_output.constraint;
   }
   if (generation.truncate_prompt_tokens) {
     // vLLM's truncation: the prompt's last tokens are kept (the echoed text stays the prompt as given).
@@ -498,6 +568,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
   setup.with_logprobs = generation.logprobs;
   setup.num_samples = generation.sampling.n;
   setup.echo_text = std::move(echo_text);
+  setup.tool_output = std::move(tool_output.mode);
   for (const std::string& stop : generation.sampling.stop) {
     // Text is held back while it could still become a stop string: bound how much.
     if (stop.size() > kMaxStopStringBytes) {
@@ -524,8 +595,8 @@ void ApiServer::tokenize(const HttpRequest& request, const std::shared_ptr<Excha
   if (body.contains("messages")) {
     nlohmann::json chat_body = body;
     chat_body["model"] = config_.served_model_name;
-    const ChatRequest parsed = parse_chat_request(chat_body, config_.limits);
-    tokens = frontend::encode_chat(bundle_, parsed.messages, parsed.prompt);
+    ChatRequest parsed = parse_chat_request(chat_body, config_.limits);
+    tokens = chat_prompt(request.body, parsed);
   } else if (body.contains("prompt")) {
     if (!body["prompt"].is_string()) throw invalid_request("prompt", "prompt: expected a string");
     bool add_special_tokens = true;

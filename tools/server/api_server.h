@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/frontend/model_bundle.h"
@@ -25,6 +26,9 @@ struct ApiServerConfig {
   ProtocolLimits limits;
   std::string version;  // GET /version's answer (the binary's version)
   CorsConfig cors;      // cross-origin access (none unless origins are named)
+  // How tool_choice "auto" reads calls out of the model's text (--tool-call-parser); unset: the
+  // format the model's chat template teaches, if it shows one.
+  std::optional<chat::ToolCallFormat> tool_call_format{};
 };
 
 class ApiServer {
@@ -40,6 +44,8 @@ class ApiServer {
   // sending, and new completions get 503 with Retry-After (another replica may take them); the
   // requests already submitted run on. Thread-safe, idempotent.
   void begin_drain();
+  // The tool-call format "auto" reads (configured or detected); nullopt: "auto" is refused.
+  std::optional<chat::ToolCallFormat> tool_call_format() const noexcept { return tool_call_format_; }
 
  private:
   void route(HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
@@ -52,6 +58,11 @@ class ApiServer {
   std::shared_ptr<structured::TokenMaskCache> compile_output_constraint(const std::string& body_text,
                                                                         const OutputConstraintRequest& request);
   structured::ConstraintCompiler& constraint_compiler();
+  // A chat request's prompt: its messages rendered with the tools as the body wrote them.
+  std::vector<TokenId> chat_prompt(const std::string& body_text, ChatRequest& request) const;
+  // What tool_choice makes of the output, and (required, named) the constraint it compiles to.
+  struct ToolOutputPlan;
+  ToolOutputPlan plan_tool_output(const std::string& body_text, const ToolRequest& tools);
 
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;
@@ -61,6 +72,7 @@ class ApiServer {
   int64_t created_ = 0;  // unix seconds when the server started
   std::once_flag constraint_compiler_built_;
   std::unique_ptr<structured::ConstraintCompiler> constraint_compiler_;
+  std::optional<chat::ToolCallFormat> tool_call_format_;
 };
 
 void respond_json(Exchange& exchange, int status, const nlohmann::json& body);

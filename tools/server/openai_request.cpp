@@ -11,6 +11,7 @@
 #include "core/common/json_value.h"
 #include "tools/server/openai_refused_fields.h"
 #include "tools/server/openai_structured_outputs.h"
+#include "tools/server/openai_tools.h"
 
 namespace pagedllm::server {
 
@@ -72,6 +73,7 @@ struct Parsed {
   std::optional<int64_t> best_of;
   bool use_beam_search = false;
   StructuredOutputFields structured;  // one constraint at most, checked after every field is read
+  ToolRequest tools;                  // chat
 };
 
 // --- readers of the fields that need more than one line ------------------------------------
@@ -176,6 +178,26 @@ std::string read_content(const JsonValue& content) {
   return joined;
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}], the
+// arguments as JSON text (kept as sent: the template gets them parsed when they parse).
+std::vector<chat::ToolCall> read_message_tool_calls(const JsonValue& calls) {
+  calls.expect_array();
+  std::vector<chat::ToolCall> out;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const JsonValue call = calls.at(i);
+    call.expect_object();
+    if (const auto type = call.find("type"); type && type->string() != "function") {
+      type->fail("must be \"function\", got " + quote(type->string()));
+    }
+    const JsonValue function = call.at("function");
+    function.expect_object();
+    out.push_back({.id = call.at("id").string(),
+                   .name = function.at("name").string(),
+                   .arguments = function.at("arguments").string()});
+  }
+  return out;
+}
+
 void read_messages(const JsonValue& messages, Parsed& out) {
   messages.expect_array();
   if (messages.size() == 0) messages.fail("must not be empty");
@@ -187,22 +209,32 @@ void read_messages(const JsonValue& messages, Parsed& out) {
     if (!role_value) refuse(message.path() + ".role", "required");
     std::string role = role_value->string();
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
-    if (role == "tool" || role == "function") {
-      role_value->fail(quote(role) + " messages are not supported (this server has no tools)");
+    if (role == "function") {
+      role_value->fail("\"function\" messages (deprecated function calling) are not supported: use \"tool\"");
     }
-    if (role != "system" && role != "user" && role != "assistant") {
-      role_value->fail("must be one of system, developer, user, assistant, got " + quote(role));
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      role_value->fail("must be one of system, developer, user, assistant, tool, got " + quote(role));
     }
+    chat::ChatMessage parsed;
     if (const auto name = message.find("name")) name->string();  // checked, then ignored
-    if (const auto calls = message.find("tool_calls"); calls && calls->size() > 0) refuse_unsupported(calls->path());
+    if (const auto calls = message.find("tool_calls")) {
+      if (role != "assistant") calls->fail("only assistant messages carry tool calls");
+      parsed.tool_calls = read_message_tool_calls(*calls);
+    }
+    if (const auto id = message.find("tool_call_id")) {
+      if (role != "tool") id->fail("only tool messages answer a tool call");
+      parsed.tool_call_id = id->string();
+    } else if (role == "tool") {
+      refuse(message.path() + ".tool_call_id", "required in a tool message");
+    }
     if (const auto call = message.find("function_call")) refuse_unsupported(call->path());
-    std::string text;
     if (const auto content = message.find("content")) {
-      text = read_content(*content);
+      parsed.content = read_content(*content);
     } else if (role != "assistant") {  // an assistant turn may be empty (OpenAI: null content)
       refuse(message.path() + ".content", "required");
     }
-    out.messages.push_back(chat::ChatMessage{std::move(role), std::move(text)});
+    parsed.role = std::move(role);
+    out.messages.push_back(std::move(parsed));
   }
 }
 
@@ -377,21 +409,17 @@ constexpr Field kFields[] = {
      [](const JsonValue& v, const ProtocolLimits& limits, Parsed& out) {
        out.top_logprobs = int32_in(v, 0, limits.max_logprobs);
      }},
-    // Tools and structured output: refused rather than ignored, since ignoring them would return
-    // something the client did not ask for. The spellings that mean "none" pass.
-    {"tools", kChatRoute,
-     [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
-       if (v.size() > 0) refuse_unsupported(v.path());
-     }},
-    // With no tools there is nothing to call in parallel.
-    {"parallel_tool_calls", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed&) { v.boolean(); }},
+    // Tool calling (openai_tools.h). The deprecated functions / function_call are refused rather
+    // than ignored, since ignoring them would return something the client did not ask for; the
+    // spellings that mean "none" pass.
+    {"tools", kChatRoute, [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_tools(v, out.tools); }},
+    {"parallel_tool_calls", kChatRoute,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { out.tools.parallel_tool_calls = v.boolean(); }},
+    {"tool_choice", kChatRoute,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_tool_choice(v, out.tools); }},
     {"functions", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
-       if (v.size() > 0) refuse_unsupported(v.path());
-     }},
-    {"tool_choice", kChatRoute,
-     [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
-       if (!(v.json().is_string() && v.string() == "none")) v.fail("not supported by this server (only \"none\")");
+       if (v.size() > 0) v.fail("deprecated function calling is not supported: give \"tools\"");
      }},
     {"function_call", kChatRoute,
      [](const JsonValue& v, const ProtocolLimits&, Parsed&) {
@@ -464,6 +492,7 @@ Parsed parse_request(const json& body, const ProtocolLimits& limits, RequestRout
     }
     if (out.top_logprobs && !out.chat_logprobs) refuse("top_logprobs", "requires logprobs to be true");
     generation.output_constraint = resolve_output_constraint(std::move(out.structured));
+    check_tool_choice(out.tools, generation.output_constraint.has_value());
     if (out.chat_logprobs) {
       generation.logprobs = true;
       generation.sampling.logprobs = out.top_logprobs.value_or(0);
@@ -483,7 +512,8 @@ CompletionRequest parse_completion_request(const json& body, const ProtocolLimit
 
 ChatRequest parse_chat_request(const json& body, const ProtocolLimits& limits) {
   Parsed parsed = parse_request(body, limits, kChatRoute);
-  return ChatRequest{std::move(parsed.generation), std::move(parsed.messages), parsed.prompt_options};
+  return ChatRequest{std::move(parsed.generation), std::move(parsed.messages), parsed.prompt_options,
+                     std::move(parsed.tools)};
 }
 
 }  // namespace pagedllm::server

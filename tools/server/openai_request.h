@@ -14,6 +14,7 @@
 #include "core/sched/sampling_params.h"
 #include "tools/server/openai_errors.h"
 #include "tools/server/openai_structured_outputs.h"
+#include "tools/server/openai_tools.h"
 
 namespace pagedllm::server {
 
@@ -63,12 +64,14 @@ struct CompletionRequest {
 struct ChatRequest {
   GenerationRequest generation;
   std::vector<chat::ChatMessage> messages;  // content as a string, or text parts joined
-  chat::ChatPromptOptions prompt;           // add_generation_prompt, continue_final_message
+  chat::ChatPromptOptions prompt;           // add_generation_prompt, continue_final_message; the
+                                            // server fills tools from the body as written
+  ToolRequest tools;                        // tools, tool_choice, parallel_tool_calls
 };
 
 // Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, n above
 // the limit, two output constraints, a field this server does not act on whose value asks for
-// something ("tools", "suffix", "best_of" > n, "guided_grammar", "prompt_logprobs";
+// something ("functions", "suffix", "best_of" > n, "guided_grammar", "prompt_logprobs";
 // openai_refused_fields.h), or a field in neither OpenAI's nor vLLM's schema.
 // The param is the field's path ("max_tokens", "messages[1].content[0].type", "prompt[2]") and
 // the message starts with it ("max_tokens: expected an integer, got string"). JSON null in an

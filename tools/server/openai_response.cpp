@@ -79,6 +79,25 @@ json chat_logprobs(const ChoiceDelta& choice) {
   return json{{"content", std::move(content)}};
 }
 
+// OpenAI's tool_calls list. A call with no id is a streamed continuation: index and arguments.
+json tool_calls_json(const std::vector<chat::ToolCall>& calls) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const chat::ToolCall& call = calls[i];
+    json function = json::object();
+    if (!call.name.empty()) function["name"] = call.name;
+    function["arguments"] = call.arguments;
+    json item{{"index", i}};
+    if (!call.id.empty()) {
+      item["id"] = call.id;
+      item["type"] = "function";
+    }
+    item["function"] = std::move(function);
+    list.push_back(std::move(item));
+  }
+  return list;
+}
+
 // Streamed chunks carry logprobs only for the tokens they carry: a chunk with none (the role
 // chunk, a bare finish) has null.
 bool chunk_has_logprobs(const ChoiceDelta& choice, bool with_logprobs) {
@@ -123,8 +142,14 @@ json chat_response(const ResponseHeader& header, const std::vector<ChoiceDelta>&
   json out = header_fields(header, "chat.completion");
   json list = json::array();
   for (const ChoiceDelta& choice : choices) {
+    json message{{"role", "assistant"}, {"content", choice.text}};
+    if (!choice.tool_calls.empty()) {
+      if (choice.text.empty()) message["content"] = nullptr;
+      message["tool_calls"] = tool_calls_json(choice.tool_calls);
+      for (json& call : message["tool_calls"]) call.erase("index");  // a response's calls have none
+    }
     list.push_back(json{{"index", choice.index},
-                        {"message", {{"role", "assistant"}, {"content", choice.text}}},
+                        {"message", std::move(message)},
                         {"logprobs", with_logprobs ? chat_logprobs(choice) : json(nullptr)},
                         {"finish_reason", finish_reason(choice)}});
   }
@@ -140,6 +165,7 @@ json chat_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool wi
   json delta = json::object();
   if (first_of_choice) delta["role"] = "assistant";
   if (first_of_choice || !choice.text.empty()) delta["content"] = choice.text;
+  if (!choice.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(choice.tool_calls);
   out["choices"] =
       json::array({json{{"index", choice.index},
                         {"delta", std::move(delta)},

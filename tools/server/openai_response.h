@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/chat/tool_calls.h"
 #include "core/frontend/request_stream.h"
 #include "tools/server/openai_errors.h"
 
@@ -30,7 +31,10 @@ using frontend::TokenLogprob;  // a token's text and logprob, with the top alter
 struct ChoiceDelta {
   int32_t index = 0;
   std::string text;                          // new text (streaming) or the whole text
-  std::optional<std::string> finish_reason;  // "stop", "length", "abort"; unset while running
+  std::optional<std::string> finish_reason;  // "stop", "length", "tool_calls", "abort"; unset while running
+  // Chat: the calls (a response), or the call deltas of a chunk, the k-th being the choice's k-th
+  // call (a delta with no id continues that call's arguments). tool_call_output.h fills them.
+  std::vector<chat::ToolCall> tool_calls;
   std::vector<TokenLogprob> logprobs;        // for the tokens behind `text`, when asked
   int32_t text_offset = 0;                   // completions' logprobs.text_offset of the first token
 };
@@ -50,13 +54,16 @@ nlohmann::json completion_response(const ResponseHeader& header, const std::vect
 // bare finish) has logprobs null. A chunk has no "usage" key (see usage_chunk).
 nlohmann::json completion_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool with_logprobs);
 
-// POST /v1/chat/completions: "object": "chat.completion"; message {role: assistant, content};
+// POST /v1/chat/completions: "object": "chat.completion"; message {role: assistant, content,
+// tool_calls [{id, type: "function", function: {name, arguments}}] when there are calls};
+// content null when there are calls and no text;
 // logprobs {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]} or null.
 nlohmann::json chat_response(const ResponseHeader& header, const std::vector<ChoiceDelta>& choices, const Usage& usage,
                              bool with_logprobs);
 // "object": "chat.completion.chunk"; the first chunk of a choice carries delta {role: assistant,
-// content: ""}; later ones delta {content}; the last one an empty delta and finish_reason
-// (or {content} and finish_reason when it still carries text).
+// content: ""}; later ones delta {content} and/or {tool_calls: [{index, id, type, function:
+// {name, arguments}}]} (id, type and name only on a call's first delta); the last one an empty
+// delta and finish_reason (or {content} and finish_reason when it still carries text).
 nlohmann::json chat_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool with_logprobs,
                           bool first_of_choice);
 
