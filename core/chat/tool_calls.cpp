@@ -60,9 +60,8 @@ ParsedToolCalls parse_hermes(std::string_view text) {
   for (size_t open = first; open != std::string_view::npos; open = text.find(kHermesOpen, open)) {
     const size_t body = open + kHermesOpen.size();
     const size_t close = text.find(kHermesClose, body);  // npos: the last block is unterminated
-    std::optional<ToolCall> call =
-        read_call(text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body),
-                  "arguments", "");
+    std::optional<ToolCall> call = read_call(
+        text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body), "arguments", "");
     if (!call) return no_calls(text);
     parsed.calls.push_back(std::move(*call));
     if (close == std::string_view::npos) break;
@@ -155,7 +154,8 @@ size_t json_value_end(std::string_view text, size_t begin) {
   const char first = text[begin];
   if (first != '{' && first != '[' && first != '"') {  // a number or a literal: up to a delimiter
     size_t end = begin;
-    while (end < text.size() && !is_space(text[end]) && std::string_view(",;]}").find(text[end]) == std::string_view::npos) {
+    while (end < text.size() && !is_space(text[end]) &&
+           std::string_view(",;]}").find(text[end]) == std::string_view::npos) {
       ++end;
     }
     return end;

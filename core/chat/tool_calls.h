@@ -37,7 +37,7 @@ struct ParsedToolCalls {
   // The text that is not a call, always a prefix of the text (what came before the first call);
   // nullopt when there is none.
   std::optional<std::string> content;
-  std::vector<ToolCall> calls;         // ids left empty
+  std::vector<ToolCall> calls;  // ids left empty
 };
 
 // The calls in a whole generated text. No calls (the text has none, or they do not parse as

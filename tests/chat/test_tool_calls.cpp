@@ -26,8 +26,8 @@ BOOST_AUTO_TEST_CASE(hermes_reads_every_call_and_the_text_before_the_first) {
 }
 
 BOOST_AUTO_TEST_CASE(hermes_takes_an_unterminated_last_call_and_keeps_unicode) {
-  const ParsedToolCalls parsed =
-      parse_tool_calls(ToolCallFormat::hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"q\": \"caf\\u00e9 ☕\"}}");
+  const ParsedToolCalls parsed = parse_tool_calls(
+      ToolCallFormat::hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"q\": \"caf\\u00e9 ☕\"}}");
   BOOST_TEST_REQUIRE(parsed.calls.size() == 1u);
   BOOST_TEST(parsed.calls[0].arguments == "{\"q\": \"café ☕\"}");
   BOOST_TEST(!parsed.content.has_value());  // nothing came before the call
@@ -35,9 +35,9 @@ BOOST_AUTO_TEST_CASE(hermes_takes_an_unterminated_last_call_and_keeps_unicode) {
 
 BOOST_AUTO_TEST_CASE(a_text_that_does_not_parse_as_calls_is_all_content) {
   for (const std::string text : {"no calls here", "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": ",
-                                 "<tool_call>{\"arguments\": {}}</tool_call>",     // no name
+                                 "<tool_call>{\"arguments\": {}}</tool_call>",               // no name
                                  "<tool_call>{\"name\": 3, \"arguments\": {}}</tool_call>",  // not a string
-                                 "<tool_call>{\"name\": \"f\"}</tool_call>",       // no arguments
+                                 "<tool_call>{\"name\": \"f\"}</tool_call>",                 // no arguments
                                  "<tool_call>[1]</tool_call>"}) {
     BOOST_TEST_CONTEXT(text) {
       const ParsedToolCalls parsed = parse_tool_calls(ToolCallFormat::hermes, text);
@@ -62,9 +62,9 @@ BOOST_AUTO_TEST_CASE(llama3_json_reads_calls_separated_by_semicolons) {
   BOOST_TEST(parsed.calls[1].arguments == "{\"tz\": \"CET\"}");
   BOOST_TEST(!parsed.content.has_value());
   // Text first, trailing garbage, or a call cut short: all content.
-  for (const std::string text : {"The weather is {\"name\": \"f\", \"parameters\": {}}",
-                                 "{\"name\": \"f\", \"parameters\": {}} and more",
-                                 "{\"name\": \"f\", \"parameters\": {\"a\": 1"}) {
+  for (const std::string text :
+       {"The weather is {\"name\": \"f\", \"parameters\": {}}", "{\"name\": \"f\", \"parameters\": {}} and more",
+        "{\"name\": \"f\", \"parameters\": {\"a\": 1"}) {
     BOOST_TEST_CONTEXT(text) {
       const ParsedToolCalls none = parse_tool_calls(ToolCallFormat::llama3_json, text);
       BOOST_TEST(none.calls.empty());

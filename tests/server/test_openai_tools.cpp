@@ -25,10 +25,9 @@ const char* const kTools = R"([
 ])";
 
 ChatRequest parse(const std::string& extra) {
-  return parse_chat_request(
-      json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": )" + std::string(kTools) +
-                  extra + "}"),
-      {});
+  return parse_chat_request(json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": )" +
+                                        std::string(kTools) + extra + "}"),
+                            {});
 }
 
 bool matches(const ordered_json& schema, const std::string& text) {
@@ -113,7 +112,7 @@ BOOST_AUTO_TEST_CASE(required_constrains_the_output_to_an_array_of_calls_of_the_
   BOOST_TEST(schema["$defs"]["tool_0"]["properties"]["unit"]["$ref"] == "#/$defs/tool_0/$defs/unit");
   BOOST_TEST(matches(schema, R"([{"name": "get_weather", "parameters": {"city": "Oslo", "unit": "F"}}])"));
   BOOST_TEST(matches(schema, R"([{"name": "get_time", "parameters": {}}, {"name": "get_time", "parameters": {}}])"));
-  BOOST_TEST(!matches(schema, "[]"));                                                       // at least one
+  BOOST_TEST(!matches(schema, "[]"));                                                         // at least one
   BOOST_TEST(!matches(schema, R"([{"name": "get_time", "parameters": {"city": "Oslo"}}])"));  // its own schema
   BOOST_TEST(!matches(schema, R"([{"name": "other", "parameters": {}}])"));
   // parallel_tool_calls false: one call.
@@ -129,8 +128,9 @@ BOOST_AUTO_TEST_CASE(auto_streams_content_until_a_call_may_start_and_the_calls_a
   std::string content;
   std::vector<chat::ToolCall> calls;
   std::optional<std::string> finish;
-  for (ChoiceDelta delta : {text_delta("Checking"), text_delta(" now <"), text_delta("tool_call>{\"name\": \"get_time\","),
-                            text_delta(" \"arguments\": {}}</tool_call>", "stop")}) {
+  for (ChoiceDelta delta :
+       {text_delta("Checking"), text_delta(" now <"), text_delta("tool_call>{\"name\": \"get_time\","),
+        text_delta(" \"arguments\": {}}</tool_call>", "stop")}) {
     output.stream(delta);
     if (delta.finish_reason) finish = delta.finish_reason;
     if (!delta.finish_reason) BOOST_TEST(delta.tool_calls.empty());

@@ -10,10 +10,9 @@ constexpr size_t kMaxFunctionNameBytes = 64;  // OpenAI's rule for function name
 
 // OpenAI's function names: ^[a-zA-Z0-9_-]{1,64}$ (they go into prompts and tool-call ids).
 bool valid_function_name(const std::string& name) {
-  return !name.empty() && name.size() <= kMaxFunctionNameBytes &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-         });
+  return !name.empty() && name.size() <= kMaxFunctionNameBytes && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
 }
 
 void refuse_unknown_keys(const JsonValue& object, std::initializer_list<std::string_view> known) {
@@ -72,7 +71,8 @@ void read_tools(const JsonValue& value, ToolRequest& out) {
     tool.expect_object();
     const std::optional<JsonValue> type = tool.find("type");
     if (!type) throw JsonError(tool.path() + ".type", "required");
-    if (type->string() != "function") type->fail("only \"function\" tools are supported, got \"" + type->string() + "\"");
+    if (type->string() != "function")
+      type->fail("only \"function\" tools are supported, got \"" + type->string() + "\"");
     refuse_unknown_keys(tool, {"type", "function"});
     const std::optional<JsonValue> function = tool.find("function");
     if (!function) throw JsonError(tool.path() + ".function", "required");
@@ -99,8 +99,10 @@ void read_tool_choice(const JsonValue& value, ToolRequest& out) {
     } else if (choice == "required") {
       out.choice = ToolChoice::required;
     } else {
-      value.fail("must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}, got \"" +
-                 choice + "\"");
+      value.fail(
+          "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}, got "
+          "\"" +
+          choice + "\"");
     }
     return;
   }
@@ -147,11 +149,13 @@ nlohmann::ordered_json forced_call_schema(const nlohmann::ordered_json& tools, c
     nlohmann::ordered_json parameters = parameters_of(tools[i]);
     prefix_refs(parameters, "#/$defs/" + definition);
     definitions[definition] = std::move(parameters);
-    calls.push_back({{"type", "object"},
-                     {"properties",
-                      {{"name", {{"type", "string"}, {"enum", nlohmann::ordered_json::array({tools[i].at("function").at("name")})}}},
-                       {"parameters", {{"$ref", "#/$defs/" + definition}}}}},
-                     {"required", nlohmann::ordered_json::array({"name", "parameters"})}});
+    calls.push_back(
+        {{"type", "object"},
+         {"properties",
+          {{"name",
+            {{"type", "string"}, {"enum", nlohmann::ordered_json::array({tools[i].at("function").at("name")})}}},
+           {"parameters", {{"$ref", "#/$defs/" + definition}}}}},
+         {"required", nlohmann::ordered_json::array({"name", "parameters"})}});
   }
   nlohmann::ordered_json schema{{"type", "array"}, {"minItems", 1}};
   if (!request.parallel_tool_calls) schema["maxItems"] = 1;

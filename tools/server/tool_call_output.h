@@ -46,8 +46,8 @@ class ToolCallOutput {
 
   ToolOutputMode mode_;
   std::function<std::string()> make_call_id_;
-  std::string text_;        // streaming: everything generated so far
-  size_t content_sent_ = 0;  // streaming: bytes of text_ sent as content
+  std::string text_;           // streaming: everything generated so far
+  size_t content_sent_ = 0;    // streaming: bytes of text_ sent as content
   bool call_started_ = false;  // streaming, named: the call's first delta went out
 };
 
