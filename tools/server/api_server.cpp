@@ -205,9 +205,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::shared_ptr<Exchange> exchange_;
   frontend::ServingEngine& engine_;
   std::vector<sched::RequestId> ids_;
-  std::vector<ChoiceDelta> choices_;  // the whole text so far, per choice
+  std::vector<ChoiceDelta> choices_;          // the whole text so far, per choice
   std::vector<ToolCallOutput> tool_outputs_;  // per choice
-  std::vector<bool> started_;         // per choice: something was sent
+  std::vector<bool> started_;                 // per choice: something was sent
   std::vector<bool> prompt_done_;
   std::vector<int64_t> output_tokens_by_prompt_;
   Usage usage_;

@@ -35,8 +35,8 @@ struct ChoiceDelta {
   // Chat: the calls (a response), or the call deltas of a chunk, the k-th being the choice's k-th
   // call (a delta with no id continues that call's arguments). tool_call_output.h fills them.
   std::vector<chat::ToolCall> tool_calls;
-  std::vector<TokenLogprob> logprobs;        // for the tokens behind `text`, when asked
-  int32_t text_offset = 0;                   // completions' logprobs.text_offset of the first token
+  std::vector<TokenLogprob> logprobs;  // for the tokens behind `text`, when asked
+  int32_t text_offset = 0;             // completions' logprobs.text_offset of the first token
 };
 
 struct ResponseHeader {
