@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End to end through `pagedllm serve` over raw HTTP (standard library only): every endpoint, the
 OpenAI response shapes, streaming, stop strings, logprobs, n > 1, structured outputs (regex,
-choice, JSON schema, JSON object; bad constraints refused), a bad-input suite of hostile
+choice, JSON schema, JSON object; bad constraints refused), tool calling (required and named
+constrained to the tools' schemas; auto read back with a Hermes template), a bad-input suite of hostile
 requests (each with its status and error body, the server serving on), clients that disconnect
 mid-stream (their blocks freed, everyone else answered in full), `pagedllm bench` against it,
 the API key, a Jinja chat template's errors, and a graceful shutdown (drain, timeout, second
@@ -781,6 +782,148 @@ def structured_outputs(server):
     check(status == 200 and body["choices"][0]["text"] in ("still", "serving"), "serving after bad constraints")
 
 
+WEATHER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+                                                        "unit": {"enum": ["C", "F"]}},
+                       "required": ["city", "unit"]}}},
+    {"type": "function", "function": {
+        "name": "get_time",
+        "parameters": {"type": "object", "properties": {"zone": {"type": "string", "pattern": "[A-Z]{3}"}},
+                       "required": ["zone"]}}},
+]
+
+
+def call_problems(call):
+    """None when a tool call names a tool and its arguments fit that tool's schema, else what is wrong."""
+    if call.get("type") != "function" or not call.get("id", "").startswith("chatcmpl-tool-"):
+        return f"not a function call with an id: {call}"
+    name, arguments = call["function"]["name"], call["function"]["arguments"]
+    try:
+        value = json.loads(arguments)
+    except ValueError as error:
+        return f"arguments {arguments!r} are not JSON: {error}"
+    if name == "get_weather":
+        ok = (list(value) == ["city", "unit"] and isinstance(value["city"], str) and len(value["city"]) <= 10
+              and value["unit"] in ("C", "F"))
+    elif name == "get_time":
+        ok = list(value) == ["zone"] and re.fullmatch("[A-Z]{3}", value["zone"]) is not None
+    else:
+        return f"unknown tool {name!r}"
+    return None if ok else f"{name} arguments {value} do not fit the schema"
+
+
+def tool_calling(server):
+    """tool_choice required and named on the tiny model: the output is constrained to the tools'
+    schemas and comes back as tool_calls (whole and streamed); auto without a tool-call format in
+    the template, and tools misused, are refused."""
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": WEATHER_TOOLS,
+            "max_tokens": 150}
+    # The tiny model never closes the array by itself (it adds calls until max_tokens): one call at
+    # most (parallel_tool_calls false) makes the array end after it.
+    for temperature, parallel in ((0, False), (1, False), (1, True)):
+        status, body = server.post("/v1/chat/completions", dict(chat, tool_choice="required", n=3, seed=21,
+                                                                temperature=temperature, parallel_tool_calls=parallel))
+        choices = body.get("choices", []) if status == 200 else []
+        for choice in choices:
+            message, reason = choice["message"], choice["finish_reason"]
+            if reason == "tool_calls":
+                problems = [call_problems(call) for call in message["tool_calls"]]
+                check(message["content"] is None and message["tool_calls"] and not any(problems)
+                      and (parallel or len(message["tool_calls"]) == 1),
+                      f"required at temperature {temperature}: calls that fit their tools: {problems}")
+            else:
+                check(reason == "length" and "tool_calls" not in message and message["content"].startswith('[{"name": '),
+                      f"required: a choice cut short is text, finish length: {reason} {message}")
+        check(status == 200 and (parallel or all(c["finish_reason"] == "tool_calls" for c in choices)),
+              f"required at temperature {temperature}, parallel {parallel}: 200, every sample of one call ends: "
+              f"{body if status != 200 else [c['finish_reason'] for c in choices]}")
+
+    named = dict(chat, tool_choice={"type": "function", "function": {"name": "get_time"}}, temperature=0)
+    status, body = server.post("/v1/chat/completions", named)
+    message = body["choices"][0]["message"] if status == 200 else body
+    check(status == 200 and body["choices"][0]["finish_reason"] == "stop" and len(message["tool_calls"]) == 1
+          and message["tool_calls"][0]["function"]["name"] == "get_time" and call_problems(message["tool_calls"][0]) is None,
+          f"named: one call of the named function, finish stop: {message}")
+    status, _, events = server.stream("/v1/chat/completions", dict(named, stream=True))
+    deltas = [d for e in events[:-1] if e["choices"] for d in e["choices"][0]["delta"].get("tool_calls", [])]
+    streamed = "".join(d["function"].get("arguments", "") for d in deltas)
+    check(status == 200 and deltas and deltas[0].get("id", "").startswith("chatcmpl-tool-")
+          and deltas[0]["function"].get("name") == "get_time" and all(d["index"] == 0 for d in deltas)
+          and status == 200 and streamed == message["tool_calls"][0]["function"]["arguments"],
+          f"named, streamed: the first delta names the call, the arguments add up to the whole response's: "
+          f"{streamed!r}")
+
+    # The result goes back in the conversation: an assistant turn with the call, then the tool's answer.
+    if status == 200 and message.get("tool_calls"):
+        follow = dict(chat, max_tokens=4, tool_choice="none", messages=chat["messages"] + [
+            {"role": "assistant", "content": None, "tool_calls": message["tool_calls"]},
+            {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "12:00"}])
+        status, body = server.post("/v1/chat/completions", follow)
+        check(status == 200 and body["choices"][0]["message"]["content"] is not None,
+              f"a conversation with a tool call and its result: {status}")
+
+    refused = [
+        (dict(chat), "tool_choice", "--tool-call-parser"),  # auto: the tiny model's template shows no format
+        (dict(chat, tools=None, tool_choice="required"), "tool_choice", "needs tools"),
+        (dict(chat, tool_choice="required", response_format={"type": "json_object"}), "tool_choice", "cannot be combined"),
+        (dict(chat, tool_choice="required", tools=[{"type": "function", "function": {
+            "name": "f", "parameters": {"type": "object", "patternProperties": {}}}}]), "tools", "patternProperties"),
+    ]
+    for body_in, param, words in refused:
+        status, body = server.post("/v1/chat/completions", body_in)
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        check(status == 400 and error.get("param") == param and words in error.get("message", ""),
+              f"tools refused: 400 naming {param} with {words!r}: {status} {error}")
+
+
+def hermes_tool_calling():
+    """tool_choice auto with a Hermes-style --chat-template: the template sees the tools as the
+    request wrote them; a Hermes call in the output (forced here with a regex, since the tiny
+    model calls nothing by itself) comes back as tool_calls with the text before it as content,
+    whole and streamed; plain text stays content."""
+    directory = tempfile.mkdtemp(prefix="pagedllm_e2e_hermes_")
+    path = os.path.join(directory, "hermes.jinja")
+    with open(path, "w") as out:
+        out.write("{%- if tools %}<|im_start|>system\nTools:{% for t in tools %}\n{{ t | tojson }}{% endfor %}\n"
+                  "Call one as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call><|im_end|>\n{% endif %}"
+                  "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                  "{%- for c in m.tool_calls or [] %}<tool_call>\n{\"name\": \"{{ c.function.name }}\", "
+                  "\"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
+                  "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    server = Server("--chat-template", path)
+    try:
+        check("tool calls read as hermes" in open(os.path.join(server.cache, "serve.log")).read(),
+              "the Hermes format is detected from the template")
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        status, with_tools = server.post("/tokenize", {"messages": messages, "tools": WEATHER_TOOLS})
+        status2, prompt = server.post("/detokenize", {"tokens": with_tools.get("tokens", [])})
+        check(status == 200 and status2 == 200 and json.dumps(WEATHER_TOOLS[0]) in prompt.get("prompt", ""),
+              "the template sees the tools in the order the request wrote them")
+        call = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}'
+        forced = {"model": "tiny", "messages": messages, "tools": WEATHER_TOOLS, "max_tokens": 200,
+                  "structured_outputs": {"regex": re.escape("Sure. <tool_call>\n" + call + "\n</tool_call>")}}
+        status, body = server.post("/v1/chat/completions", forced)
+        message = body["choices"][0]["message"] if status == 200 else body
+        check(status == 200 and message["content"] == "Sure. " and body["choices"][0]["finish_reason"] == "tool_calls"
+              and [c["function"] for c in message["tool_calls"]] ==
+              [{"name": "get_weather", "arguments": '{"city": "Paris", "unit": "C"}'}],
+              f"auto: a Hermes call becomes tool_calls, the text before it content: {message}")
+        status, _, events = server.stream("/v1/chat/completions", dict(forced, stream=True))
+        content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events[:-1] if e["choices"])
+        calls = [d for e in events[:-1] if e["choices"] for d in e["choices"][0]["delta"].get("tool_calls", [])]
+        reasons = [e["choices"][0]["finish_reason"] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"]]
+        check(status == 200 and content == "Sure. " and reasons == ["tool_calls"] and len(calls) == 1
+              and calls[0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "C"}'},
+              f"auto, streamed: content until the call, then the call: {content!r} {calls} {reasons}")
+        status, body = server.post("/v1/chat/completions", dict(forced, structured_outputs={"regex": "It is sunny"}))
+        check(status == 200 and body["choices"][0]["message"] == {"role": "assistant", "content": "It is sunny"}
+              and body["choices"][0]["finish_reason"] == "stop", f"auto: plain text stays content: {body}")
+    finally:
+        server.stop()
+
+
 def main():
     server = Server()
     try:
@@ -788,6 +931,7 @@ def main():
         protocol(server)
         bad_input(server)
         structured_outputs(server)
+        tool_calling(server)
         disconnects(server)
         bench(server)
     finally:
@@ -796,6 +940,7 @@ def main():
     cors_and_full_queue()
     priority_scheduling()
     jinja_chat_template()
+    hermes_tool_calling()
     graceful_shutdown()
     if FAILURES:
         print(f"e2e server: {len(FAILURES)} check(s) failed")

@@ -461,6 +461,9 @@ ApiServer::ToolOutputPlan ApiServer::plan_tool_output(const std::string& body_te
   OutputConstraintRequest constraint;
   constraint.spec.kind = structured::ConstraintKind::json_schema;
   constraint.spec.schema = forced_call_schema(tool_list, tools);
+  // json.dumps' layout: how the chat templates write earlier calls back into the prompt, and no
+  // room for a model to spend its tokens on whitespace.
+  constraint.spec.layout.any_whitespace = false;
   constraint.field = "tools";
   if (tools.effective_choice() == ToolChoice::named) {
     const auto named = std::find(tools.names.begin(), tools.names.end(), tools.named_function);

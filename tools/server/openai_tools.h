@@ -51,7 +51,8 @@ void check_tool_choice(const ToolRequest& request, bool has_output_constraint);
 
 // The schema of the output when the choice forces a call, from `tools` as the body wrote them
 // (nlohmann::ordered_json keeps the order of their properties): the named function's parameters,
-// or required's array of calls. A function without parameters takes none: {}. Each function's
+// or required's array of calls (the server compiles it with json.dumps' layout). A function
+// without parameters takes none: {}. Each function's
 // own $defs stay reachable: required's schema holds each function's parameters under
 // $defs/tool_<i> and prefixes the $refs inside with that path.
 nlohmann::ordered_json forced_call_schema(const nlohmann::ordered_json& tools, const ToolRequest& request);
