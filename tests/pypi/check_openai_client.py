@@ -2,8 +2,10 @@
 """`pagedllm serve` driven by the official `openai` Python client: completions and chat, streaming,
 n > 1, logprobs, stop sequences, usage (also in streams), the errors the client raises, the model
 list, structured outputs through the client's `parse` with Pydantic models (every answer validated
-by `jsonschema` against the schema the client sent); then the real SmolLM2 model answers a question
-coherently, in plain text and as a Pydantic model.
+by `jsonschema` against the schema the client sent), the tool-calling flow (tools, a forced call
+parsed into a Pydantic model whole and through the client's stream accumulator, the result sent
+back); then the real SmolLM2 model answers a question coherently, in plain text, as a Pydantic
+model, and as a tool call.
 
     check_openai_client.py --pagedllm BINARY [--model REAL_MODEL]
 """
@@ -50,6 +52,18 @@ class Capital(pydantic.BaseModel):
     capital: str
 
 
+class GetWeather(pydantic.BaseModel):
+    """A function tool as `openai.pydantic_function_tool` users write one."""
+    city: str = pydantic.Field(max_length=12)
+    unit: Literal["celsius", "fahrenheit"]
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+                   "required": ["city"], "additionalProperties": False}}}
+
+
 def parse_chat(client):
     """The structured-outputs `parse` of this openai version (beta.chat before 1.92, chat after)."""
     beta = getattr(client, "beta", None)
@@ -93,6 +107,56 @@ def structured_output_checks(client):
     except openai.BadRequestError as error:
         check(error.status_code == 400 and "patternProperties" in str(error),
               "an unsupported schema keyword raises BadRequestError naming it")
+
+
+def stream_chat(client):
+    """The stream helper of this openai version (beta.chat before 1.92, chat after)."""
+    beta = getattr(client, "beta", None)
+    chat = getattr(beta, "chat", None) if beta is not None else None
+    return chat.completions.stream if chat is not None else client.chat.completions.stream
+
+
+def tool_call_checks(client):
+    """The client's tool-calling flow: a required call whose arguments validate against the tool's
+    schema (jsonschema); a Pydantic tool forced by name, parsed by the client whole and from the
+    stream; the call and its result sent back for the next turn."""
+    messages = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    for temperature in (0.0, 1.0):
+        required = client.chat.completions.create(model="tiny", messages=messages, tools=[WEATHER_TOOL],
+                                                  tool_choice="required", parallel_tool_calls=False, max_tokens=60,
+                                                  temperature=temperature, seed=2, n=2)
+        for choice in required.choices:
+            calls = choice.message.tool_calls or []
+            check(choice.finish_reason == "tool_calls" and len(calls) == 1 and calls[0].function.name == "get_weather",
+                  f"tool_choice required at temperature {temperature}: one get_weather call: {choice.message}")
+            try:
+                jsonschema.validate(json.loads(calls[0].function.arguments), WEATHER_TOOL["function"]["parameters"])
+                check(True, "the call's arguments validate against the tool's schema (jsonschema)")
+            except (ValueError, IndexError, jsonschema.ValidationError) as error:
+                check(False, f"the arguments of {calls} fail the tool's schema: {error}")
+
+    tool = openai.pydantic_function_tool(GetWeather)
+    named = {"type": "function", "function": {"name": "GetWeather"}}
+    parsed = parse_chat(client)(model="tiny", messages=messages, tools=[tool], tool_choice=named, max_tokens=60,
+                                temperature=0)
+    call = parsed.choices[0].message.tool_calls[0]
+    check(isinstance(call.function.parsed_arguments, GetWeather),
+          f"a named Pydantic tool: the client parses the arguments: {call.function}")
+    with stream_chat(client)(model="tiny", messages=messages, tools=[tool], tool_choice=named, max_tokens=60,
+                             temperature=0) as stream:
+        kinds = {event.type for event in stream}
+        final = stream.get_final_completion()
+    streamed = final.choices[0].message.tool_calls[0]
+    check("tool_calls.function.arguments.done" in kinds and streamed.function.arguments == call.function.arguments
+          and isinstance(streamed.function.parsed_arguments, GetWeather),
+          f"streamed: the client's accumulator rebuilds the same call: {sorted(kinds)}")
+
+    answer = client.chat.completions.create(model="tiny", tools=[tool], tool_choice="none", max_tokens=5, messages=[
+        *messages, {"role": "assistant", "tool_calls": [{"id": call.id, "type": "function", "function": {
+            "name": call.function.name, "arguments": call.function.arguments}}]},
+        {"role": "tool", "tool_call_id": call.id, "content": "4 degrees, snow"}])
+    check(answer.choices[0].message.content is not None and not answer.choices[0].message.tool_calls,
+          "the call and its result sent back: the next turn answers in text (tool_choice none)")
 
 
 def tiny_model_checks(binary):
@@ -165,6 +229,7 @@ def tiny_model_checks(binary):
         except openai.BadRequestError as error:
             check("maximum context length" in str(error), "a prompt beyond the context raises BadRequestError")
         structured_output_checks(client)
+        tool_call_checks(client)
         wrong_key = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="nope", max_retries=0)
         try:
             wrong_key.models.list()
@@ -193,6 +258,12 @@ def real_model_checks(binary, model):
         parsed = structured.choices[0].message.parsed
         check(parsed is not None and "Paris" in parsed.capital,
               f"SmolLM2 answers as a Pydantic model: {structured.choices[0].message.content!r}")
+        called = client.chat.completions.create(
+            model=name, messages=[{"role": "user", "content": "What is the weather like in Paris today?"}],
+            tools=[WEATHER_TOOL], tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            max_tokens=30, temperature=0)
+        arguments = called.choices[0].message.tool_calls[0].function.arguments
+        check("Paris" in json.loads(arguments).get("city", ""), f"SmolLM2 calls get_weather for Paris: {arguments}")
     finally:
         process.terminate()
         process.wait(timeout=30)
