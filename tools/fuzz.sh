@@ -17,7 +17,7 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 declare -A sources=(
   [gguf_header]="core/model/gguf_file.cpp core/model/ggml_type.cpp core/model/mapped_file.cpp"
   [safetensors_header]="core/model/safetensors_file.cpp core/model/mapped_file.cpp"
-  [openai_request]="tools/server/openai_errors.cpp tools/server/openai_request.cpp tools/server/openai_refused_fields.cpp tools/server/openai_structured_outputs.cpp core/common/json_value.cpp core/sched/sampling_params.cpp"
+  [openai_request]="tools/server/openai_errors.cpp tools/server/openai_request.cpp tools/server/openai_refused_fields.cpp tools/server/openai_structured_outputs.cpp tools/server/openai_tools.cpp core/common/json_value.cpp core/sched/sampling_params.cpp"
 )
 for target in gguf_header safetensors_header openai_request; do
   echo "=== fuzz ${target}: build"
