@@ -27,14 +27,19 @@ using SchemaJson = nlohmann::ordered_json;
 // schema-less value in a schema ({}, depth 3) is an array or an object: 9,797 states, 0.2 s, so
 // depth 4 would leave no room for one.
 
-// One character between a JSON string's quotes: anything but '"', '\' and the control
-// characters, or an escape.
-constexpr std::string_view kJsonRawChar = R"([^"\\\x00-\x1f])";
-constexpr std::string_view kJsonStringChar = R"((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}))";
+// One character between a JSON string's quotes: anything but '"', '\', the control characters
+// and DEL, or an escape; a surrogate escape only as a high-low pair (one character). Spellings JSON
+// allows are left out where llguidance leaves them out, so that the masks match
+// (tests/pypi/check_token_masks.py): a raw DEL ("\u007f" spells it), the escape "\/" ('/' stands
+// as itself, as json.dumps writes it) and a lone surrogate (no character). XGrammar allows them.
+constexpr std::string_view kJsonRawChar = R"([^"\\\x00-\x1f\x7f])";
+constexpr std::string_view kJsonStringChar =
+    R"((?:[^"\\\x00-\x1f\x7f]|\\["\\bfnrt]|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|)"
+    R"([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})))";
 constexpr std::string_view kJsonNumber = R"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)";
 constexpr std::string_view kJsonInteger = R"(-?(?:0|[1-9][0-9]*))";
 // The class items of what a JSON string must escape, to exclude from a class.
-constexpr std::string_view kJsonEscapedItems = R"("\\\x00-\x1f)";
+constexpr std::string_view kJsonEscapedItems = R"("\\\x00-\x1f\x7f)";
 
 constexpr std::string_view kDatePattern = R"([0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]))";
 constexpr std::string_view kTimePattern =
@@ -204,7 +209,9 @@ std::string integer_span(std::optional<int64_t> low, std::optional<int64_t> high
     const uint64_t smallest = high && *high < 0 ? magnitude(*high) : 1;
     options.push_back("-" + positive_span(smallest, low ? std::optional(magnitude(*low)) : std::nullopt));
   }
-  if ((!low || *low <= 0) && (!high || *high >= 0)) options.push_back("-?0");
+  // "-0" is zero too. It is taken where llguidance takes it, so that the masks match: in a range
+  // bounded on both sides that holds negative numbers (and without bounds: kJsonInteger).
+  if ((!low || *low <= 0) && (!high || *high >= 0)) options.push_back(low && high && *low < 0 ? "-?0" : "0");
   if (!high || *high > 0) {
     const uint64_t smallest = low && *low > 1 ? static_cast<uint64_t>(*low) : 1;
     options.push_back(positive_span(smallest, high ? std::optional(static_cast<uint64_t>(*high)) : std::nullopt));
@@ -214,8 +221,10 @@ std::string integer_span(std::optional<int64_t> low, std::optional<int64_t> high
 
 // --- string patterns -----------------------------------------------------------------------------
 
-// What dump() writes for one character inside a string: itself, or its escape.
+// What dump() writes for one character inside a string: itself, or its escape (DEL too, which
+// dump() leaves raw: see kJsonRawChar).
 std::string canonical_spelling(char32_t code_point) {
+  if (code_point == 0x7F) return "\\u007f";
   std::string text;
   tokenizer::append_utf8(text, code_point);
   const std::string dumped = SchemaJson(text).dump();
@@ -293,9 +302,10 @@ std::size_t class_length(std::string_view pattern, std::size_t at) {
   return i + 1 - at;
 }
 
-// The characters a JSON string must escape: '"', '\\' and the control characters.
+// The characters a JSON string must escape: '"', '\\', the control characters and DEL.
 CodePointSet json_escaped_characters() {
   CodePointSet set = CodePointSet::of(0, 0x1F);
+  set.add(0x7F, 0x7F);
   set.add('"', '"');
   set.add('\\', '\\');
   return set;
@@ -413,9 +423,9 @@ std::string contents_except(const NameTrie& node) {
   for (const auto& [lo, hi] : raw_taken.ranges()) raw_other += class_item(lo) + (lo == hi ? "" : "-" + class_item(hi));
   other.push_back(raw_other + "]");
   std::string short_other;
-  for (const char c : std::string_view("\"\\/bfnrt")) {
+  for (const char c : std::string_view("\"\\bfnrt")) {
     if (short_taken.find(c) == std::string::npos)
-      short_other += (c == '"' || c == '\\' || c == '/' ? "\\" : "") + std::string(1, c);
+      short_other += (c == '"' || c == '\\' ? "\\" : "") + std::string(1, c);
   }
   if (!short_other.empty()) other.push_back("\\\\[" + short_other + "]");
   other.push_back("\\\\u" + hex_digits_except(hex_taken, 4));

@@ -45,6 +45,8 @@ constexpr Subcommand kSubcommands[] = {
      "an OpenAI-compatible HTTP server: completions and chat, streaming, /metrics, /health"},
     {"simulate", pagedllm::cli::run_simulate,
      "a trace through simulated GPUs (roofline cost model) running the engine's own core; replicas, routers"},
+    {"token-masks", pagedllm::cli::run_token_masks,
+     "the tokens a structured-outputs constraint allows at each step of token paths (JSON lines)"},
     {"tokenize", pagedllm::cli::run_tokenize,
      "encode / decode with a model's tokenizer (tokenizer.json or GGUF); export it as tokenizer.json"},
     {"trace", pagedllm::cli::run_trace,

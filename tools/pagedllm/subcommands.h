@@ -20,6 +20,7 @@ int run_replay(const std::vector<std::string>& args);
 int run_score(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_simulate(const std::vector<std::string>& args);
+int run_token_masks(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_trace(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
