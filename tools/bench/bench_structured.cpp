@@ -4,6 +4,7 @@
 // against the floor measured in the same run (copying a mask's bytes: a cached mask costs that).
 //
 //   bench_structured [--tokenizer PATH] [--generations N] [--max-tokens N] [--quick] [--json PATH]
+//   bench_structured --tokenizer PATH --paths FILE --json PATH
 //
 // --tokenizer: a .gguf, a tokenizer.json or a directory holding one (SmolLM2's for the target);
 // without it, a synthetic byte-level vocabulary of 49,152 tokens (random merges of text pieces).
@@ -11,12 +12,18 @@
 // mask is filled (timed), then a token drawn uniformly among the allowed ones is accepted (not
 // timed), as a sampler would. The first walk meets states whose masks are not computed yet (a
 // trie walk each); a second walk over the same tokens reads only cached masks.
+//
+// --paths: the constraints and token paths come from FILE instead (JSON lines: "name", one of
+// "regex" / "json_schema" / "json_object", "any_whitespace", "paths": [[ids], ...]), walked the
+// same way: tools/bench/structured_vs_llguidance.py times llguidance on the same paths beside it.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +44,7 @@ constexpr int32_t kSyntheticVocab = 49'152;  // SmolLM2's
 
 struct Options {
   std::string tokenizer;
+  std::string paths;  // --paths FILE
   int32_t generations = 20;
   int32_t max_tokens = 200;
   std::string json_path;
@@ -118,6 +126,28 @@ struct Timings {
   std::vector<double> cached_us;      // the same steps again: cached masks only
 };
 
+// Walks each path twice (first use, then cached), timing the mask before each of its tokens.
+Timings walk_paths(const std::shared_ptr<structured::TokenMaskCache>& cache, TokenId stop_token,
+                   const std::vector<std::vector<TokenId>>& paths) {
+  Timings timings;
+  structured::TokenBitmask mask;
+  uint64_t folded = 0;
+  for (std::vector<double>* samples : {&timings.first_walk_us, &timings.cached_us}) {
+    for (const std::vector<TokenId>& tokens : paths) {
+      structured::TokenMatcher matcher(cache, {stop_token});
+      for (const TokenId token : tokens) {
+        const auto start = Clock::now();
+        matcher.fill_next_mask(mask);
+        samples->push_back(elapsed_ns(start, Clock::now()) / 1e3);
+        folded += mask[static_cast<size_t>(token) / 32];
+        if (!matcher.accept(token)) throw std::runtime_error("a path's token is not allowed by its constraint");
+      }
+    }
+  }
+  consume(folded);
+  return timings;
+}
+
 // The generations' token sequences, drawn uniformly among the allowed tokens (seeded).
 Timings walk(const std::shared_ptr<structured::TokenMaskCache>& cache, TokenId stop_token, const Options& options) {
   Timings timings;
@@ -168,7 +198,56 @@ double copy_floor_us(int32_t vocab) {
   return median(samples);
 }
 
+// --paths: each line's constraint compiled (timed) and its paths walked; the results as JSON.
+int run_paths(const Options& options) {
+  TokenId stop_token = 0;
+  const std::vector<std::string> bytes = vocabulary(options, stop_token);
+  std::ifstream in(options.paths);
+  if (!in) throw std::runtime_error("cannot open " + options.paths);
+  Json results = Json::array();
+  std::string text;
+  while (std::getline(in, text)) {
+    if (text.empty()) continue;
+    const auto line = nlohmann::ordered_json::parse(text);
+    structured::ConstraintSpec spec;
+    if (line.contains("regex")) {
+      spec.kind = structured::ConstraintKind::regex;
+      spec.regex = line["regex"].get<std::string>();
+    } else if (line.contains("json_schema")) {
+      spec.kind = structured::ConstraintKind::json_schema;
+      spec.schema = line["json_schema"];
+    } else {
+      spec.kind = structured::ConstraintKind::json_object;
+    }
+    spec.layout.any_whitespace = line.value("any_whitespace", true);
+    const auto paths = line["paths"].get<std::vector<std::vector<TokenId>>>();
+    structured::ConstraintCompiler compiler(bytes);
+    std::shared_ptr<structured::TokenMaskCache> cache;
+    const double compile_ms = time_ns([&] { cache = compiler.compile(spec); }) / 1e6;
+    Timings timings = walk_paths(cache, stop_token, paths);
+    std::sort(timings.first_walk_us.begin(), timings.first_walk_us.end());
+    std::sort(timings.cached_us.begin(), timings.cached_us.end());
+    results.push_back({{"constraint", line.value("name", "")},
+                       {"compile_ms", compile_ms},
+                       {"dfa_states", cache->dfa().num_states()},
+                       {"steps", timings.first_walk_us.size()},
+                       {"first_walk_us_p50", percentile(timings.first_walk_us, 0.5)},
+                       {"first_walk_us_p99", percentile(timings.first_walk_us, 0.99)},
+                       {"cached_us_p50", percentile(timings.cached_us, 0.5)},
+                       {"cached_us_p99", percentile(timings.cached_us, 0.99)}});
+  }
+  write_json_file(options.json_path, {{"benchmark", "bench_structured --paths"},
+                                      {"build", build_json(build_info())},
+                                      {"vocab_size", bytes.size()},
+                                      {"results", results}});
+  return 0;
+}
+
 int run(const Options& options) {
+  if (!options.paths.empty()) {
+    if (options.json_path.empty()) throw std::invalid_argument("--paths writes its results with --json PATH");
+    return run_paths(options);
+  }
   TokenId stop_token = 0;
   const std::vector<std::string> bytes = vocabulary(options, stop_token);
   const auto vocab = static_cast<int32_t>(bytes.size());
@@ -236,6 +315,8 @@ int main(int argc, char** argv) {
       .add(
           {"--max-tokens", "N", "tokens per generation at most (default 200)",
            [&](std::string_view v) { options.max_tokens = static_cast<int32_t>(parse_integer("--max-tokens", v, 1)); }})
+      .add({"--paths", "FILE", "constraints and token paths to walk, JSON lines (see the header)",
+            [&](std::string_view v) { options.paths = std::string(v); }})
       .add({"--json", "PATH", "also write the results as JSON",
             [&](std::string_view v) { options.json_path = std::string(v); }})
       .add_quick("3 generations of 40 tokens", [&] {
