@@ -34,6 +34,7 @@ namespace {
 using property_test::OpCounts;
 using property_test::PropertyFailure;
 using property_test::PropertyRun;
+using property_test::kOpsDivisor;
 using property_test::RunConfig;
 using property_test::summary;
 
@@ -55,7 +56,7 @@ RunResult run_checked(const RunConfig& config, std::streambuf* log_target = null
 std::string event_log_of(uint64_t seed) {
   RunConfig config;
   config.seed = seed;
-  config.num_ops = 100'000;
+  config.num_ops = 100'000 / kOpsDivisor;
   std::ostringstream log;
   run_checked(config, log.rdbuf());
   return std::move(log).str();
@@ -71,32 +72,36 @@ BOOST_AUTO_TEST_CASE(million_random_operations_match_the_reference_model) {
   const OpCounts& c = result.counts;
   BOOST_TEST_MESSAGE("kv_property: " << summary(c, result.stats));
 
-  // Each path must keep being exercised: the test is only as good as its generator.
+  // Each path must keep being exercised: the test is only as good as its generator. Per million
+  // operations (the release build's count), each path below more than a thousand times, the
+  // refusals of a full pool more than 500 (1,300 to 3,000 today) and prefix-cache resets more
+  // than a hundred (about 1,350); the sanitizer builds' quarter run is held to a quarter of that.
+  const int64_t often = config.num_ops / 1000;
   BOOST_TEST(c.ops == config.num_ops);
-  BOOST_TEST(c.allocate > 1000);
-  BOOST_TEST(c.allocate_chunk > 1000);
-  BOOST_TEST(c.prefix_hit_allocs > 1000);
-  BOOST_TEST(c.salted_allocs > 1000);
-  BOOST_TEST(c.prefill_chunk > 1000);
-  BOOST_TEST(c.decode > 1000);
-  BOOST_TEST(c.multi_append > 1000);
-  BOOST_TEST(c.fork > 1000);
-  BOOST_TEST(c.copy_on_write > 1000);
-  BOOST_TEST(c.frees > 1000);
-  BOOST_TEST(c.swap_out > 1000);
-  BOOST_TEST(c.swap_in > 1000);
-  BOOST_TEST(c.swap_in_copied > 1000);
-  BOOST_TEST(c.swap_in_reused > 1000);
-  BOOST_TEST(c.reset_prefix_cache > 100);
-  BOOST_TEST(result.stats.evictions > 1000);
-  BOOST_TEST(c.refused_unknown > 1000);
-  BOOST_TEST(c.refused_double_free > 1000);
-  BOOST_TEST(c.refused_swapped_append > 1000);
-  BOOST_TEST(c.refused_bad_args > 1000);
-  BOOST_TEST(c.refused_alloc_full > 500);
-  BOOST_TEST(c.refused_append_full > 500);
-  BOOST_TEST(c.refused_host_full > 500);
-  BOOST_TEST(c.refused_swap_in_full > 500);
+  BOOST_TEST(c.allocate > often);
+  BOOST_TEST(c.allocate_chunk > often);
+  BOOST_TEST(c.prefix_hit_allocs > often);
+  BOOST_TEST(c.salted_allocs > often);
+  BOOST_TEST(c.prefill_chunk > often);
+  BOOST_TEST(c.decode > often);
+  BOOST_TEST(c.multi_append > often);
+  BOOST_TEST(c.fork > often);
+  BOOST_TEST(c.copy_on_write > often);
+  BOOST_TEST(c.frees > often);
+  BOOST_TEST(c.swap_out > often);
+  BOOST_TEST(c.swap_in > often);
+  BOOST_TEST(c.swap_in_copied > often);
+  BOOST_TEST(c.swap_in_reused > often);
+  BOOST_TEST(c.reset_prefix_cache > often / 10);
+  BOOST_TEST(result.stats.evictions > often);
+  BOOST_TEST(c.refused_unknown > often);
+  BOOST_TEST(c.refused_double_free > often);
+  BOOST_TEST(c.refused_swapped_append > often);
+  BOOST_TEST(c.refused_bad_args > often);
+  BOOST_TEST(c.refused_alloc_full > often / 2);
+  BOOST_TEST(c.refused_append_full > often / 2);
+  BOOST_TEST(c.refused_host_full > often / 2);
+  BOOST_TEST(c.refused_swap_in_full > often / 2);
 }
 
 BOOST_AUTO_TEST_CASE(odd_block_size_without_prefix_caching) {

@@ -9,11 +9,28 @@
 
 #include "core/kv/kv_cache_config.h"
 
+// Sanitizer builds (ASan + UBSan: each operation some 20 times slower) run the properties over a
+// quarter of the operations; the release build runs them in full. The generator's coverage
+// thresholds scale with the count (test_kv_property.cpp).
+#if defined(__SANITIZE_ADDRESS__)
+#define PAGEDLLM_PROPERTY_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PAGEDLLM_PROPERTY_SANITIZED 1
+#endif
+#endif
+
 namespace pagedllm::kv::property_test {
+
+#ifdef PAGEDLLM_PROPERTY_SANITIZED
+inline constexpr int64_t kOpsDivisor = 4;
+#else
+inline constexpr int64_t kOpsDivisor = 1;
+#endif
 
 struct RunConfig {
   uint64_t seed = 0x5eed'0001;
-  int64_t num_ops = 1'000'000;
+  int64_t num_ops = 1'000'000 / kOpsDivisor;
   int32_t block_size = 4;
   int32_t num_device_blocks = 96;
   int32_t num_host_blocks = 48;
