@@ -31,10 +31,10 @@
 namespace pagedllm::kv {
 namespace {
 
+using property_test::kOpsDivisor;
 using property_test::OpCounts;
 using property_test::PropertyFailure;
 using property_test::PropertyRun;
-using property_test::kOpsDivisor;
 using property_test::RunConfig;
 using property_test::summary;
 
