@@ -18,6 +18,7 @@
 
 #include "core/common/types.h"
 #include "core/structured/byte_dfa.h"
+#include "core/tokenizer/tokenizer.h"
 
 namespace pagedllm::structured {
 
@@ -38,6 +39,12 @@ inline void allow(std::span<std::uint32_t> mask, TokenId token) {
 // to subtree_end, so a walk skips a refused prefix's whole subtree with one jump and otherwise
 // reads the arrays front to back (XGrammar walks its lexicographically sorted vocabulary the same
 // way). Built once per model and shared by every constraint.
+// A tokenizer's vocabulary as constraints see it, over `vocab_size` ids (a model's logits may have
+// more ids than its tokenizer: padding): each token's bytes, empty for special tokens and padding
+// ids, so that no constraint allows them. What the server, `pagedllm token-masks` and the benchmark
+// build their ConstraintCompiler (or TokenTrie) from.
+std::vector<std::string> constraint_token_bytes(const tokenizer::Tokenizer& tokenizer, int32_t vocab_size);
+
 class TokenTrie {
  public:
   // token_bytes[id]: the token's bytes; empty for a special token (never allowed by a constraint).

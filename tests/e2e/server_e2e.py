@@ -576,17 +576,22 @@ def priority_scheduling():
         server.stop()
 
 
+def server_with_template(name, template):
+    """A server whose --chat-template is this Jinja text (written to a file of its own)."""
+    path = os.path.join(tempfile.mkdtemp(prefix=f"pagedllm_e2e_{name}_"), f"{name}.jinja")
+    with open(path, "w") as out:
+        out.write(template)
+    return Server("--chat-template", path)
+
+
 def jinja_chat_template():
     """A Jinja --chat-template file is run; what it raises reaches the client as 400 with the
     template's own message, and a template that fails reading a message answers 400 naming the line."""
-    directory = tempfile.mkdtemp(prefix="pagedllm_e2e_template_")
-    path = os.path.join(directory, "strict.jinja")
-    with open(path, "w") as out:
-        out.write("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}"
-                  "{% endif %}{% if m.content == 'nested' %}{{ m.meta.x }}{% endif %}"
-                  "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    server = Server("--chat-template", path)
+    server = server_with_template("strict", "{% for m in messages %}{% if m.role == 'system' %}"
+                                  "{{ raise_exception('System role not supported') }}"
+                                  "{% endif %}{% if m.content == 'nested' %}{{ m.meta.x }}{% endif %}"
+                                  "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     try:
         chat = {"model": "tiny", "max_tokens": 2}
         status, body = server.post("/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": "Hi"}]))
@@ -883,16 +888,13 @@ def hermes_tool_calling():
     request wrote them; a Hermes call in the output (forced here with a regex, since the tiny
     model calls nothing by itself) comes back as tool_calls with the text before it as content,
     whole and streamed; plain text stays content."""
-    directory = tempfile.mkdtemp(prefix="pagedllm_e2e_hermes_")
-    path = os.path.join(directory, "hermes.jinja")
-    with open(path, "w") as out:
-        out.write("{%- if tools %}<|im_start|>system\nTools:{% for t in tools %}\n{{ t | tojson }}{% endfor %}\n"
-                  "Call one as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call><|im_end|>\n{% endif %}"
-                  "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
-                  "{%- for c in m.tool_calls or [] %}<tool_call>\n{\"name\": \"{{ c.function.name }}\", "
-                  "\"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
-                  "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    server = Server("--chat-template", path)
+    server = server_with_template(
+        "hermes", "{%- if tools %}<|im_start|>system\nTools:{% for t in tools %}\n{{ t | tojson }}{% endfor %}\n"
+        "Call one as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call><|im_end|>\n{% endif %}"
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{%- for c in m.tool_calls or [] %}<tool_call>\n{\"name\": \"{{ c.function.name }}\", "
+        "\"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     try:
         check("tool calls read as hermes" in open(os.path.join(server.cache, "serve.log")).read(),
               "the Hermes format is detected from the template")

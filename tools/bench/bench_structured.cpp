@@ -55,11 +55,8 @@ std::vector<std::string> vocabulary(const Options& options, TokenId& stop_token)
   std::vector<std::string> bytes;
   if (!options.tokenizer.empty()) {
     const auto tokenizer = pagedllm::tokenizer::Tokenizer::from_path(options.tokenizer);
-    for (TokenId id = 0; id < tokenizer.num_tokens(); ++id) {
-      bytes.emplace_back(tokenizer.is_special(id) ? std::string_view() : tokenizer.token_bytes(id));
-    }
     stop_token = tokenizer.special_ids().eos.value_or(0);
-    return bytes;
+    return structured::constraint_token_bytes(tokenizer, tokenizer.num_tokens());
   }
   std::mt19937_64 rng(1);
   const std::string pieces[] = {"{", "}", "\"", ":", ",", " ", "\n",   "  ",    "[",    "]",   "the", "name", "id", "a",

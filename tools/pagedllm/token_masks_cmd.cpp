@@ -106,12 +106,7 @@ int run_token_masks(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
   const tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_path(tokenizer_path);
-  // As the server builds it: special tokens have no bytes, so no constraint allows them.
-  std::vector<std::string> token_bytes(static_cast<std::size_t>(tokenizer.num_tokens()));
-  for (TokenId id = 0; id < tokenizer.num_tokens(); ++id) {
-    if (!tokenizer.is_special(id)) token_bytes[static_cast<std::size_t>(id)] = tokenizer.token_bytes(id);
-  }
-  structured::ConstraintCompiler compiler(token_bytes);
+  structured::ConstraintCompiler compiler(structured::constraint_token_bytes(tokenizer, tokenizer.num_tokens()));
   std::vector<TokenId> default_stops;
   if (tokenizer.special_ids().eos) default_stops.push_back(*tokenizer.special_ids().eos);
 

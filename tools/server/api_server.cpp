@@ -393,12 +393,8 @@ structured::ConstraintCompiler& ApiServer::constraint_compiler() {
   // never sees one need not pay. Special tokens and the ids past the tokenizer's (padding of the
   // model's vocabulary) have no text, so no constraint allows them.
   std::call_once(constraint_compiler_built_, [&] {
-    const tokenizer::Tokenizer& tokenizer = bundle_.tokenizer;
-    std::vector<std::string> token_bytes(static_cast<size_t>(engine_.load()->engine_config().vocab_size));
-    for (TokenId id = 0; id < static_cast<TokenId>(token_bytes.size()) && id < tokenizer.num_tokens(); ++id) {
-      if (!tokenizer.is_special(id)) token_bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
-    }
-    constraint_compiler_ = std::make_unique<structured::ConstraintCompiler>(token_bytes);
+    constraint_compiler_ = std::make_unique<structured::ConstraintCompiler>(
+        structured::constraint_token_bytes(bundle_.tokenizer, engine_.load()->engine_config().vocab_size));
   });
   return *constraint_compiler_;
 }
@@ -414,10 +410,15 @@ std::shared_ptr<structured::TokenMaskCache> ApiServer::compile_output_constraint
     for (const std::string& key : request.schema_path) schema = &schema->at(key);
     spec.schema = *schema;
   }
+  return compile_constraint(spec, request.field);
+}
+
+std::shared_ptr<structured::TokenMaskCache> ApiServer::compile_constraint(const structured::ConstraintSpec& spec,
+                                                                          const std::string& field) {
   try {
     return constraint_compiler().compile(spec);
   } catch (const std::invalid_argument& error) {  // structured::ConstraintError, and any other refusal
-    throw invalid_request(request.field, request.field + ": " + error.what());
+    throw invalid_request(field, field + ": " + error.what());
   }
 }
 
@@ -438,7 +439,8 @@ struct ApiServer::ToolOutputPlan {
   std::shared_ptr<structured::TokenMaskCache> constraint;  // required and named
 };
 
-ApiServer::ToolOutputPlan ApiServer::plan_tool_output(const std::string& body_text, const ToolRequest& tools) {
+ApiServer::ToolOutputPlan ApiServer::plan_tool_output(const ChatRequest& request) {
+  const ToolRequest& tools = request.tools;
   ToolOutputPlan plan;
   switch (tools.effective_choice()) {
     case ToolChoice::none:
@@ -456,23 +458,22 @@ ApiServer::ToolOutputPlan ApiServer::plan_tool_output(const std::string& body_te
     case ToolChoice::named:
       break;
   }
-  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body_text);
-  const nlohmann::ordered_json& tool_list = ordered.at("tools");
-  OutputConstraintRequest constraint;
-  constraint.spec.kind = structured::ConstraintKind::json_schema;
-  constraint.spec.schema = forced_call_schema(tool_list, tools);
+  // A forced call has tools, which chat_prompt() read in their written order.
+  structured::ConstraintSpec spec;
+  spec.kind = structured::ConstraintKind::json_schema;
+  spec.schema = forced_call_schema(request.prompt.tools.value(), tools);
   // json.dumps' layout: how the chat templates write earlier calls back into the prompt, and no
   // room for a model to spend its tokens on whitespace.
-  constraint.spec.layout.any_whitespace = false;
-  constraint.field = "tools";
+  spec.layout.any_whitespace = false;
+  std::string field = "tools";
   if (tools.effective_choice() == ToolChoice::named) {
     const auto named = std::find(tools.names.begin(), tools.names.end(), tools.named_function);
-    constraint.field = "tools[" + std::to_string(named - tools.names.begin()) + "].function.parameters";
+    field = "tools[" + std::to_string(named - tools.names.begin()) + "].function.parameters";
     plan.mode = {.kind = ToolOutputMode::Kind::named, .format = {}, .function = tools.named_function};
   } else {
     plan.mode = {.kind = ToolOutputMode::Kind::required, .format = {}, .function = ""};
   }
-  plan.constraint = compile_output_constraint(body_text, constraint);
+  plan.constraint = compile_constraint(spec, field);
   return plan;
 }
 
@@ -491,7 +492,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
     }
     prompts.push_back(chat_prompt(request.body, parsed));
     echo_text.emplace_back();
-    tool_output = plan_tool_output(request.body, parsed.tools);
+    tool_output = plan_tool_output(parsed);
   } else {
     CompletionRequest parsed = parse_completion_request(body, config_.limits);
     generation = std::move(parsed.generation);

@@ -57,12 +57,16 @@ class ApiServer {
   // when it cannot be), and the compiler that keeps the compiled ones (built on first use).
   std::shared_ptr<structured::TokenMaskCache> compile_output_constraint(const std::string& body_text,
                                                                         const OutputConstraintRequest& request);
+  // A constraint compiled for the model; a refusal is a 400 naming `field`.
+  std::shared_ptr<structured::TokenMaskCache> compile_constraint(const structured::ConstraintSpec& spec,
+                                                                 const std::string& field);
   structured::ConstraintCompiler& constraint_compiler();
   // A chat request's prompt: its messages rendered with the tools as the body wrote them.
   std::vector<TokenId> chat_prompt(const std::string& body_text, ChatRequest& request) const;
-  // What tool_choice makes of the output, and (required, named) the constraint it compiles to.
+  // What tool_choice makes of the output, and (required, named) the constraint it compiles to,
+  // from the tools chat_prompt() read.
   struct ToolOutputPlan;
-  ToolOutputPlan plan_tool_output(const std::string& body_text, const ToolRequest& tools);
+  ToolOutputPlan plan_tool_output(const ChatRequest& request);
 
   ApiServerConfig config_;
   const frontend::ModelBundle& bundle_;

@@ -79,15 +79,17 @@ json chat_logprobs(const ChoiceDelta& choice) {
   return json{{"content", std::move(content)}};
 }
 
-// OpenAI's tool_calls list. A call with no id is a streamed continuation: index and arguments.
-json tool_calls_json(const std::vector<chat::ToolCall>& calls) {
+// OpenAI's tool_calls list; a stream chunk's calls carry their index, and a call with no id is a
+// streamed continuation (index and arguments).
+json tool_calls_json(const std::vector<chat::ToolCall>& calls, bool streamed) {
   json list = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     const chat::ToolCall& call = calls[i];
     json function = json::object();
     if (!call.name.empty()) function["name"] = call.name;
     function["arguments"] = call.arguments;
-    json item{{"index", i}};
+    json item = json::object();
+    if (streamed) item["index"] = i;
     if (!call.id.empty()) {
       item["id"] = call.id;
       item["type"] = "function";
@@ -145,8 +147,7 @@ json chat_response(const ResponseHeader& header, const std::vector<ChoiceDelta>&
     json message{{"role", "assistant"}, {"content", choice.text}};
     if (!choice.tool_calls.empty()) {
       if (choice.text.empty()) message["content"] = nullptr;
-      message["tool_calls"] = tool_calls_json(choice.tool_calls);
-      for (json& call : message["tool_calls"]) call.erase("index");  // a response's calls have none
+      message["tool_calls"] = tool_calls_json(choice.tool_calls, false);
     }
     list.push_back(json{{"index", choice.index},
                         {"message", std::move(message)},
@@ -165,7 +166,7 @@ json chat_chunk(const ResponseHeader& header, const ChoiceDelta& choice, bool wi
   json delta = json::object();
   if (first_of_choice) delta["role"] = "assistant";
   if (first_of_choice || !choice.text.empty()) delta["content"] = choice.text;
-  if (!choice.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(choice.tool_calls);
+  if (!choice.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(choice.tool_calls, true);
   out["choices"] =
       json::array({json{{"index", choice.index},
                         {"delta", std::move(delta)},

@@ -23,7 +23,7 @@ chat::ParsedToolCalls ToolCallOutput::parse(const std::string& text) const {
   return mode_.kind == Kind::parsed ? chat::parse_tool_calls(mode_.format, text) : chat::parse_tool_call_array(text);
 }
 
-std::vector<chat::ToolCall> ToolCallOutput::named_calls(std::vector<chat::ToolCall> calls) {
+std::vector<chat::ToolCall> ToolCallOutput::with_ids(std::vector<chat::ToolCall> calls) {
   for (chat::ToolCall& call : calls) call.id = make_call_id_();
   return calls;
 }
@@ -57,7 +57,7 @@ void ToolCallOutput::stream(ChoiceDelta& delta) {
   }
   const size_t content_end = parsed.content ? parsed.content->size() : 0;  // a prefix of text_
   if (content_end > content_sent_) delta.text = text_.substr(content_sent_, content_end - content_sent_);
-  delta.tool_calls = named_calls(std::move(parsed.calls));
+  delta.tool_calls = with_ids(std::move(parsed.calls));
   mark_tool_calls(delta);
 }
 
@@ -66,7 +66,7 @@ void ToolCallOutput::complete(ChoiceDelta& choice) {
     case Kind::text:
       return;
     case Kind::named:
-      choice.tool_calls = named_calls({{.id = "", .name = mode_.function, .arguments = std::move(choice.text)}});
+      choice.tool_calls = with_ids({{.id = "", .name = mode_.function, .arguments = std::move(choice.text)}});
       choice.text.clear();
       return;
     case Kind::parsed:
@@ -76,7 +76,7 @@ void ToolCallOutput::complete(ChoiceDelta& choice) {
   chat::ParsedToolCalls parsed = parse(choice.text);
   if (parsed.calls.empty()) return;
   choice.text = parsed.content.value_or("");
-  choice.tool_calls = named_calls(std::move(parsed.calls));
+  choice.tool_calls = with_ids(std::move(parsed.calls));
   mark_tool_calls(choice);
 }
 

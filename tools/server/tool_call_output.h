@@ -42,7 +42,7 @@ class ToolCallOutput {
   // The calls in the whole text (parsed, required), and where its content ends; no calls: the
   // whole text is content.
   chat::ParsedToolCalls parse(const std::string& text) const;
-  std::vector<chat::ToolCall> named_calls(std::vector<chat::ToolCall> calls);
+  std::vector<chat::ToolCall> with_ids(std::vector<chat::ToolCall> calls);  // each call given its id
 
   ToolOutputMode mode_;
   std::function<std::string()> make_call_id_;
