@@ -1,5 +1,6 @@
 #include "core/structured/output_constraint.h"
 
+#include "core/structured/grammar_parser.h"
 #include "core/structured/regex_escape.h"
 
 namespace pagedllm::structured {
@@ -14,6 +15,8 @@ const char* to_string(ConstraintKind kind) {
       return "json_schema";
     case ConstraintKind::json_object:
       return "json_object";
+    case ConstraintKind::grammar:
+      return "grammar";
   }
   return "?";
 }
@@ -59,6 +62,9 @@ std::string constraint_key(const ConstraintSpec& spec) {
     case ConstraintKind::json_object:
       add_layout();
       break;
+    case ConstraintKind::grammar:
+      key += spec.grammar;
+      break;
   }
   return key;
 }
@@ -81,6 +87,8 @@ ByteDfa compile_constraint(const ConstraintSpec& spec, const RegexLimits& limits
       case ConstraintKind::json_object:
         pattern = json_object_regex(spec.layout);
         break;
+      case ConstraintKind::grammar:
+        throw ConstraintError("grammar: compiles to a pushdown automaton (compile_grammar_constraint), not a byte one");
     }
   } catch (const JsonSchemaError& error) {
     throw ConstraintError(error.what());
@@ -91,6 +99,17 @@ ByteDfa compile_constraint(const ConstraintSpec& spec, const RegexLimits& limits
     if (spec.kind == ConstraintKind::regex) throw ConstraintError(error.what());
     // The pattern is ours, so its offsets mean nothing to the client; the problem does (a size limit).
     throw ConstraintError(std::string(to_string(spec.kind)) + ": " + error.what());
+  }
+}
+
+PushdownGrammar compile_grammar_constraint(const ConstraintSpec& spec, const RegexLimits& limits) {
+  if (spec.kind != ConstraintKind::grammar) {
+    throw ConstraintError(std::string(to_string(spec.kind)) + ": not a grammar (compile_constraint compiles it)");
+  }
+  try {
+    return compile_grammar(spec.grammar, limits);
+  } catch (const GrammarError& error) {
+    throw ConstraintError(error.what());
   }
 }
 
@@ -108,7 +127,11 @@ std::shared_ptr<TokenMaskCache> ConstraintCompiler::compile(const ConstraintSpec
   }
   // Compiled outside the lock: another request's compile or lookup need not wait for this one.
   auto cache =
-      std::make_shared<TokenMaskCache>(std::make_shared<ByteDfa>(compile_constraint(spec, config_.limits)), trie_);
+      spec.kind == ConstraintKind::grammar
+          ? std::make_shared<TokenMaskCache>(
+                std::make_shared<const PushdownGrammar>(compile_grammar_constraint(spec, config_.limits)), trie_)
+          : std::make_shared<TokenMaskCache>(std::make_shared<const ByteDfa>(compile_constraint(spec, config_.limits)),
+                                             trie_);
   const std::lock_guard lock(mutex_);
   ++num_compiled_;
   if (const auto found = by_key_.find(key); found != by_key_.end()) return found->second->second;  // a twin won

@@ -1,5 +1,5 @@
 // Output constraints as requests state them (a regex, a list of choices, a JSON schema, any JSON
-// object), compiled per model into the shared token-mask caches the engine's matchers walk.
+// object, an EBNF grammar), compiled per model into the shared token-mask caches the engine's matchers walk.
 //
 // One compiler per served model: it holds the vocabulary's trie and keeps the constraints it
 // compiled, by their canonical text, so that requests repeating a schema (the usual case: one
@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/structured/grammar_automaton.h"
 #include "core/structured/json_schema.h"
 #include "core/structured/regex_compiler.h"
 #include "core/structured/token_mask.h"
@@ -29,6 +30,7 @@ enum class ConstraintKind : uint8_t {
   choice,       // the output is exactly one of `choices`
   json_schema,  // a JSON text that validates against `schema`, in `layout`
   json_object,  // any JSON object, in `layout`
+  grammar,      // the output matches `grammar`'s root rule (GBNF / XGrammar EBNF)
 };
 const char* to_string(ConstraintKind kind);
 
@@ -38,6 +40,7 @@ struct ConstraintSpec {
   std::vector<std::string> choices;  // choice: at least one
   nlohmann::ordered_json schema;     // json_schema (ordered: properties keep their order)
   JsonLayout layout;                 // json_schema, json_object
+  std::string grammar;               // grammar: the EBNF text
 };
 
 // A constraint that cannot be compiled: the message names the problem (the regex offset, the
@@ -47,8 +50,10 @@ class ConstraintError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The automaton of a constraint. Throws ConstraintError.
+// The byte automaton of a constraint (any kind but grammar). Throws ConstraintError.
 ByteDfa compile_constraint(const ConstraintSpec& spec, const RegexLimits& limits = {});
+// A grammar constraint's pushdown automaton. Throws ConstraintError.
+PushdownGrammar compile_grammar_constraint(const ConstraintSpec& spec, const RegexLimits& limits = {});
 
 struct ConstraintCompilerConfig {
   RegexLimits limits;           // bound compile time and memory per constraint

@@ -1,9 +1,9 @@
-// The tokens a byte automaton allows next, over a model's vocabulary, and the per-sequence matcher
-// that walks the automaton as tokens are accepted.
+// The tokens a byte automaton (or a grammar) allows next, over a model's vocabulary, and the
+// per-sequence matcher that walks the automaton as tokens are accepted.
 //
 // A token is its byte string (special tokens have none: a constraint never allows them, except
-// the stop tokens (end-of-sequence) where the text so far is a whole match). Whether a token is allowed in a state
-// depends on that state and the token's bytes alone, so a state's mask is computed once and kept:
+// the stop tokens (end-of-sequence) where the text so far is a whole match). Whether a token is
+// allowed in a state depends on that state and the token's bytes alone, so a state's mask is computed once and kept:
 // one walk of a trie of the vocabulary, which visits each shared prefix once and leaves a subtree
 // at its first refused byte. (XGrammar splits tokens the same way into context-independent ones,
 // decided per automaton state ahead of time, and context-dependent ones, checked at each step; a
@@ -12,77 +12,37 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/common/types.h"
 #include "core/structured/byte_dfa.h"
-#include "core/tokenizer/tokenizer.h"
+#include "core/structured/grammar_matcher.h"
+#include "core/structured/token_trie.h"
 
 namespace pagedllm::structured {
 
-// One bit per token id, 32 to a word, bit (id % 32) of word (id / 32): the layout of XGrammar's and
-// vLLM's bitmasks, so one upload format serves the CUDA sampler too.
-using TokenBitmask = std::vector<std::uint32_t>;
-
-// Over a whole mask or one row of a step's bitmask matrix (StepPlan::token_bitmask).
-inline bool is_allowed(std::span<const std::uint32_t> mask, TokenId token) {
-  return (mask[static_cast<std::size_t>(token) / 32] >> (static_cast<std::uint32_t>(token) % 32)) & 1u;
-}
-inline void allow(std::span<std::uint32_t> mask, TokenId token) {
-  mask[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
-}
-
-// The vocabulary as a byte trie, stored flat in depth-first order (its nodes are the distinct
-// prefixes of the token strings, in byte order): a node's subtree is the run of nodes after it up
-// to subtree_end, so a walk skips a refused prefix's whole subtree with one jump and otherwise
-// reads the arrays front to back (XGrammar walks its lexicographically sorted vocabulary the same
-// way). Built once per model and shared by every constraint.
-// A tokenizer's vocabulary as constraints see it, over `vocab_size` ids (a model's logits may have
-// more ids than its tokenizer: padding): each token's bytes, empty for special tokens and padding
-// ids, so that no constraint allows them. What the server, `pagedllm token-masks` and the benchmark
-// build their ConstraintCompiler (or TokenTrie) from.
-std::vector<std::string> constraint_token_bytes(const tokenizer::Tokenizer& tokenizer, int32_t vocab_size);
-
-class TokenTrie {
- public:
-  // token_bytes[id]: the token's bytes; empty for a special token (never allowed by a constraint).
-  explicit TokenTrie(const std::vector<std::string>& token_bytes);
-
-  int32_t vocab_size() const { return static_cast<int32_t>(token_bytes_.size()); }
-  int32_t num_nodes() const { return static_cast<int32_t>(byte_.size()); }
-  const std::string& bytes(TokenId token) const { return token_bytes_[static_cast<std::size_t>(token)]; }
-
-  // Sets in `mask` the bit of every token whose bytes the automaton can read from `state`.
-  void add_allowed(const ByteDfa& dfa, int32_t state, TokenBitmask& mask) const;
-
- private:
-  // [node], in depth-first order; the root (no bytes) is not stored.
-  std::vector<std::uint8_t> byte_;    // the last byte of the node's prefix
-  std::vector<int32_t> depth_;        // the prefix's length (>= 1)
-  std::vector<int32_t> subtree_end_;  // one past the node's last descendant
-  std::vector<int32_t>
-      first_token_;  // [node + 1]: the node's tokens are tokens_[first_token_[node], first_token_[node + 1])
-  std::vector<TokenId> tokens_;  // the tokens whose bytes end at each node, by node
-  int32_t max_depth_ = 0;
-  std::vector<std::string> token_bytes_;  // [token id]
-};
-
-// The masks of one automaton, computed per state on first use and kept. One per compiled
-// constraint, shared by the sequences that use it (parallel samples, beams); not thread-safe.
+// The masks of one compiled constraint, computed on first use and kept: per state of a byte
+// automaton, or per frame of a grammar (grammar_matcher.h). One per compiled constraint, shared by
+// the sequences that use it (parallel samples, beams); not thread-safe.
 class TokenMaskCache {
  public:
   TokenMaskCache(std::shared_ptr<const ByteDfa> dfa, std::shared_ptr<const TokenTrie> trie);
+  TokenMaskCache(std::shared_ptr<const PushdownGrammar> grammar, std::shared_ptr<const TokenTrie> trie);
 
-  const ByteDfa& dfa() const { return *dfa_; }
+  bool is_grammar() const { return grammar_ != nullptr; }
+  const ByteDfa& dfa() const;  // a byte automaton's; throws std::logic_error for a grammar
+  const std::shared_ptr<GrammarMasks>& grammar() const { return grammar_; }  // null for a byte automaton
   const TokenTrie& trie() const { return *trie_; }
   int32_t vocab_size() const { return trie_->vocab_size(); }
-  const TokenBitmask& mask(int32_t state);
-  int32_t num_computed() const { return num_computed_; }
+  const TokenBitmask& mask(int32_t state);  // a byte automaton's state
+  int32_t num_computed() const;             // states (or grammar frames) whose masks were computed
 
  private:
-  std::shared_ptr<const ByteDfa> dfa_;
+  std::shared_ptr<const ByteDfa> dfa_;  // or grammar_
+  std::shared_ptr<GrammarMasks> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   std::vector<TokenBitmask> masks_;  // [state]; empty until computed
   int32_t num_computed_ = 0;
@@ -114,9 +74,10 @@ class TokenMatcher {
  private:
   std::shared_ptr<TokenMaskCache> cache_;
   std::vector<TokenId> stop_tokens_;
-  int32_t state_;
+  int32_t state_;                          // a byte automaton's
+  std::optional<GrammarMatcher> grammar_;  // or a grammar's parse
   bool ended_ = false;
-  std::vector<int32_t> history_;  // the state before each accepted token
+  std::vector<int32_t> history_;  // before each accepted token: the state (a grammar: 0)
 };
 
 }  // namespace pagedllm::structured
