@@ -25,23 +25,54 @@ void collect_references(const Grammar& grammar, int32_t expr, std::vector<int32_
   for (const int32_t child : node.children) collect_references(grammar, child, out);
 }
 
-// [rule]: the root, or a rule that can reach itself; the others are expanded where they are used.
+// [rule]: the root, or a rule that can reach itself (a strongly connected component of the
+// reference graph with a cycle in it); the others are expanded where they are used. Tarjan's
+// algorithm, iterative: a grammar's rules may chain deeper than the call stack would allow.
 std::vector<bool> rules_kept(const Grammar& grammar) {
   const std::size_t n = grammar.rules.size();
   std::vector<std::vector<int32_t>> uses(n);
   for (std::size_t r = 0; r < n; ++r) collect_references(grammar, grammar.rules[r].body, uses[r]);
   std::vector<bool> kept(n, false);
   kept[static_cast<std::size_t>(grammar.root)] = true;
-  for (std::size_t r = 0; r < n; ++r) {
-    std::vector<char> seen(n, 0);
-    std::vector<int32_t> stack(uses[r].begin(), uses[r].end());
-    while (!stack.empty() && !kept[r]) {
-      const auto at = static_cast<std::size_t>(stack.back());
-      stack.pop_back();
-      if (at == r) kept[r] = true;
-      if (seen[at]) continue;
-      seen[at] = 1;
-      stack.insert(stack.end(), uses[at].begin(), uses[at].end());
+  std::vector<int32_t> index(n, -1);
+  std::vector<int32_t> low(n, 0);
+  std::vector<char> on_stack(n, 0);
+  std::vector<int32_t> component;                         // Tarjan's stack
+  std::vector<std::pair<std::size_t, std::size_t>> path;  // (rule, next use to visit)
+  int32_t next_index = 0;
+  for (std::size_t begin = 0; begin < n; ++begin) {
+    if (index[begin] >= 0) continue;
+    path.push_back({begin, 0});
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == 0 && index[r] < 0) {
+        index[r] = low[r] = next_index++;
+        component.push_back(static_cast<int32_t>(r));
+        on_stack[r] = 1;
+      }
+      if (next < uses[r].size()) {
+        const auto use = static_cast<std::size_t>(uses[r][next++]);
+        if (use == r) kept[r] = true;  // a rule that uses itself
+        if (index[use] < 0) {
+          path.push_back({use, 0});
+        } else if (on_stack[use]) {
+          low[r] = std::min(low[r], index[use]);
+        }
+        continue;
+      }
+      const std::size_t done = r;
+      path.pop_back();
+      if (!path.empty()) low[path.back().first] = std::min(low[path.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      std::vector<int32_t> members;
+      do {
+        members.push_back(component.back());
+        on_stack[static_cast<std::size_t>(component.back())] = 0;
+        component.pop_back();
+      } while (members.back() != static_cast<int32_t>(done));
+      if (members.size() > 1) {
+        for (const int32_t member : members) kept[static_cast<std::size_t>(member)] = true;
+      }
     }
   }
   return kept;
@@ -57,9 +88,10 @@ struct NfaState {
 
 class RuleNfaBuilder {
  public:
+  // nfa_states_left: what the grammar's rules may still take (RegexLimits::max_nfa_states over all).
   RuleNfaBuilder(const Grammar& grammar, const std::vector<bool>& kept, const std::vector<int32_t>& rule_index,
-                 const RegexLimits& limits)
-      : grammar_(grammar), kept_(kept), rule_index_(rule_index), limits_(limits) {}
+                 const RegexLimits& limits, int32_t& nfa_states_left)
+      : grammar_(grammar), kept_(kept), rule_index_(rule_index), limits_(limits), states_left_(nfa_states_left) {}
 
   struct Fragment {
     int32_t start;
@@ -67,7 +99,21 @@ class RuleNfaBuilder {
   };
 
   Fragment build(int32_t expr) {
-    const GrammarExpr& node = grammar_.exprs[static_cast<std::size_t>(expr)];
+    // Expressions nest as deep as groups and expanded rules do: bounded, so that a grammar cannot
+    // exhaust the call stack.
+    if (++depth_ > kMaxExpansionDepth) {
+      throw GrammarError("grammar: too deep: expressions and the rules expanded into them nest more than " +
+                         std::to_string(kMaxExpansionDepth) + " levels");
+    }
+    const Fragment fragment = build_node(grammar_.exprs[static_cast<std::size_t>(expr)]);
+    --depth_;
+    return fragment;
+  }
+
+ private:
+  static constexpr int32_t kMaxExpansionDepth = 2000;
+
+  Fragment build_node(const GrammarExpr& node) {
     switch (node.kind) {
       case GrammarExpr::Kind::empty: {
         const int32_t state = new_state();
@@ -143,12 +189,9 @@ class RuleNfaBuilder {
     return {};
   }
 
-  std::vector<NfaState> take() { return std::move(states_); }
-
- private:
   int32_t new_state() {
-    if (static_cast<int32_t>(states_.size()) >= limits_.max_nfa_states) {
-      throw GrammarError("grammar: too large: a rule needs more than " + std::to_string(limits_.max_nfa_states) +
+    if (--states_left_ < 0) {
+      throw GrammarError("grammar: too large: its rules need more than " + std::to_string(limits_.max_nfa_states) +
                          " automaton states (rules used without recursion and counted repeats are expanded)");
     }
     states_.emplace_back();
@@ -156,11 +199,17 @@ class RuleNfaBuilder {
   }
   void link(int32_t from, int32_t to) { states_[static_cast<std::size_t>(from)].epsilon.push_back(to); }
 
+ public:
+  std::vector<NfaState> take() { return std::move(states_); }
+
+ private:
   const Grammar& grammar_;
   const std::vector<bool>& kept_;
   const std::vector<int32_t>& rule_index_;  // [grammar rule]: its index among the kept rules
   const RegexLimits& limits_;
+  int32_t& states_left_;
   std::vector<NfaState> states_;
+  int32_t depth_ = 0;
 };
 
 // --- subset construction over bytes and calls --------------------------------------------------
@@ -369,9 +418,10 @@ PushdownGrammar compile_grammar(std::string_view text, const RegexLimits& limits
   }
   automaton.root = rule_index[static_cast<std::size_t>(grammar.root)];
   int32_t states_left = limits.max_dfa_states;
+  int32_t nfa_states_left = limits.max_nfa_states;
   for (std::size_t r = 0; r < grammar.rules.size(); ++r) {
     if (!kept[r]) continue;
-    RuleNfaBuilder builder(grammar, kept, rule_index, limits);
+    RuleNfaBuilder builder(grammar, kept, rule_index, limits, nfa_states_left);
     const RuleNfaBuilder::Fragment whole = builder.build(grammar.rules[r].body);
     const std::vector<NfaState> nfa = builder.take();
     determinize(nfa, whole.start, whole.end, limits, states_left,

@@ -10,6 +10,7 @@ namespace pagedllm::structured {
 namespace {
 
 constexpr int32_t kMaxRepeatBound = 1000;
+constexpr int32_t kMaxGroupDepth = 200;  // parsing recurses per group
 
 bool is_name_char(int c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
@@ -352,6 +353,9 @@ class Parser {
         ++pos_;
         return set_expr(CodePointSet::of(0, kMaxCodePoint));
       case '(': {
+        if (++group_depth_ > kMaxGroupDepth) {
+          fail(at, "groups nest more than " + std::to_string(kMaxGroupDepth) + " deep");
+        }
         ++pos_;
         skip_space();
         if (peek() == '=' || peek() == '!') fail(at, "lookahead assertions are not supported");
@@ -359,6 +363,7 @@ class Parser {
         skip_space();
         if (peek() != ')') fail(at, "missing ')' for the group opened here");
         ++pos_;
+        --group_depth_;
         return inner;
       }
       case '*':
@@ -381,6 +386,7 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  int32_t group_depth_ = 0;
   Grammar grammar_;
   std::unordered_map<std::string, int32_t> by_name_;
   std::vector<std::pair<int32_t, std::size_t>> references_;  // (rule, offset of the use)

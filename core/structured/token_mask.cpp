@@ -18,6 +18,8 @@ const ByteDfa& TokenMaskCache::dfa() const {
   return *dfa_;
 }
 
+int32_t TokenMaskCache::num_states() const { return grammar_ ? grammar_->grammar().num_states() : dfa_->num_states(); }
+
 int32_t TokenMaskCache::num_computed() const { return grammar_ ? grammar_->num_computed() : num_computed_; }
 
 const TokenBitmask& TokenMaskCache::mask(int32_t state) {

@@ -39,6 +39,7 @@ class TokenMaskCache {
   int32_t vocab_size() const { return trie_->vocab_size(); }
   const TokenBitmask& mask(int32_t state);  // a byte automaton's state
   int32_t num_computed() const;             // states (or grammar frames) whose masks were computed
+  int32_t num_states() const;               // the automaton's (over all of a grammar's rules)
 
  private:
   std::shared_ptr<const ByteDfa> dfa_;  // or grammar_

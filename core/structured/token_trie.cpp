@@ -5,14 +5,6 @@
 
 namespace pagedllm::structured {
 
-std::vector<std::string> constraint_token_bytes(const tokenizer::Tokenizer& tokenizer, int32_t vocab_size) {
-  std::vector<std::string> bytes(static_cast<size_t>(vocab_size));
-  for (TokenId id = 0; id < vocab_size && id < tokenizer.num_tokens(); ++id) {
-    if (!tokenizer.is_special(id)) bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
-  }
-  return bytes;
-}
-
 TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : token_bytes_(token_bytes) {
   // The tokens in byte order (std::string compares bytes as unsigned): then each token adds the
   // nodes of its bytes past the prefix it shares with the previous one, in depth-first order.

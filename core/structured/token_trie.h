@@ -9,7 +9,6 @@
 
 #include "core/common/types.h"
 #include "core/structured/byte_dfa.h"
-#include "core/tokenizer/tokenizer.h"
 
 namespace pagedllm::structured {
 
@@ -24,12 +23,6 @@ inline bool is_allowed(std::span<const std::uint32_t> mask, TokenId token) {
 inline void allow(std::span<std::uint32_t> mask, TokenId token) {
   mask[static_cast<std::size_t>(token) / 32] |= 1u << (static_cast<std::uint32_t>(token) % 32);
 }
-
-// A tokenizer's vocabulary as constraints see it, over `vocab_size` ids (a model's logits may have
-// more ids than its tokenizer: padding): each token's bytes, empty for special tokens and padding
-// ids, so that no constraint allows them. What the server, `pagedllm token-masks` and the benchmark
-// build their ConstraintCompiler (or TokenTrie) from.
-std::vector<std::string> constraint_token_bytes(const tokenizer::Tokenizer& tokenizer, int32_t vocab_size);
 
 // The vocabulary as a byte trie, stored flat in depth-first order (its nodes are the distinct
 // prefixes of the token strings, in byte order): a node's subtree is the run of nodes after it up

@@ -171,12 +171,12 @@ def features(server):
           "completion logprobs: 4 tokens, 3 alternatives each")
     check(all(lp <= 0 for lp in logprobs["token_logprobs"]), "completion logprobs are log-probabilities")
     # Fields this server does not act on are refused, not ignored: echo with logprobs (OpenAI then
-    # scores the prompt too), vLLM's grammars and prompt logprobs, and unknown fields.
+    # scores the prompt too), vLLM's structural tags and prompt logprobs, and unknown fields.
     for route, extra, param in [
             ("/v1/completions", {"logprobs": 3, "echo": True}, "echo"),
-            ("/v1/completions", {"guided_grammar": 'root ::= "a"'}, "guided_grammar"),
+            ("/v1/completions", {"structural_tag": '{}'}, "structural_tag"),
             ("/v1/chat/completions", {"prompt_logprobs": 1}, "prompt_logprobs"),
-            ("/v1/chat/completions", {"structured_outputs": {"grammar": 'root ::= "a"'}}, "structured_outputs.grammar"),
+            ("/v1/chat/completions", {"structured_outputs": {"structural_tag": '{}'}}, "structured_outputs.structural_tag"),
             ("/v1/chat/completions", {"temprature": 0.5}, "temprature")]:
         body = dict({"model": "tiny", "max_tokens": 2}, **extra)
         body.update({"prompt": "Hi"} if route == "/v1/completions" else {"messages": [{"role": "user", "content": "Hi"}]})
@@ -694,6 +694,44 @@ RECORD_SCHEMA = {
 }
 
 
+ARITHMETIC_GRAMMAR = r"""
+root   ::= expr
+expr   ::= term ([-+*] term)*
+term   ::= [0-9]{1,3} | "(" expr ")"
+"""
+
+
+def arithmetic(text):
+    """Whether `text` is a sentence of ARITHMETIC_GRAMMAR (a recursive descent of its own)."""
+    at = 0
+
+    def term():
+        nonlocal at
+        if text.startswith("(", at):
+            at += 1
+            if not expr() or not text.startswith(")", at):
+                return False
+            at += 1
+            return True
+        digits = re.match(r"[0-9]{1,3}", text[at:])
+        if not digits:
+            return False
+        at += len(digits.group())
+        return True
+
+    def expr():
+        nonlocal at
+        if not term():
+            return False
+        while at < len(text) and text[at] in "-+*":
+            at += 1
+            if not term():
+                return False
+        return True
+
+    return expr() and at == len(text)
+
+
 def record_problems(value):
     """What makes `value` fail RECORD_SCHEMA (the standard library has no JSON Schema validator)."""
     if not isinstance(value, dict):
@@ -715,7 +753,7 @@ def record_problems(value):
 
 
 def structured_outputs(server):
-    """Constrained requests on the tiny model: regex, choice, JSON schema and JSON object, through
+    """Constrained requests on the tiny model: regex, choice, JSON schema, JSON object and grammars, through
     each of the request fields that ask for them, greedy and sampled, n > 1 and streamed. Every
     output that stopped is a whole match; one cut by max_tokens a prefix of one."""
     chat = {"model": "tiny", "messages": [{"role": "user", "content": "Give me a record"}], "max_tokens": 120}
@@ -765,6 +803,21 @@ def structured_outputs(server):
             check(False, f"json_object, streamed: {text!r} does not parse: {error}")
     check(status == 200 and reasons in (["stop"], ["length"]), f"json_object streamed: finish {reasons}")
 
+    # EBNF grammars (GBNF / XGrammar EBNF), recursive: every finished sample is a whole sentence of
+    # the grammar; one that can only end past max_tokens finishes with "length", as in vLLM.
+    for field, value in (("guided_grammar", ARITHMETIC_GRAMMAR), ("structured_outputs", {"grammar": ARITHMETIC_GRAMMAR})):
+        for temperature in (0, 1):
+            status, body = server.post("/v1/completions", dict(completion, n=3, temperature=temperature, seed=5,
+                                                               max_tokens=60, **{field: value}))
+            results = [(c["text"], c["finish_reason"]) for c in body["choices"]] if status == 200 else body
+            check(status == 200 and all(arithmetic(t) if f == "stop" else f == "length" for t, f in results)
+                  and any(f == "stop" for _, f in results),
+                  f"{field} at temperature {temperature}: sentences of the grammar: {results}")
+    status, body = server.post("/v1/completions", dict(completion, max_tokens=5, guided_grammar='root ::= [a-z]{200}'))
+    choice = body["choices"][0] if status == 200 else {}
+    check(status == 200 and choice["finish_reason"] == "length" and re.fullmatch("[a-z]+", choice["text"]),
+          f"a grammar that ends past max_tokens: finish length, a prefix: {choice or body}")
+
     # Bad constraints: 400 naming the field and the problem, and the server serves on.
     bad = [
         ({"guided_regex": "(ab"}, "guided_regex", "offset"),
@@ -774,7 +827,9 @@ def structured_outputs(server):
                                           "$ref": "#/$defs/N"}}}, "structured_outputs.json", "recursive"),
         ({"guided_json": {"type": "string", "format": "hostname"}}, "guided_json", "hostname"),
         ({"guided_regex": "[a-z]{1000}[0-9]{1000}" * 20}, "guided_regex", "states"),
-        ({"guided_grammar": 'root ::= "a"'}, "guided_grammar", "not supported"),
+        ({"guided_grammar": 'root ::= item'}, "guided_grammar", "line 1, column 10: rule 'item' is used but never"),
+        ({"structured_outputs": {"grammar": 'root ::= root "+" [0-9] | [0-9]'}}, "structured_outputs.grammar",
+         "left-recursive"),
     ]
     for fields, param, words in bad:
         started = time.time()

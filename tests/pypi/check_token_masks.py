@@ -3,10 +3,11 @@
 engine, an independent implementation, from PyPI): the same constraint over the same vocabulary
 must allow the same tokens at every step.
 
-For each constraint (hand-written regexes and JSON schemas, then randomly generated schemas) the
-script walks random token paths with llguidance's masks, records llguidance's mask before every
-token, asks `pagedllm token-masks` for its own along the same paths, and compares them bit for
-bit (the end-of-sequence token included: both allow it exactly where the text is a whole match).
+For each constraint (hand-written regexes, JSON schemas and GBNF grammars, then randomly
+generated schemas) the script walks random token paths with llguidance's masks, records
+llguidance's mask before every token, asks `pagedllm token-masks` for its own along the same
+paths, and compares them bit for bit (the end-of-sequence token included: both allow it exactly
+where the text is a whole match).
 Then accept/reject: JSON values generated for each schema, and mutations of them, tokenized, must
 be accepted by both or refused by both at the same token.
 
@@ -31,6 +32,7 @@ import tempfile
 
 import llguidance
 import numpy
+from llguidance.gbnf_to_lark import gbnf_to_lark
 
 FAILURES = []
 
@@ -45,6 +47,50 @@ REGEXES = [
     r"[a-f0-9]{8}(-[a-f0-9]{4}){3}-[a-f0-9]{12}",
     r"(The|A) (cat|dog) (sat|ran)\.",
     r"[ -~]{1,20}",
+]
+
+# GBNF grammars, recursive most of them, handed to llguidance through its own GBNF-to-Lark converter.
+# llguidance lexes a Lark grammar's terminals before it parses, so each grammar here ends every
+# multi-character terminal where the next one cannot continue it: then the lexed language is the
+# context-free one that pagedllm's pushdown automaton matches.
+GRAMMARS = [
+    r"""root ::= expr
+expr ::= term ([-+*] term)*
+term ::= [0-9]{1,3} | "(" expr ")"
+""",
+    r"""root ::= value
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" (pair ("," pair)*)? "}"
+pair ::= string ":" value
+array ::= "[" (value ("," value)*)? "]"
+string ::= "\"" [a-z ]* "\""
+number ::= "-"? [0-9]+
+""",
+    r"""root ::= item+
+item ::= "(" root? ")" | [a-z]
+""",
+    r"""root ::= sexp
+sexp ::= atom | "(" sexp (" " sexp)* ")"
+atom ::= [a-z]+ | [0-9]+
+""",
+    r"""root ::= greeting " " name "!"
+greeting ::= "hello" | "hi"
+name ::= [A-Z] [a-z]{1,8}
+""",
+    r"""root ::= "[" (root ("," root)*)? "]"
+""",
+    r"""root   ::= value
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" (member (", " member)*)? "}"
+member ::= string ": " value
+array  ::= "[" (value (", " value)*)? "]"
+string ::= "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\""
+number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+""",
+    r"""root ::= "<" tag ">" (text | root)* "</" tag ">"
+tag ::= "a" | "b" | "em"
+text ::= [^<>&]{1,5}
+""",
 ]
 
 SCHEMAS = [
@@ -107,6 +153,8 @@ def random_schema(rng, depth=0):
 def llguidance_matcher(tokenizer, case):
     if "regex" in case:
         grammar = llguidance.LLMatcher.grammar_from_regex(case["regex"])
+    elif "grammar" in case:
+        grammar = llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(case["grammar"]))
     else:
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
             case["json_schema"], {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ",
@@ -161,7 +209,7 @@ def random_walk(tokenizer, token_bytes, case, rng, max_steps=48):
 def pagedllm_masks(binary, tokenizer_path, cases, eos):
     lines = []
     for case in cases:
-        line = {k: v for k, v in case.items() if k in ("regex", "json_schema", "tokens")}
+        line = {k: v for k, v in case.items() if k in ("regex", "json_schema", "grammar", "tokens")}
         line["stop_tokens"] = [eos]
         if "json_schema" in case:
             line["any_whitespace"] = False
@@ -218,6 +266,10 @@ def sample_value(schema, rng):
     return 0
 
 
+def constraint_of(case):
+    return case.get("regex") or case.get("grammar") or case["json_schema"]
+
+
 def compare(binary, tokenizer_path, num_random, num_walks, seed):
     """Masks along token paths and accept/reject of texts, over one vocabulary."""
     rng = random.Random(seed)
@@ -228,10 +280,11 @@ def compare(binary, tokenizer_path, num_random, num_walks, seed):
                    for t in range(tokenizer.vocab_size)]
 
     constraints = [{"regex": r} for r in REGEXES] + [{"json_schema": s} for s in SCHEMAS]
+    constraints += [{"grammar": g} for g in GRAMMARS]
     constraints += [{"json_schema": random_schema(rng)} for _ in range(num_random)]
     cases = []
     for constraint in constraints:
-        for _ in range(num_walks):
+        for _ in range(num_walks * (4 if "grammar" in constraint else 1)):  # few grammars: more paths each
             tokens, masks, forced_prefixes = random_walk(tokenizer, token_bytes, constraint, rng)
             cases.append(dict(constraint, tokens=tokens, expected=masks, forced_prefixes=forced_prefixes))
     answers = pagedllm_masks(binary, tokenizer_path, cases, eos)
@@ -240,7 +293,7 @@ def compare(binary, tokenizer_path, num_random, num_walks, seed):
     mismatched = []
     for case, answer in zip(cases, answers):
         if "error" in answer:
-            mismatched.append(f"{json.dumps(case.get('regex') or case['json_schema'])}: pagedllm refused it: "
+            mismatched.append(f"{json.dumps(constraint_of(case))}: pagedllm refused it: "
                               f"{answer['error']}")
             continue
         for step, (ours, theirs) in enumerate(zip(answer["masks"], case["expected"])):
@@ -251,7 +304,7 @@ def compare(binary, tokenizer_path, num_random, num_walks, seed):
                 num_forced_steps += 1
                 continue
             prefix = tokenizer.decode_bytes(case["tokens"][:step])
-            mismatched.append(f"{json.dumps(case.get('regex') or case['json_schema'])[:200]} after {prefix!r}: "
+            mismatched.append(f"{json.dumps(constraint_of(case))[:200]} after {prefix!r}: "
                               + describe_difference(tokenizer, ours, theirs))
             break
     print(f"masks: {len(constraints)} constraints, {len(cases)} token paths, {num_steps} steps compared "

@@ -56,6 +56,7 @@ json constraint_json(const std::optional<OutputConstraintRequest>& constraint) {
           {"field", constraint->field},
           {"regex", spec.regex},
           {"choices", spec.choices},
+          {"grammar", spec.grammar},
           {"schema", spec.schema.dump()},
           {"schema_path", constraint->schema_path},
           {"any_whitespace", spec.layout.any_whitespace},
@@ -219,13 +220,14 @@ std::vector<FieldCase> field_cases() {
       {"guided_json", {{"type", "object"}}, acted_on},
       {"guided_regex", "[a-z]+", acted_on},
       {"guided_choice", json::array({"yes", "no"}), acted_on},
-      {"guided_grammar", "root ::= \"a\"", refused},
+      {"guided_grammar", "root ::= \"a\"", acted_on},
       {"structural_tag", "{}", refused},
       {"guided_decoding_backend", "xgrammar", no_effect},  // one backend
       {"guided_whitespace_pattern", " *", no_effect},      // without a JSON constraint
       {"guided_whitespace_pattern", " *", acted_on, {{"guided_json", {{"type", "object"}}}}},
       {"structured_outputs", {{"choice", json::array({"yes", "no"})}}, acted_on},
-      {"structured_outputs", {{"grammar", "root ::= \"a\""}}, refused},
+      {"structured_outputs", {{"grammar", "root ::= \"a\""}}, acted_on},
+      {"structured_outputs", {{"structural_tag", "{}"}}, refused},
       {"guided_regex", "a+", refused, {{"response_format", {{"type", "json_object"}}}}},  // two constraints
       {"priority", 1, acted_on},
       {"request_id", "r-1", acted_on},

@@ -131,6 +131,21 @@ BOOST_AUTO_TEST_CASE(left_recursion_and_empty_languages_are_refused) {
   // Right recursion and recursion behind a byte are fine.
   BOOST_TEST(grammar_error("root ::= \"a\" root | \"b\"\n") == "(compiled)");
   BOOST_TEST(grammar_error("root ::= \"(\" root \")\" root | \"\"\n") == "(compiled)");
+  // Bounded nesting: the parser and the expansion recurse, so neither may run off the call stack.
+  std::string nested = "root ::= ";
+  nested.append(201, '(').append("\"a\"").append(201, ')');
+  BOOST_TEST(grammar_error(nested) == "grammar, line 1, column 210: groups nest more than 200 deep");
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 2500; ++i) {  // appended piece by piece: GCC 12 -O3 sees a false overflow in a + chain
+    chain += 'r';
+    chain += std::to_string(i);
+    chain += " ::= r";
+    chain += std::to_string(i + 1);
+    chain += '\n';
+  }
+  chain += "r2500 ::= \"a\"\n";
+  BOOST_TEST(grammar_error(chain).find("too deep: expressions and the rules expanded into them nest more than 2000") !=
+             std::string::npos);
   structured::RegexLimits tight;
   tight.max_dfa_states = 20;
   BOOST_CHECK_THROW(structured::compile_grammar("root ::= [a-z]{30}", tight), structured::GrammarError);
@@ -147,6 +162,16 @@ BOOST_AUTO_TEST_CASE(a_rule_without_recursion_is_expanded_and_only_recursion_sta
   std::sort(names.begin(), names.end());
   BOOST_TEST(names == (std::vector<std::string>{"array", "member", "object", "root", "value"}),
              boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(rules_on_a_cycle_stay_rules_whatever_their_order) {
+  // b and c call each other; d is used by both but is on no cycle; a is used once.
+  const structured::PushdownGrammar grammar = structured::compile_grammar(
+      "root ::= a b\nc ::= \"(\" b \")\" | d\nb ::= \"[\" c \"]\" | d\nd ::= [0-9]\na ::= \"x\"\n");
+  std::vector<std::string> names;
+  for (const structured::PushdownRule& rule : grammar.rules) names.push_back(rule.name);
+  std::sort(names.begin(), names.end());
+  BOOST_TEST(names == (std::vector<std::string>{"b", "c", "root"}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(masks_equal_a_token_by_token_check_in_every_state_walks_reach) {

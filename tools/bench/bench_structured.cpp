@@ -14,7 +14,7 @@
 // trie walk each); a second walk over the same tokens reads only cached masks.
 //
 // --paths: the constraints and token paths come from FILE instead (JSON lines: "name", one of
-// "regex" / "json_schema" / "json_object", "any_whitespace", "paths": [[ids], ...]), walked the
+// "regex" / "json_schema" / "json_object" / "grammar", "any_whitespace", "paths": [[ids], ...]), walked the
 // same way: tools/bench/structured_vs_llguidance.py times llguidance on the same paths beside it.
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/structured/constraint_vocabulary.h"
 #include "core/structured/output_constraint.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tools/bench/bench_cli.h"
@@ -73,6 +74,16 @@ std::vector<std::string> vocabulary(const Options& options, TokenId& stop_token)
   return bytes;
 }
 
+// JSON in json.dumps' layout, written as GBNF (the same text structured_vs_llguidance.py gives).
+constexpr const char* kJsonGrammar = R"(root   ::= value
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" (member (", " member)*)? "}"
+member ::= string ": " value
+array  ::= "[" (value (", " value)*)? "]"
+string ::= "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\""
+number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+)";
+
 struct Case {
   std::string name;
   structured::ConstraintSpec spec;
@@ -107,6 +118,11 @@ std::vector<Case> cases() {
   regex.spec.kind = structured::ConstraintKind::regex;
   regex.spec.regex = R"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2}))";
   out.push_back(std::move(regex));
+  // Any JSON value as a GBNF grammar, nested without bound (a pushdown automaton, not a DFA).
+  Case grammar{"gbnf_json", {}};
+  grammar.spec.kind = structured::ConstraintKind::grammar;
+  grammar.spec.grammar = kJsonGrammar;
+  out.push_back(std::move(grammar));
   return out;
 }
 
@@ -213,6 +229,9 @@ int run_paths(const Options& options) {
     } else if (line.contains("json_schema")) {
       spec.kind = structured::ConstraintKind::json_schema;
       spec.schema = line["json_schema"];
+    } else if (line.contains("grammar")) {
+      spec.kind = structured::ConstraintKind::grammar;
+      spec.grammar = line["grammar"].get<std::string>();
     } else {
       spec.kind = structured::ConstraintKind::json_object;
     }
@@ -226,7 +245,7 @@ int run_paths(const Options& options) {
     std::sort(timings.cached_us.begin(), timings.cached_us.end());
     results.push_back({{"constraint", line.value("name", "")},
                        {"compile_ms", compile_ms},
-                       {"dfa_states", cache->dfa().num_states()},
+                       {"states", cache->num_states()},
                        {"steps", timings.first_walk_us.size()},
                        {"first_walk_us_p50", percentile(timings.first_walk_us, 0.5)},
                        {"first_walk_us_p99", percentile(timings.first_walk_us, 0.99)},
@@ -268,12 +287,12 @@ int run(const Options& options) {
     const double cached_p99 = percentile(timings.cached_us, 0.99);
     within_target = within_target && cached_p99 <= kMaskTargetUs;
     std::printf("%-16s %7.1fms %7d %7zu %7.1fus %7.1fus %7.0fus %7.2fus %7.2fus %10s\n", c.name.c_str(), compile_ms,
-                cache->dfa().num_states(), timings.first_walk_us.size(), percentile(timings.first_walk_us, 0.5),
+                cache->num_states(), timings.first_walk_us.size(), percentile(timings.first_walk_us, 0.5),
                 percentile(timings.first_walk_us, 0.99), timings.first_walk_us.back(),
                 percentile(timings.cached_us, 0.5), cached_p99, format_ratio(ratio(cached_p99, kMaskTargetUs)).c_str());
     results.push_back({{"constraint", c.name},
                        {"compile_ms", compile_ms},
-                       {"dfa_states", cache->dfa().num_states()},
+                       {"states", cache->num_states()},
                        {"masks_computed", cache->num_computed()},
                        {"steps", timings.first_walk_us.size()},
                        {"first_walk_us_p50", percentile(timings.first_walk_us, 0.5)},

@@ -28,6 +28,7 @@ import time
 import llguidance
 import llguidance.numpy
 import numpy
+from llguidance.gbnf_to_lark import gbnf_to_lark
 
 CONSTRAINTS = [
     ("pydantic_record", {"json_schema": {
@@ -49,6 +50,16 @@ CONSTRAINTS = [
                        "lang": {"type": "string"}},
         "required": ["city", "days"]}}),
     ("regex_date_time", {"regex": r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})"}),
+    # Any JSON value in json.dumps' layout as a GBNF grammar (bench_structured's gbnf_json), given to
+    # llguidance through its GBNF-to-Lark converter: nesting without bound, a pushdown automaton.
+    ("gbnf_json", {"grammar": r"""root   ::= value
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" (member (", " member)*)? "}"
+member ::= string ": " value
+array  ::= "[" (value (", " value)*)? "]"
+string ::= "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\""
+number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+"""}),
 ]
 LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ",
           "json_allow_general_unicode_escapes": True}
@@ -57,6 +68,8 @@ LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator":
 def grammar(constraint):
     if "regex" in constraint:
         return llguidance.LLMatcher.grammar_from_regex(constraint["regex"])
+    if "grammar" in constraint:
+        return llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(constraint["grammar"]))
     return llguidance.LLMatcher.grammar_from_json_schema(constraint["json_schema"], LAYOUT)
 
 

@@ -2,7 +2,7 @@
 // given token sequences, over a model's vocabulary: to see why a constrained request generates
 // what it does, and to compare the masks with another engine's (tests/pypi/check_token_masks.py
 // holds them against llguidance's). One JSON object per line in, one per line out:
-//   {"regex": R} | {"choice": [...]} | {"json_schema": S} | {"json_object": true},
+//   {"regex": R} | {"choice": [...]} | {"json_schema": S} | {"json_object": true} | {"grammar": GBNF},
 //   optional "any_whitespace" (default true), "allow_additional_properties" (default false),
 //   "tokens": [ids] (the path to walk), "stop_tokens": [ids] (default: the tokenizer's EOS)
 //   -> {"masks": [hex, ...]}: the mask before each token and after the last, each as its 32-bit
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/structured/constraint_vocabulary.h"
 #include "core/structured/output_constraint.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tools/pagedllm/cli_options.h"
@@ -54,11 +55,16 @@ structured::ConstraintSpec read_spec(const nlohmann::ordered_json& line) {
     spec.schema = *schema;
     ++named;
   }
+  if (const auto grammar = line.find("grammar"); grammar != line.end()) {
+    spec.kind = ConstraintKind::grammar;
+    spec.grammar = grammar->get<std::string>();
+    ++named;
+  }
   if (const auto object = line.find("json_object"); object != line.end() && object->get<bool>()) {
     spec.kind = ConstraintKind::json_object;
     ++named;
   }
-  if (named != 1) throw std::invalid_argument("give exactly one of regex, choice, json_schema, json_object");
+  if (named != 1) throw std::invalid_argument("give exactly one of regex, choice, json_schema, json_object, grammar");
   spec.layout.any_whitespace = line.value("any_whitespace", true);
   spec.layout.allow_additional_properties = line.value("allow_additional_properties", false);
   return spec;

@@ -10,6 +10,7 @@
 
 #include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
+#include "core/structured/constraint_vocabulary.h"
 #include "core/structured/output_constraint.h"
 #include "tools/server/tool_call_output.h"
 

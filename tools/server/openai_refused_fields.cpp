@@ -46,8 +46,7 @@ constexpr RefusedField kRefusedFields[] = {
     {"prompt_logprobs", kBothRoutes, never, "prompt logprobs are not returned"},
     {"return_tokens_as_token_ids", kBothRoutes, is_false, "logprob tokens are always text (only false)"},
     {"return_token_ids", kBothRoutes, is_false, "token ids are not returned (only false)"},
-    // vLLM: structured output beyond regex, choice and JSON (openai_structured_outputs.h).
-    {"guided_grammar", kBothRoutes, never, "EBNF grammars are not supported yet (regex, choice and JSON are)"},
+    // vLLM: structured output beyond regex, choice, JSON and grammars (openai_structured_outputs.h).
     {"structural_tag", kBothRoutes, never, "structural tags are not supported yet"},
     // vLLM: prompt construction.
     {"echo", kChatRoute, is_false, "a chat reply does not repeat the last message (only false)"},

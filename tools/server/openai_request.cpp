@@ -436,6 +436,8 @@ constexpr Field kFields[] = {
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_regex(v, out.structured); }},
     {"guided_choice", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_choice(v, out.structured); }},
+    {"guided_grammar", kBothRoutes,
+     [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_grammar(v, out.structured); }},
     {"guided_whitespace_pattern", kBothRoutes,
      [](const JsonValue& v, const ProtocolLimits&, Parsed& out) { read_guided_whitespace_pattern(v, out.structured); }},
     // One backend here: the choice of vLLM's (xgrammar, guidance, outlines) is read and ignored.

@@ -71,7 +71,7 @@ struct ChatRequest {
 
 // Throw ApiError 400 naming the first field at fault: a wrong type, a value out of range, n above
 // the limit, two output constraints, a field this server does not act on whose value asks for
-// something ("functions", "suffix", "best_of" > n, "guided_grammar", "prompt_logprobs";
+// something ("functions", "suffix", "best_of" > n, "structural_tag", "prompt_logprobs";
 // openai_refused_fields.h), or a field in neither OpenAI's nor vLLM's schema.
 // The param is the field's path ("max_tokens", "messages[1].content[0].type", "prompt[2]") and
 // the message starts with it ("max_tokens: expected an integer, got string"). JSON null in an

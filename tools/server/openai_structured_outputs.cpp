@@ -43,6 +43,16 @@ OutputConstraintRequest regex_constraint(const JsonValue& regex) {
   return constraint;
 }
 
+// GBNF / XGrammar EBNF text; its syntax is checked when the server compiles it (the 400 names the
+// line and column).
+OutputConstraintRequest grammar_constraint(const JsonValue& grammar) {
+  const std::string& text = grammar.string();
+  if (text.empty()) grammar.fail("the grammar must not be empty");
+  OutputConstraintRequest constraint = constraint_of(ConstraintKind::grammar, grammar.path());
+  constraint.spec.grammar = text;
+  return constraint;
+}
+
 OutputConstraintRequest choice_constraint(const JsonValue& choices) {
   choices.expect_array();
   if (choices.size() == 0) choices.fail("must list at least one choice");
@@ -113,8 +123,10 @@ void read_structured_outputs(const JsonValue& value, StructuredOutputFields& out
       out.constraints.push_back(choice_constraint(field));
     } else if (key == "json_object") {
       if (field.boolean()) out.constraints.push_back(constraint_of(ConstraintKind::json_object, field.path()));
-    } else if (key == "grammar" || key == "structural_tag") {
-      field.fail("not supported by this server yet (regex, choice, json and json_object are)");
+    } else if (key == "grammar") {
+      out.constraints.push_back(grammar_constraint(field));
+    } else if (key == "structural_tag") {
+      field.fail("not supported by this server yet (regex, choice, json, json_object and grammar are)");
     } else if (key == "disable_any_whitespace") {
       out.disable_any_whitespace = field.boolean();
     } else if (key == "disable_additional_properties") {
@@ -132,6 +144,9 @@ void read_guided_json(const JsonValue& value, StructuredOutputFields& out) {
 }
 void read_guided_regex(const JsonValue& value, StructuredOutputFields& out) {
   out.constraints.push_back(regex_constraint(value));
+}
+void read_guided_grammar(const JsonValue& value, StructuredOutputFields& out) {
+  out.constraints.push_back(grammar_constraint(value));
 }
 void read_guided_choice(const JsonValue& value, StructuredOutputFields& out) {
   out.constraints.push_back(choice_constraint(value));

@@ -1,13 +1,13 @@
 // The request fields that constrain an output, read into one constraint:
 // - OpenAI's response_format: {"type": "text"}, {"type": "json_object"}, or
 //   {"type": "json_schema", "json_schema": {"name", "schema", "strict", "description"}};
-// - vLLM's structured_outputs: {"json" | "regex" | "choice" | "json_object": true, and the options
+// - vLLM's structured_outputs: {"json" | "regex" | "choice" | "grammar" | "json_object": true, and the options
 //   "disable_any_whitespace", "disable_additional_properties", "whitespace_pattern"};
-// - vLLM's older guided_json / guided_regex / guided_choice, guided_whitespace_pattern and
+// - vLLM's older guided_json / guided_regex / guided_choice / guided_grammar, guided_whitespace_pattern and
 //   guided_decoding_backend (vLLM 0.12 dropped them and now ignores them silently; here they
 //   still constrain, so that clients written for vLLM before 0.12 get what they asked for).
-// At most one constraint per request. EBNF grammars (structured_outputs.grammar, guided_grammar)
-// and structural tags are refused as not supported yet.
+// At most one constraint per request. Grammars are GBNF / XGrammar EBNF (`root ::= ...`, as vLLM's
+// default backend takes them); Lark grammars and structural tags are refused.
 #pragma once
 
 #include <optional>
@@ -43,6 +43,7 @@ void read_structured_outputs(const JsonValue& value, StructuredOutputFields& out
 void read_guided_json(const JsonValue& value, StructuredOutputFields& out);
 void read_guided_regex(const JsonValue& value, StructuredOutputFields& out);
 void read_guided_choice(const JsonValue& value, StructuredOutputFields& out);
+void read_guided_grammar(const JsonValue& value, StructuredOutputFields& out);
 void read_guided_whitespace_pattern(const JsonValue& value, StructuredOutputFields& out);
 
 // The one constraint, its layout set from the options; nullopt when none. Throws JsonError when
