@@ -154,6 +154,46 @@ GrammarMasks::FrameMasks GrammarMasks::compute(int32_t rule, int32_t state) cons
   return masks;
 }
 
+bool GrammarMasks::reads(GrammarStacks& stacks, int32_t stack, std::string_view bytes) const {
+  const int32_t mark = stacks.size();
+  std::vector<int32_t> set{stack};
+  std::vector<int32_t> next;
+  for (const char byte : bytes) {
+    step(stacks, set, static_cast<std::uint8_t>(byte), next);
+    std::swap(set, next);
+    if (set.empty()) break;
+  }
+  stacks.truncate(mark);
+  return !set.empty();
+}
+
+const TokenBitmask& GrammarMasks::stack_mask(GrammarStacks& stacks, int32_t stack) {
+  std::string key;
+  for (int32_t id = stack; id >= 0; id = stacks.frame(id).parent) {
+    const int32_t frame[2] = {stacks.frame(id).rule, stacks.frame(id).state};
+    key.append(reinterpret_cast<const char*>(frame), sizeof(frame));
+  }
+  if (const auto found = stack_mask_by_key_.find(key); found != stack_mask_by_key_.end()) {
+    stack_masks_.splice(stack_masks_.begin(), stack_masks_, found->second);
+    return found->second->second;
+  }
+  const GrammarStacks::Frame& top = stacks.frame(stack);
+  const FrameMasks& masks = frame_masks(top.rule, top.state);
+  TokenBitmask mask = masks.accepted;
+  for (const TokenId token : masks.uncertain) {
+    if (reads(stacks, stack, trie_->bytes(token))) allow(mask, token);
+  }
+  ++num_stack_masks_computed_;
+  const std::size_t mask_bytes = mask.size() * sizeof(std::uint32_t);
+  stack_masks_.emplace_front(key, std::move(mask));
+  stack_mask_by_key_.emplace(std::move(key), stack_masks_.begin());
+  while (stack_masks_.size() > 1 && stack_masks_.size() * mask_bytes > kMaxStackMaskBytes) {
+    stack_mask_by_key_.erase(stack_masks_.back().first);
+    stack_masks_.pop_back();
+  }
+  return stack_masks_.front().second;
+}
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarMasks> masks) : masks_(std::move(masks)) {
   const PushdownGrammar& grammar = masks_->grammar();
   const PushdownRule& root = grammar.rules[static_cast<std::size_t>(grammar.root)];
@@ -164,36 +204,12 @@ bool GrammarMatcher::can_end() const {
   return std::find(current_.begin(), current_.end(), GrammarStacks::kEmpty) != current_.end();
 }
 
-bool GrammarMatcher::reads(int32_t stack, std::string_view bytes) const {
-  const int32_t mark = stacks_.size();
-  std::vector<int32_t> set{stack};
-  std::vector<int32_t> next;
-  for (const char byte : bytes) {
-    masks_->step(stacks_, set, static_cast<std::uint8_t>(byte), next);
-    std::swap(set, next);
-    if (set.empty()) break;
-  }
-  stacks_.truncate(mark);
-  return !set.empty();
-}
-
 void GrammarMatcher::fill_mask(std::span<std::uint32_t> out) const {
   std::fill(out.begin(), out.end(), 0u);
-  std::vector<const GrammarMasks::FrameMasks*> tops;
   for (const int32_t stack : current_) {
     if (stack < 0) continue;
-    const GrammarStacks::Frame& frame = stacks_.frame(stack);
-    const GrammarMasks::FrameMasks& masks = masks_->frame_masks(frame.rule, frame.state);
-    for (std::size_t w = 0; w < out.size(); ++w) out[w] |= masks.accepted[w];
-    tops.push_back(&masks);
-  }
-  std::size_t k = 0;
-  for (const int32_t stack : current_) {
-    if (stack < 0) continue;
-    for (const TokenId token : tops[k]->uncertain) {
-      if (!is_allowed(out, token) && reads(stack, masks_->trie().bytes(token))) allow(out, token);
-    }
-    ++k;
+    const TokenBitmask& mask = masks_->stack_mask(stacks_, stack);
+    for (std::size_t w = 0; w < out.size(); ++w) out[w] |= mask[w];
   }
 }
 

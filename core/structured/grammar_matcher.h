@@ -13,9 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/structured/grammar_automaton.h"
@@ -64,6 +68,13 @@ class GrammarMasks {
   const FrameMasks& frame_masks(int32_t rule, int32_t state);
   int32_t num_computed() const { return num_computed_; }
 
+  // The mask of one whole stack (of `stacks`): its top frame's accepted tokens and those of its
+  // uncertain ones that the stack reads. Kept by the stack's frames, most recently used first, up to
+  // kMaxStackMaskBytes: a generation revisits the same contexts (inside a string in an array in an
+  // object), so most steps read a kept mask.
+  const TokenBitmask& stack_mask(GrammarStacks& stacks, int32_t stack);
+  int64_t num_stack_masks_computed() const { return num_stack_masks_computed_; }
+
   // Adds to `out` (without repeats) the stacks reachable from `stack` without reading a byte that
   // can read one, and kEmpty where the root may end. Returns whether a frame popped past kBoundary.
   bool close(GrammarStacks& stacks, int32_t stack, std::vector<int32_t>& out) const;
@@ -81,6 +92,11 @@ class GrammarMasks {
     return static_cast<std::size_t>(first_state_[static_cast<std::size_t>(rule)] + state);
   }
   FrameMasks compute(int32_t rule, int32_t state) const;
+  // Whether the stack reads all of `bytes` (frames it pushes are taken back).
+  bool reads(GrammarStacks& stacks, int32_t stack, std::string_view bytes) const;
+
+  static constexpr std::size_t kMaxStackMaskBytes = std::size_t{8} << 20;
+  using StackMask = std::pair<std::string, TokenBitmask>;  // (the stack's frames as bytes, its mask)
 
   std::shared_ptr<const PushdownGrammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -90,6 +106,9 @@ class GrammarMasks {
   std::vector<FrameMasks> frames_;    // [flat state]
   std::vector<char> computed_;        // [flat state]
   int32_t num_computed_ = 0;
+  std::list<StackMask> stack_masks_;  // most recently used first
+  std::unordered_map<std::string, std::list<StackMask>::iterator> stack_mask_by_key_;
+  int64_t num_stack_masks_computed_ = 0;
 };
 
 // One sequence's parse: its set of stacks, and the sets before each accepted token for rollback.
@@ -107,10 +126,8 @@ class GrammarMatcher {
   int32_t num_stacks() const { return static_cast<int32_t>(current_.size()); }
 
  private:
-  bool reads(int32_t stack, std::string_view bytes) const;
-
   std::shared_ptr<GrammarMasks> masks_;
-  mutable GrammarStacks stacks_;  // checks push frames and take them back
+  mutable GrammarStacks stacks_;  // mask checks push frames and take them back
   std::vector<int32_t> current_;  // the stacks that can read a byte, and kEmpty where the text may end
   std::vector<std::vector<int32_t>> history_;
 };
