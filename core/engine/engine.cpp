@@ -359,9 +359,17 @@ void Engine::apply_beam_step(SequenceGroup& group, std::span<const SequenceOutpu
     }
   }
   // Tokens that end a beam: EOS (unless ignored) and the stop ids, once min_tokens are out. Before
-  // that the executor offers none of them (min_tokens' suppression applies to candidates too).
-  std::span<const TokenId> stop_tokens;
+  // that the executor offers none of them (min_tokens' suppression applies to candidates too),
+  // except where an output constraint allows nothing else: the constraint wins, and its stop
+  // tokens (EOS even with ignore_eos) end the beam whenever offered, since its matcher then allows
+  // nothing more.
+  std::vector<TokenId> stop_tokens;
   if (group.seqs.front().num_output_tokens() + 1 >= params.min_tokens) stop_tokens = params.all_stop_token_ids;
+  if (params.output_constraint) {
+    for (const TokenId token : constraint_stop_tokens(params, config_)) {
+      if (std::find(stop_tokens.begin(), stop_tokens.end(), token) == stop_tokens.end()) stop_tokens.push_back(token);
+    }
+  }
   const int32_t room = params.beam_width - static_cast<int32_t>(group.finished_beams.size());
   const BeamStep step = select_beams(std::move(candidates), params.beam_width, stop_tokens, room);
   // With logprobs asked, a beam's token carries its parent's best candidates (the executor

@@ -1,14 +1,17 @@
 // Structured outputs through the engine (core/engine/engine.h with a constrained request): every
 // sample and beam of a constrained request keeps to its constraint, through parallel sampling,
-// beam search and both kinds of preemption; a finished-as-stop output is a whole match; the
-// engine refuses a token the constraint does not allow.
+// beam search and both kinds of preemption (a regex, and a recursive grammar); a finished-as-stop
+// output is a whole match; the engine refuses a token the constraint does not allow.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/structured/grammar_automaton.h"
 #include "core/structured/regex_compiler.h"
 #include "core/structured/token_mask.h"
 #include "tests/engine/engine_harness.h"
@@ -37,6 +40,39 @@ std::vector<std::string> constrained_vocabulary() {
   return vocab;
 }
 
+// The nested lists of a recursive grammar, read by a recursive descent of the test's own.
+bool read_list(std::string_view text, std::size_t& at);
+bool read_item(std::string_view text, std::size_t& at) {
+  if (at < text.size() && text[at] == '[') return read_list(text, at);
+  const std::size_t begin = at;
+  if (at < text.size() && text[at] >= 'a' && text[at] <= 'c') {
+    while (at < text.size() && text[at] >= 'a' && text[at] <= 'c') ++at;
+    return true;
+  }
+  while (at < text.size() && at - begin < 3 && text[at] >= '0' && text[at] <= '9') ++at;
+  return at > begin && !(at < text.size() && text[at] >= '0' && text[at] <= '9');
+}
+bool read_list(std::string_view text, std::size_t& at) {
+  if (at >= text.size() || text[at] != '[') return false;
+  ++at;
+  if (at < text.size() && text[at] == ']') return ++at, true;
+  while (true) {
+    if (!read_item(text, at)) return false;
+    if (at < text.size() && text[at] == ']') return ++at, true;
+    if (at >= text.size() || text[at] != ',') return false;
+    ++at;
+  }
+}
+bool is_nested_list(std::string_view text) {
+  std::size_t at = 0;
+  return read_list(text, at) && at == text.size();
+}
+
+const char* const kNestedListGrammar = R"(root ::= list
+list ::= "[" (item ("," item)*)? "]"
+item ::= list | [a-c]+ | [0-9]{1,3}
+)";
+
 struct Constraint {
   std::vector<std::string> vocab = constrained_vocabulary();
   std::shared_ptr<structured::TokenMaskCache> cache;
@@ -44,6 +80,9 @@ struct Constraint {
       : cache(std::make_shared<structured::TokenMaskCache>(
             std::make_shared<structured::ByteDfa>(structured::compile_regex(pattern)),
             std::make_shared<structured::TokenTrie>(vocab))) {}
+  explicit Constraint(const structured::PushdownGrammar& grammar)
+      : cache(std::make_shared<structured::TokenMaskCache>(std::make_shared<const structured::PushdownGrammar>(grammar),
+                                                           std::make_shared<structured::TokenTrie>(vocab))) {}
 
   std::string text_of(const std::vector<TokenId>& tokens) const {
     std::string text;
@@ -57,6 +96,23 @@ const char* const kRecordPattern = R"(\{"id": [0-9]{1,4}, "tags": \[("[a-c]{1,3}
 // A completion keeps to the constraint: one that stopped is a whole match followed by its stop
 // token, one cut by length a prefix of a match.
 void check_completion(const Constraint& constraint, const engine::Completion& completion) {
+  if (constraint.cache->is_grammar()) {
+    std::vector<TokenId> tokens = completion.tokens;
+    if (completion.finish_reason == FinishReason::stop) {
+      BOOST_REQUIRE(!tokens.empty());
+      BOOST_CHECK_EQUAL(tokens.back(), kEos);
+      tokens.pop_back();
+      BOOST_CHECK_MESSAGE(is_nested_list(constraint.text_of(tokens)),
+                          "not nested lists: " << constraint.text_of(tokens));
+      return;
+    }
+    BOOST_CHECK_EQUAL(completion.finish_reason, FinishReason::length);
+    structured::TokenMatcher replay(constraint.cache, {kEos});
+    for (const TokenId token : tokens) {
+      BOOST_REQUIRE_MESSAGE(replay.accept(token), "not a prefix of nested lists: " << constraint.text_of(tokens));
+    }
+    return;
+  }
   const structured::ByteDfa& dfa = constraint.cache->dfa();
   std::vector<TokenId> tokens = completion.tokens;
   if (completion.finish_reason == FinishReason::stop) {
@@ -128,6 +184,39 @@ BOOST_AUTO_TEST_CASE(every_sample_and_beam_keeps_to_the_constraint_under_preempt
   BOOST_TEST_MESSAGE("preemptions " << preemptions << ", whole matches " << whole_matches);
   BOOST_CHECK_GT(preemptions, 0);     // the pool is small enough to preempt
   BOOST_CHECK_GT(whole_matches, 10);  // and most outputs complete the record before max_tokens
+}
+
+BOOST_AUTO_TEST_CASE(a_recursive_grammar_holds_through_samples_beams_and_preemption) {
+  BOOST_TEST(is_nested_list("[a,[12,[]],[bc]]"));  // the test's own reader, both ways
+  BOOST_TEST(!is_nested_list("[a,[12,[]],[bc]"));
+  BOOST_TEST(!is_nested_list("[1234]"));
+  const Constraint constraint(structured::compile_grammar(kNestedListGrammar));
+  const std::vector<sched::Request> requests = constrained_workload(constraint, 24);
+  int64_t preemptions = 0;
+  int32_t whole_matches = 0;
+  int32_t nested = 0;
+  for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
+    EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
+    setup.eos_period = 4;
+    const RunResult run = run_workload(setup, requests, {.requests_per_step = 3});
+    preemptions += run.counters.preemptions_recompute + run.counters.preemptions_swap;
+    BOOST_REQUIRE_EQUAL(run.outputs.size(), requests.size());
+    for (const auto& [id, output] : run.outputs) {
+      BOOST_TEST_CONTEXT("request " << id) {
+        BOOST_CHECK(output.finish_reason != FinishReason::rejected);
+        for (const engine::Completion& completion : output.completions) {
+          check_completion(constraint, completion);
+          whole_matches += completion.finish_reason == FinishReason::stop ? 1 : 0;
+          const std::string text = constraint.text_of(completion.tokens);
+          nested += std::count(text.begin(), text.end(), '[') > 1 ? 1 : 0;  // a list inside a list
+        }
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE("preemptions " << preemptions << ", whole matches " << whole_matches << ", nested " << nested);
+  BOOST_CHECK_GT(preemptions, 0);
+  BOOST_CHECK_GT(whole_matches, 10);
+  BOOST_CHECK_GT(nested, 0);  // the outputs do use the recursion
 }
 
 BOOST_AUTO_TEST_CASE(a_choice_ends_the_output_once_complete_even_when_eos_is_ignored) {

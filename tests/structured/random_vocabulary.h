@@ -5,7 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "core/common/types.h"
+
 namespace pagedllm::testing {
+
+inline constexpr TokenId kEos = 0;  // random_vocabulary's end-of-sequence token
 
 // 256 single bytes (as a byte-level BPE has), random merges of 2-6 characters drawn from ASCII and
 // a few multi-byte characters (some split mid-character, as real vocabularies hold), and two

@@ -21,11 +21,10 @@
 
 namespace structured = pagedllm::structured;
 using pagedllm::TokenId;
+using pagedllm::testing::kEos;
 using pagedllm::testing::random_vocabulary;
 
 namespace {
-
-constexpr TokenId kEos = 0;
 
 const char* const kJsonGrammar = R"(
 # JSON (RFC 8259, without \u escapes), one value

@@ -14,11 +14,10 @@
 
 namespace structured = pagedllm::structured;
 using pagedllm::TokenId;
+using pagedllm::testing::kEos;
 using pagedllm::testing::random_vocabulary;
 
 namespace {
-
-constexpr TokenId kEos = 0;
 
 struct Constraint {
   std::shared_ptr<const structured::ByteDfa> dfa;
