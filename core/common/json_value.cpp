@@ -163,4 +163,26 @@ bool JsonValue::flag(std::string_view key, bool fallback) const {
   return member ? member->boolean() : fallback;
 }
 
+std::size_t json_nesting_past(std::string_view text, int32_t max_depth) {
+  int32_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i + 1;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return 0;
+}
+
 }  // namespace pagedllm

@@ -86,4 +86,10 @@ std::string json_type_name(const nlohmann::json& value);
 // Shortest text that reads back as `value` ("0.1", not "0.10000000000000001").
 std::string format_number(double value);
 
+// Where JSON text first nests arrays and objects deeper than max_depth: the 1-based byte offset of
+// the bracket that does, or 0 when it never does (strings are skipped; the text need not be valid).
+// Checked before nlohmann parses client text: its parser is iterative, but dump, copy and
+// comparison recurse once per level.
+std::size_t json_nesting_past(std::string_view text, int32_t max_depth);
+
 }  // namespace pagedllm

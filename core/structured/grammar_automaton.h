@@ -18,18 +18,14 @@
 
 #include "core/structured/byte_dfa.h"
 #include "core/structured/regex_compiler.h"
+#include "core/structured/thompson_nfa.h"
 
 namespace pagedllm::structured {
 
-struct GrammarCall {
-  int32_t callee = 0;        // the rule pushed
-  int32_t return_state = 0;  // the caller's state once the callee pops
-};
-
 struct PushdownRule {
   std::string name;
-  ByteDfa dfa;                                  // byte edges; dfa.accepting: the rule may end here
-  std::vector<std::vector<GrammarCall>> calls;  // [state]: the call edges out of it
+  ByteDfa dfa;                               // byte edges; dfa.accepting: the rule may end here
+  std::vector<std::vector<CallEdge>> calls;  // [state]: the call edges out of it
   // [state]: accepting with no edge out. A call whose return state is final replaces its caller's
   // frame instead of stacking above it (a tail call), so right recursion keeps the stack flat.
   std::vector<bool> final;

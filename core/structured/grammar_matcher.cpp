@@ -72,7 +72,7 @@ bool GrammarMasks::close(GrammarStacks& stacks, int32_t stack, std::vector<int32
     const std::size_t at = flat(frame.rule, frame.state);
     if (reads_[at]) add_unique(stacks, id, out);
     if (!moves_[at]) continue;
-    for (const GrammarCall& call : rule.calls[static_cast<std::size_t>(frame.state)]) {
+    for (const CallEdge& call : rule.calls[static_cast<std::size_t>(frame.state)]) {
       // A tail call: the caller would only pop after the callee, so the callee takes its place.
       const int32_t below = rule.final[static_cast<std::size_t>(call.return_state)]
                                 ? frame.parent

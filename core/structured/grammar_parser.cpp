@@ -97,7 +97,7 @@ class Parser {
     return it->second;
   }
 
-  int32_t add(GrammarExpr expr) {
+  int32_t add(PatternExpr expr) {
     grammar_.exprs.push_back(std::move(expr));
     return static_cast<int32_t>(grammar_.exprs.size()) - 1;
   }
@@ -135,15 +135,15 @@ class Parser {
       options.push_back(sequence());
     }
     if (options.size() == 1) return options.front();
-    GrammarExpr expr;
-    expr.kind = GrammarExpr::Kind::alternate;
+    PatternExpr expr;
+    expr.kind = PatternExpr::Kind::alternate;
     expr.children = std::move(options);
     return add(std::move(expr));
   }
 
   int32_t sequence() {
-    GrammarExpr expr;
-    expr.kind = GrammarExpr::Kind::concat;
+    PatternExpr expr;
+    expr.kind = PatternExpr::Kind::concat;
     while (true) {
       skip_space();
       const int c = peek();
@@ -151,7 +151,7 @@ class Parser {
       expr.children.push_back(repeated());
     }
     if (expr.children.size() == 1) return expr.children.front();
-    if (expr.children.empty()) return add(GrammarExpr{});
+    if (expr.children.empty()) return add(PatternExpr{});
     return add(std::move(expr));
   }
 
@@ -211,8 +211,8 @@ class Parser {
       }
       if (quantified) fail(at, "a quantifier after a quantifier; group the first: (x*)?");
       quantified = true;
-      GrammarExpr repeat;
-      repeat.kind = GrammarExpr::Kind::repeat;
+      PatternExpr repeat;
+      repeat.kind = PatternExpr::Kind::repeat;
       repeat.children = {node};
       repeat.min = min;
       repeat.max = max;
@@ -290,8 +290,8 @@ class Parser {
   }
 
   int32_t set_expr(CodePointSet set) {
-    GrammarExpr expr;
-    expr.kind = GrammarExpr::Kind::set;
+    PatternExpr expr;
+    expr.kind = PatternExpr::Kind::set;
     expr.set = std::move(set);
     return add(std::move(expr));
   }
@@ -299,8 +299,8 @@ class Parser {
   int32_t string_literal() {
     const std::size_t at = pos_;
     ++pos_;  // the opening quote
-    GrammarExpr expr;
-    expr.kind = GrammarExpr::Kind::concat;
+    PatternExpr expr;
+    expr.kind = PatternExpr::Kind::concat;
     while (peek() != '"') {
       if (peek() == -1) fail(at, "missing '\"' for the string opened here");
       if (peek() == '\n') fail(pos_, "a line break inside a string (write \\n)");
@@ -309,7 +309,7 @@ class Parser {
     }
     ++pos_;
     if (expr.children.size() == 1) return expr.children.front();
-    if (expr.children.empty()) return add(GrammarExpr{});
+    if (expr.children.empty()) return add(PatternExpr{});
     return add(std::move(expr));
   }
 
@@ -377,8 +377,8 @@ class Parser {
         break;
     }
     if (!is_name_char(c)) fail(at, "unexpected '" + std::string(1, static_cast<char>(c)) + "'");
-    GrammarExpr expr;
-    expr.kind = GrammarExpr::Kind::rule_ref;
+    PatternExpr expr;
+    expr.kind = PatternExpr::Kind::rule_ref;
     expr.rule = rule_index(name());
     references_.emplace_back(expr.rule, at);
     return add(std::move(expr));

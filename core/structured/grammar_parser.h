@@ -21,22 +21,13 @@
 #include <vector>
 
 #include "core/structured/code_point_set.h"
+#include "core/structured/thompson_nfa.h"
 
 namespace pagedllm::structured {
 
 class GrammarError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
-};
-
-struct GrammarExpr {
-  enum class Kind { empty, set, rule_ref, concat, alternate, repeat };
-  Kind kind = Kind::empty;
-  CodePointSet set;               // set: one character from it
-  int32_t rule = -1;              // rule_ref: an index into Grammar::rules
-  std::vector<int32_t> children;  // concat / alternate: in order; repeat: the one repeated
-  int32_t min = 0;                // repeat
-  int32_t max = -1;               // repeat; -1 = no upper bound
 };
 
 struct GrammarRule {
@@ -47,8 +38,8 @@ struct GrammarRule {
 
 struct Grammar {
   std::vector<GrammarRule> rules;  // in the order the text first names them
-  std::vector<GrammarExpr> exprs;
-  int32_t root = -1;  // the rule named "root"
+  std::vector<PatternExpr> exprs;  // the rules' bodies
+  int32_t root = -1;               // the rule named "root"
 };
 
 // Throws GrammarError ("grammar, line L, column C: problem") for text outside the syntax above, an

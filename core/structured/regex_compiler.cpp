@@ -7,23 +7,16 @@
 #include <vector>
 
 #include "core/structured/code_point_set.h"
+#include "core/structured/thompson_nfa.h"
 #include "core/tokenizer/utf8.h"
 
 namespace pagedllm::structured {
 namespace {
 
-// --- syntax tree -------------------------------------------------------------------------------
-
-struct Node {
-  enum class Kind { empty, set, concat, alternate, repeat };
-  Kind kind = Kind::empty;
-  CodePointSet set;               // Kind::set
-  std::vector<int32_t> children;  // concat / alternate: in order; repeat: the one repeated
-  int32_t min = 0;                // repeat
-  int32_t max = -1;               // repeat; -1 = no upper bound
-};
+// --- syntax tree (PatternExpr, thompson_nfa.h) ------------------------------------------------------
 
 constexpr int32_t kMaxRepeatBound = 1000;
+constexpr int32_t kMaxGroupDepth = 500;  // parsing recurses per group
 
 CodePointSet ascii_class(char which) {
   CodePointSet set;
@@ -49,7 +42,7 @@ class Parser {
  public:
   explicit Parser(std::string_view pattern) : text_(pattern) {}
 
-  std::vector<Node> parse(int32_t& root) {
+  std::vector<PatternExpr> parse(int32_t& root) {
     if (peek() == '^') ++pos_;
     root = alternation();
     if (pos_ < text_.size()) {
@@ -64,7 +57,7 @@ class Parser {
 
   int peek() const { return pos_ < text_.size() ? static_cast<unsigned char>(text_[pos_]) : -1; }
 
-  int32_t add(Node node) {
+  int32_t add(PatternExpr node) {
     nodes_.push_back(std::move(node));
     return static_cast<int32_t>(nodes_.size()) - 1;
   }
@@ -76,15 +69,15 @@ class Parser {
       options.push_back(concatenation());
     }
     if (options.size() == 1) return options.front();
-    Node node;
-    node.kind = Node::Kind::alternate;
+    PatternExpr node;
+    node.kind = PatternExpr::Kind::alternate;
     node.children = std::move(options);
     return add(std::move(node));
   }
 
   int32_t concatenation() {
-    Node node;
-    node.kind = Node::Kind::concat;
+    PatternExpr node;
+    node.kind = PatternExpr::Kind::concat;
     while (pos_ < text_.size() && peek() != '|' && peek() != ')') {
       if (peek() == '$' && pos_ + 1 == text_.size()) {  // a trailing $: the match is whole anyway
         ++pos_;
@@ -93,7 +86,7 @@ class Parser {
       node.children.push_back(repeated());
     }
     if (node.children.size() == 1) return node.children.front();
-    if (node.children.empty()) return add(Node{});
+    if (node.children.empty()) return add(PatternExpr{});
     return add(std::move(node));
   }
 
@@ -156,8 +149,8 @@ class Parser {
         ++pos_;  // lazy: the same texts match
       else if (peek() == '+')
         fail(pos_, "possessive quantifiers are not supported");
-      Node repeat;
-      repeat.kind = Node::Kind::repeat;
+      PatternExpr repeat;
+      repeat.kind = PatternExpr::Kind::repeat;
       repeat.children = {node};
       repeat.min = min;
       repeat.max = max;
@@ -313,10 +306,13 @@ class Parser {
   int32_t atom() {
     const std::size_t at = pos_;
     const int c = peek();
-    Node node;
-    node.kind = Node::Kind::set;
+    PatternExpr node;
+    node.kind = PatternExpr::Kind::set;
     switch (c) {
       case '(': {
+        if (++group_depth_ > kMaxGroupDepth) {
+          fail(at, "groups nest more than " + std::to_string(kMaxGroupDepth) + " deep");
+        }
         ++pos_;
         if (peek() == '?') {
           if (pos_ + 1 < text_.size() && text_[pos_ + 1] == ':') {
@@ -335,6 +331,7 @@ class Parser {
         const int32_t inner = alternation();
         if (peek() != ')') fail(at, "missing ')' for the group opened here");
         ++pos_;
+        --group_depth_;
         return inner;
       }
       case '[':
@@ -367,173 +364,9 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
-  std::vector<Node> nodes_;
+  int32_t group_depth_ = 0;
+  std::vector<PatternExpr> nodes_;
 };
-
-// --- Thompson NFA over bytes -------------------------------------------------------------------
-
-struct NfaState {
-  std::vector<int32_t> epsilon;
-  std::vector<std::pair<ByteRange, int32_t>> edges;
-};
-
-class NfaBuilder {
- public:
-  NfaBuilder(const std::vector<Node>& nodes, const RegexLimits& limits) : nodes_(nodes), limits_(limits) {}
-
-  struct Fragment {
-    int32_t start;
-    int32_t end;  // no outgoing edges until the fragment is joined to another
-  };
-
-  Fragment build(int32_t index) {
-    const Node& node = nodes_[static_cast<std::size_t>(index)];
-    switch (node.kind) {
-      case Node::Kind::empty: {
-        const int32_t state = new_state();
-        return {state, state};
-      }
-      case Node::Kind::set: {
-        const Fragment fragment{new_state(), new_state()};
-        for (const std::vector<ByteRange>& sequence : utf8_sequences(node.set)) {
-          int32_t from = fragment.start;
-          for (std::size_t k = 0; k < sequence.size(); ++k) {
-            const int32_t to = k + 1 == sequence.size() ? fragment.end : new_state();
-            states_[static_cast<std::size_t>(from)].edges.push_back({sequence[k], to});
-            from = to;
-          }
-        }
-        return fragment;
-      }
-      case Node::Kind::concat: {
-        Fragment whole = build(node.children.front());
-        for (std::size_t i = 1; i < node.children.size(); ++i) {
-          const Fragment next = build(node.children[i]);
-          link(whole.end, next.start);
-          whole.end = next.end;
-        }
-        return whole;
-      }
-      case Node::Kind::alternate: {
-        const Fragment whole{new_state(), new_state()};
-        for (const int32_t child : node.children) {
-          const Fragment option = build(child);
-          link(whole.start, option.start);
-          link(option.end, whole.end);
-        }
-        return whole;
-      }
-      case Node::Kind::repeat: {
-        const int32_t child = node.children.front();
-        const int32_t start = new_state();
-        int32_t end = start;
-        for (int32_t i = 0; i < node.min; ++i) {  // the required copies
-          const Fragment copy = build(child);
-          link(end, copy.start);
-          end = copy.end;
-        }
-        if (node.max < 0) {  // then any number more
-          const Fragment loop = build(child);
-          const int32_t after = new_state();
-          link(end, loop.start);
-          link(end, after);
-          link(loop.end, loop.start);
-          link(loop.end, after);
-          return {start, after};
-        }
-        const int32_t after = new_state();
-        for (int32_t i = node.min; i < node.max; ++i) {  // the optional copies, each may stop
-          link(end, after);
-          const Fragment copy = build(child);
-          link(end, copy.start);
-          end = copy.end;
-        }
-        link(end, after);
-        return {start, after};
-      }
-    }
-    return {};
-  }
-
-  std::vector<NfaState> take() { return std::move(states_); }
-
- private:
-  int32_t new_state() {
-    if (static_cast<int32_t>(states_.size()) >= limits_.max_nfa_states) {
-      throw RegexError(0, "the pattern is too large: more than " + std::to_string(limits_.max_nfa_states) +
-                              " automaton states (counted repeats are expanded)");
-    }
-    states_.emplace_back();
-    return static_cast<int32_t>(states_.size()) - 1;
-  }
-  void link(int32_t from, int32_t to) { states_[static_cast<std::size_t>(from)].epsilon.push_back(to); }
-
-  const std::vector<Node>& nodes_;
-  const RegexLimits& limits_;
-  std::vector<NfaState> states_;
-};
-
-// --- subset construction -----------------------------------------------------------------------
-
-void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<int32_t>& set, std::vector<char>& seen) {
-  std::vector<int32_t> stack(set.begin(), set.end());
-  for (const int32_t state : set) seen[static_cast<std::size_t>(state)] = 1;
-  while (!stack.empty()) {
-    const int32_t state = stack.back();
-    stack.pop_back();
-    for (const int32_t next : nfa[static_cast<std::size_t>(state)].epsilon) {
-      if (seen[static_cast<std::size_t>(next)]) continue;
-      seen[static_cast<std::size_t>(next)] = 1;
-      set.push_back(next);
-      stack.push_back(next);
-    }
-  }
-  for (const int32_t state : set) seen[static_cast<std::size_t>(state)] = 0;
-  std::sort(set.begin(), set.end());
-}
-
-ByteDfa determinize(const std::vector<NfaState>& nfa, int32_t nfa_start, int32_t nfa_accept,
-                    const RegexLimits& limits) {
-  ByteDfa dfa;
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<std::vector<int32_t>> sets;
-  std::vector<char> seen(nfa.size(), 0);
-  const auto intern = [&](std::vector<int32_t> set) {
-    close_over_epsilon(nfa, set, seen);
-    const auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(sets.size()));
-    if (inserted) {
-      if (static_cast<int32_t>(sets.size()) >= limits.max_dfa_states) {
-        throw RegexError(0, "the pattern is too large: more than " + std::to_string(limits.max_dfa_states) +
-                                " deterministic automaton states");
-      }
-      dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), nfa_accept));
-      sets.push_back(std::move(set));
-      std::array<int32_t, 256> row;
-      row.fill(ByteDfa::kDead);
-      dfa.next.push_back(row);
-    }
-    return it->second;
-  };
-  dfa.start = intern({nfa_start});
-  std::array<std::vector<int32_t>, 256> targets;
-  for (std::size_t index = 0; index < sets.size(); ++index) {
-    for (std::vector<int32_t>& target : targets) target.clear();
-    for (const int32_t state : sets[index]) {
-      for (const auto& [range, to] : nfa[static_cast<std::size_t>(state)].edges) {
-        for (int byte = range.lo; byte <= range.hi; ++byte) targets[static_cast<std::size_t>(byte)].push_back(to);
-      }
-    }
-    for (int byte = 0; byte < 256; ++byte) {
-      std::vector<int32_t>& target = targets[static_cast<std::size_t>(byte)];
-      if (target.empty()) continue;
-      std::sort(target.begin(), target.end());
-      target.erase(std::unique(target.begin(), target.end()), target.end());
-      const int32_t id = intern(target);
-      dfa.next[index][static_cast<std::size_t>(byte)] = id;
-    }
-  }
-  return dfa;
-}
 
 // Sends every transition into a state that cannot reach a match to kDead, so that a refused
 // prefix is refused at its first byte (a token mask must not allow a token that leads nowhere).
@@ -574,11 +407,18 @@ void prune_dead_ends(ByteDfa& dfa) {
 
 ByteDfa compile_regex(std::string_view pattern, const RegexLimits& limits) {
   int32_t root = 0;
-  const std::vector<Node> nodes = Parser(pattern).parse(root);
-  NfaBuilder builder(nodes, limits);
-  const NfaBuilder::Fragment whole = builder.build(root);
-  const std::vector<NfaState> nfa = builder.take();
-  ByteDfa dfa = determinize(nfa, whole.start, whole.end, limits);
+  const std::vector<PatternExpr> nodes = Parser(pattern).parse(root);
+  ByteDfa dfa;
+  try {
+    int32_t nfa_states_left = limits.max_nfa_states;
+    ThompsonNfa builder(nodes, limits.max_nfa_states, nfa_states_left);
+    const ThompsonNfa::Fragment whole = builder.build(root);
+    const std::vector<NfaState> nfa = builder.take();
+    int32_t dfa_states_left = limits.max_dfa_states;
+    dfa = determinize(nfa, whole.start, whole.end, limits.max_dfa_states, dfa_states_left).dfa;
+  } catch (const AutomatonLimitError& error) {
+    throw RegexError(0, std::string("the pattern is ") + error.what());
+  }
   prune_dead_ends(dfa);
   return dfa;
 }

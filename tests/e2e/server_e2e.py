@@ -828,6 +828,10 @@ def structured_outputs(server):
         ({"guided_json": {"type": "string", "format": "hostname"}}, "guided_json", "hostname"),
         ({"guided_regex": "[a-z]{1000}[0-9]{1000}" * 20}, "guided_regex", "states"),
         ({"guided_grammar": 'root ::= item'}, "guided_grammar", "line 1, column 10: rule 'item' is used but never"),
+        # Nesting deep enough to overflow the stack of a recursive parser: refused, not a crash.
+        ({"guided_regex": "(" * 100000 + "a" + ")" * 100000}, "guided_regex", "nest more than 500 deep"),
+        ({"guided_json": '{"items": ' * 20000 + "{}" + "}" * 20000}, "guided_json", "nests deeper than 128"),
+        ({"guided_grammar": "root ::= " + "(" * 100000 + '"a"' + ")" * 100000}, "guided_grammar", "nest more than 200"),
         ({"structured_outputs": {"grammar": 'root ::= root "+" [0-9] | [0-9]'}}, "structured_outputs.grammar",
          "left-recursive"),
     ]

@@ -166,6 +166,14 @@ BOOST_AUTO_TEST_CASE(unsupported_syntax_is_refused_naming_the_feature_and_offset
     const std::string error = error_of(pattern);
     BOOST_TEST(error.find(expected) != std::string::npos, "'" << pattern << "': " << error);
   }
+  // Nesting is bounded (the parser and the construction recurse per level): a client's deep
+  // pattern is refused, not a stack overflow in the server.
+  std::string deep;
+  deep.append(100'000, '(').append("a").append(100'000, ')');
+  BOOST_TEST(error_of(deep) == "regex, offset 500: groups nest more than 500 deep");
+  std::string fine;
+  fine.append(500, '(').append("a").append(500, ')');
+  BOOST_TEST(structured::compile_regex(fine).matches("a"));
   // What is accepted: anchors at the ends, braces that are not a count, lazy quantifiers.
   BOOST_TEST(structured::compile_regex("^a{,2}$").matches("a{,2}"));
   BOOST_TEST(structured::compile_regex("^ab*?$").matches("abbb"));

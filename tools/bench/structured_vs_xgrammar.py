@@ -16,6 +16,7 @@ layout (`any_whitespace=False`, separators ", " and ": ", strict mode). A path t
 ends that path for XGrammar (counted and printed: the languages then differ there).
 """
 import argparse
+import importlib.metadata
 import json
 import os
 import random
@@ -99,7 +100,7 @@ def main():
                        check=True)
         ours = {r["constraint"]: r for r in json.load(open(ours_file))["results"]}
     print(f"vocabulary: {os.path.basename(args.model)}, {ll_tokenizer.vocab_size} tokens; {args.paths} paths of up to "
-          f"{args.max_tokens} tokens per constraint; xgrammar {xgrammar.__version__}")
+          f"{args.max_tokens} tokens per constraint; xgrammar {importlib.metadata.version('xgrammar')}")
     print(f"{'constraint':<16} {'steps':>6} {'compile ours':>13} {'xgrammar':>9} {'mask p50 ours':>14} {'cached':>7} "
           f"{'xgrammar':>9} {'p99 ours':>9} {'cached':>7} {'xgrammar':>9} {'p50 xgr/ours':>13} {'refused':>8}")
     results = []

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/json_value.h"
 #include "core/structured/constraint_vocabulary.h"
 #include "core/structured/output_constraint.h"
 #include "core/tokenizer/tokenizer.h"
@@ -29,6 +30,8 @@ namespace {
 
 namespace po = boost::program_options;
 using structured::ConstraintKind;
+
+constexpr int32_t kMaxLineDepth = 128;  // as the server's bodies: nlohmann's dump recurses per level
 
 std::string hex_words(const structured::TokenBitmask& mask) {
   std::string out(mask.size() * 8, '0');
@@ -128,6 +131,10 @@ int run_token_masks(const std::vector<std::string>& args) {
     const std::string where = input + ":" + std::to_string(number);
     nlohmann::ordered_json line;
     try {
+      if (const std::size_t at = json_nesting_past(text, kMaxLineDepth); at != 0) {
+        throw std::invalid_argument("nested deeper than " + std::to_string(kMaxLineDepth) + " levels at byte " +
+                                    std::to_string(at));
+      }
       line = nlohmann::ordered_json::parse(text);
       if (!line.is_object()) throw std::invalid_argument("expected a JSON object");
       if (default_stops.empty() && !line.contains("stop_tokens")) {

@@ -42,28 +42,10 @@ json to_json(const ApiError& error) {
 std::string dump_json(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json parse_json_body(std::string_view body) {
-  // Refuse deep nesting before nlohmann builds it: its parser is iterative, but dump, copy and
-  // comparison recurse once per level.
-  int32_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        throw invalid_request("", "invalid JSON body: nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                      " levels at byte " + std::to_string(i + 1));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  // Refuse deep nesting before nlohmann builds it (json_value.h).
+  if (const std::size_t at = json_nesting_past(body, kMaxJsonDepth); at != 0) {
+    throw invalid_request("", "invalid JSON body: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                  " levels at byte " + std::to_string(at));
   }
 
   json value;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "tools/server/openai_errors.h"
+
 namespace pagedllm::server {
 
 using nlohmann::json;
@@ -22,6 +24,10 @@ OutputConstraintRequest constraint_of(ConstraintKind kind, const std::string& fi
 OutputConstraintRequest schema_constraint(const JsonValue& schema, std::vector<std::string> path_in_body) {
   OutputConstraintRequest constraint = constraint_of(ConstraintKind::json_schema, schema.path());
   if (schema.json().is_string()) {
+    if (const std::size_t at = json_nesting_past(schema.string(), kMaxJsonDepth); at != 0) {
+      schema.fail("the schema nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                  std::to_string(at) + ")");
+    }
     try {
       constraint.spec.schema = nlohmann::ordered_json::parse(schema.string());
     } catch (const nlohmann::json::parse_error& error) {
