@@ -78,8 +78,45 @@ std::vector<bool> rules_kept(const Grammar& grammar) {
 
 // --- analyses over the whole grammar -----------------------------------------------------------
 
+// [state]: the states of `rule` that can reach its end, over byte edges and the calls of productive
+// rules: a search backward from the accepting states, over each state's incoming edges.
+std::vector<char> live_states(const PushdownRule& rule, const std::vector<bool>& productive) {
+  const auto n = static_cast<std::size_t>(rule.dfa.num_states());
+  std::vector<std::vector<int32_t>> incoming(n);  // [to]: the states with an edge into it
+  for (std::size_t s = 0; s < n; ++s) {
+    for (const int32_t to : rule.dfa.next[s]) {
+      if (to != ByteDfa::kDead) incoming[static_cast<std::size_t>(to)].push_back(static_cast<int32_t>(s));
+    }
+    for (const CallEdge& call : rule.calls[s]) {
+      if (productive[static_cast<std::size_t>(call.callee)]) {
+        incoming[static_cast<std::size_t>(call.return_state)].push_back(static_cast<int32_t>(s));
+      }
+    }
+  }
+  std::vector<char> live(n, 0);
+  std::vector<int32_t> pending;
+  for (std::size_t s = 0; s < n; ++s) {
+    if (rule.dfa.accepting[s]) {
+      live[s] = 1;
+      pending.push_back(static_cast<int32_t>(s));
+    }
+  }
+  while (!pending.empty()) {
+    const auto s = static_cast<std::size_t>(pending.back());
+    pending.pop_back();
+    for (const int32_t from : incoming[s]) {
+      if (live[static_cast<std::size_t>(from)]) continue;
+      live[static_cast<std::size_t>(from)] = 1;
+      pending.push_back(from);
+    }
+  }
+  return live;
+}
+
 // Keeps only the edges that can still lead to the end of their rule, where a call counts only if its
-// callee can match some text: a token mask must never allow a prefix that leads nowhere.
+// callee can match some text: a token mask must never allow a prefix that leads nowhere. A rule is
+// productive once its start is live; each round can make more rules productive, so the rounds
+// repeat until none does (at most one round per rule).
 void prune_dead_ends(PushdownGrammar& grammar) {
   const std::size_t num_rules = grammar.rules.size();
   std::vector<bool> productive(num_rules, false);
@@ -87,26 +124,11 @@ void prune_dead_ends(PushdownGrammar& grammar) {
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t r = 0; r < num_rules; ++r) {
-      const PushdownRule& rule = grammar.rules[r];
-      const auto n = static_cast<std::size_t>(rule.dfa.num_states());
-      std::vector<char>& alive = live[r];
-      alive.assign(n, 0);
-      for (std::size_t s = 0; s < n; ++s) alive[s] = rule.dfa.accepting[s] ? 1 : 0;
-      for (bool grew = true; grew;) {  // backward over byte edges and productive calls
-        grew = false;
-        for (std::size_t s = 0; s < n; ++s) {
-          if (alive[s]) continue;
-          bool reaches = false;
-          for (const int32_t to : rule.dfa.next[s])
-            reaches = reaches || (to != ByteDfa::kDead && alive[static_cast<std::size_t>(to)]);
-          for (const CallEdge& call : rule.calls[s]) {
-            reaches = reaches || (productive[static_cast<std::size_t>(call.callee)] &&
-                                  alive[static_cast<std::size_t>(call.return_state)]);
-          }
-          if (reaches) alive[s] = grew = 1;
-        }
+      live[r] = live_states(grammar.rules[r], productive);
+      if (live[r][static_cast<std::size_t>(grammar.rules[r].dfa.start)] && !productive[r]) {
+        productive[r] = true;
+        changed = true;
       }
-      if (alive[static_cast<std::size_t>(rule.dfa.start)] && !productive[r]) productive[r] = changed = true;
     }
   }
   if (!productive[static_cast<std::size_t>(grammar.root)]) throw GrammarError("grammar: the root rule matches no text");
