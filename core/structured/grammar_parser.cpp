@@ -55,9 +55,11 @@ class Parser {
     return pos_ + ahead < text_.size() ? static_cast<unsigned char>(text_[pos_ + ahead]) : -1;
   }
 
-  int32_t line_of(std::size_t offset) const {
-    return 1 +
-           static_cast<int32_t>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  // The 1-based line of `offset`, counted on from the last offset asked (rules come in order, so a
+  // grammar of many rules is read in one pass).
+  int32_t line_of(std::size_t offset) {
+    for (; counted_to_ < offset; ++counted_to_) lines_before_ += text_[counted_to_] == '\n' ? 1 : 0;
+    return 1 + lines_before_;
   }
 
   // Spaces, line breaks and # comments: none of them mean anything between the grammar's tokens.
@@ -387,6 +389,8 @@ class Parser {
   std::string_view text_;
   std::size_t pos_ = 0;
   int32_t group_depth_ = 0;
+  std::size_t counted_to_ = 0;  // line_of: the newlines in text_[0, counted_to_)
+  int32_t lines_before_ = 0;
   Grammar grammar_;
   std::unordered_map<std::string, int32_t> by_name_;
   std::vector<std::pair<int32_t, std::size_t>> references_;  // (rule, offset of the use)
