@@ -277,6 +277,26 @@ BOOST_AUTO_TEST_CASE(json_grammar_walks_end_in_json_and_reads_json_back) {
   BOOST_FAIL("a text without its colon was read as JSON");
 }
 
+BOOST_AUTO_TEST_CASE(a_context_seen_before_reads_its_kept_mask) {
+  std::mt19937 rng(8);
+  const std::vector<std::string> vocab = random_vocabulary(rng, 2000);
+  auto trie = std::make_shared<const structured::TokenTrie>(vocab);
+  const auto cache = grammar_cache(kJsonGrammar, trie);
+  const std::string text = R"({"a": [1, {"b": "x y"}, [true, null]], "c": -2.5})";
+  const auto walk = [&] {
+    structured::TokenMatcher matcher(cache, {kEos});
+    structured::TokenBitmask mask;
+    for (const char c : text) {
+      matcher.fill_next_mask(mask);
+      BOOST_TEST_REQUIRE(matcher.accept(2 + static_cast<unsigned char>(c)));
+    }
+    return cache->grammar()->num_stack_masks_computed();
+  };
+  const int64_t first = walk();
+  BOOST_TEST(first > 10);
+  BOOST_TEST(walk() == first);  // the same contexts again: no stack's mask computed twice
+}
+
 BOOST_AUTO_TEST_CASE(rollback_and_fork_restore_the_parse) {
   const std::vector<std::string> vocab = {"", "", "(", ")", "()", "x"};
   auto trie = std::make_shared<const structured::TokenTrie>(vocab);
