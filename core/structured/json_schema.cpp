@@ -438,6 +438,8 @@ std::string contents_except(const NameTrie& node) {
 
 class SchemaPatternBuilder {
  public:
+  static constexpr std::size_t kMaxPatternBytes = std::size_t{1} << 20;
+
   SchemaPatternBuilder(const SchemaJson& root, const JsonLayout& layout) : root_(root), layout_(layout) {
     if (layout.max_whitespace < 0) throw std::invalid_argument("JsonLayout: max_whitespace must not be negative");
     if (layout.max_any_depth < 1) throw std::invalid_argument("JsonLayout: max_any_depth must be at least 1");
@@ -458,7 +460,19 @@ class SchemaPatternBuilder {
     }
   }
 
+  // A subschema's pattern, bounded in size: an array's pattern holds its items' twice (the first
+  // and the rest), so nesting doubles it per level, and a few dozen levels of arrays would take
+  // more memory than the machine has before the automaton's own limits could refuse it.
   std::string schema(const SchemaJson& node, const std::string& path) {
+    std::string pattern = schema_pattern(node, path);
+    if (pattern.size() > kMaxPatternBytes) {
+      fail(path, "the schema is too large: its pattern passes " + std::to_string(kMaxPatternBytes >> 20) +
+                     " MiB (each level of nested arrays doubles it)");
+    }
+    return pattern;
+  }
+
+  std::string schema_pattern(const SchemaJson& node, const std::string& path) {
     if (node.is_boolean()) {
       if (node.get<bool>()) return any_value(layout_.max_any_depth);
       fail(path, "the schema false matches nothing");

@@ -41,7 +41,7 @@ check bench_cpu_decode "$work/cpu_decode.json" \
 
 "$bench_dir/bench_structured" --quick --tokenizer "$tiny_dir" --json "$work/structured.json" > "$work/structured.txt"
 check bench_structured "$work/structured.json" \
-  "[r['constraint'] for r in d['results']] == ['pydantic_record', 'tool_arguments', 'json_object', 'regex_date_time'] and all(r['steps'] > 0 and r['cached_us_p50'] > 0 for r in d['results'])"
+  "[r['constraint'] for r in d['results']] == ['pydantic_record', 'tool_arguments', 'json_object', 'regex_date_time', 'gbnf_json'] and all(r['steps'] > 0 and r['cached_us_p50'] > 0 for r in d['results'])"
 
 for bench in bench_kv bench_scheduler bench_sim bench_cpu_decode bench_structured; do
   status=0

@@ -832,6 +832,9 @@ def structured_outputs(server):
         ({"guided_regex": "(" * 100000 + "a" + ")" * 100000}, "guided_regex", "nest more than 500 deep"),
         ({"guided_json": '{"items": ' * 20000 + "{}" + "}" * 20000}, "guided_json", "nests deeper than 128"),
         ({"guided_grammar": "root ::= " + "(" * 100000 + '"a"' + ")" * 100000}, "guided_grammar", "nest more than 200"),
+        # Arrays nested 40 deep: a pattern that doubles per level, refused before it takes the memory.
+        ({"guided_json": json.loads('{"type": "array", "items": ' * 40 + '{"type": "integer"}' + "}" * 40)},
+         "guided_json", "too large"),
         ({"structured_outputs": {"grammar": 'root ::= root "+" [0-9] | [0-9]'}}, "structured_outputs.grammar",
          "left-recursive"),
     ]

@@ -804,6 +804,15 @@ BOOST_AUTO_TEST_CASE(unsupported_keywords_name_the_keyword_and_its_path) {
     BOOST_TEST(error.path() == "/properties/x");
     BOOST_TEST(error.problem() == "'not' is not supported");
   }
+  // Nested arrays double the pattern per level: refused as too large before it takes the memory.
+  std::string nested = R"({"type": "integer"})";
+  for (int level = 0; level < 60; ++level) {
+    std::string wrapped = R"({"type": "array", "items": )";
+    wrapped += nested;
+    wrapped += '}';
+    nested = std::move(wrapped);
+  }
+  BOOST_TEST(error_of_schema(nested).find("the schema is too large: its pattern passes 1 MiB") != std::string::npos);
   // A maxItems past what a counted repeat expands to is the regex compiler's refusal.
   const std::string huge = structured::json_schema_regex(
       OrderedJson::parse(R"({"type": "array", "items": {"type": "integer"}, "maxItems": 5000})"));
