@@ -17,7 +17,7 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 declare -A sources=(
   [gguf_header]="core/model/gguf_file.cpp core/model/ggml_type.cpp core/model/mapped_file.cpp"
   [safetensors_header]="core/model/safetensors_file.cpp core/model/mapped_file.cpp"
-  [grammar]="core/structured/grammar_parser.cpp core/structured/grammar_automaton.cpp core/structured/grammar_matcher.cpp core/structured/thompson_nfa.cpp core/structured/token_trie.cpp core/structured/code_point_set.cpp core/structured/byte_dfa.cpp core/tokenizer/utf8.cpp"
+  [grammar]="core/structured/grammar_parser.cpp core/structured/regex_escape.cpp core/structured/grammar_automaton.cpp core/structured/grammar_matcher.cpp core/structured/thompson_nfa.cpp core/structured/token_trie.cpp core/structured/code_point_set.cpp core/structured/byte_dfa.cpp core/tokenizer/utf8.cpp"
   [openai_request]="tools/server/openai_errors.cpp tools/server/openai_request.cpp tools/server/openai_refused_fields.cpp tools/server/openai_structured_outputs.cpp tools/server/openai_tools.cpp core/common/json_value.cpp core/sched/sampling_params.cpp"
 )
 for target in gguf_header safetensors_header openai_request grammar; do

@@ -123,7 +123,6 @@ class GrammarMatcher {
   // Advances by a token's bytes; false (unchanged) when no parse can read them.
   bool accept(std::string_view bytes);
   void rollback(int32_t num_tokens);
-  int32_t num_stacks() const { return static_cast<int32_t>(current_.size()); }
 
  private:
   std::shared_ptr<GrammarMasks> masks_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/structured/code_point_set.h"
+#include "core/structured/regex_escape.h"
 #include "core/structured/thompson_nfa.h"
 #include "core/tokenizer/utf8.h"
 
@@ -169,21 +170,9 @@ class Parser {
   }
 
   char32_t hex_digits(std::size_t count, std::size_t escape_at) {
-    char32_t value = 0;
-    for (std::size_t k = 0; k < count; ++k) {
-      const int c = peek();
-      int digit = -1;
-      if (c >= '0' && c <= '9')
-        digit = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        digit = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        digit = c - 'A' + 10;
-      if (digit < 0) fail(escape_at, "a hexadecimal escape needs " + std::to_string(count) + " hex digits");
-      value = value * 16 + static_cast<char32_t>(digit);
-      ++pos_;
-    }
-    return value;
+    const std::optional<char32_t> value = read_hex_digits(text_, pos_, count);
+    if (!value) fail(escape_at, "a hexadecimal escape needs " + std::to_string(count) + " hex digits");
+    return *value;
   }
 
   // An escape after its backslash: a set (one member for a single character).

@@ -26,4 +26,22 @@ std::string escape_regex(std::string_view literal) {
   return out;
 }
 
+std::optional<char32_t> read_hex_digits(std::string_view text, std::size_t& pos, std::size_t count) {
+  char32_t value = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const char c = pos + k < text.size() ? text[pos + k] : '\0';
+    int digit = -1;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    if (digit < 0) return std::nullopt;
+    value = value * 16 + static_cast<char32_t>(digit);
+  }
+  pos += count;
+  return value;
+}
+
 }  // namespace pagedllm::structured

@@ -141,6 +141,38 @@ std::vector<sched::Request> constrained_workload(const Constraint& constraint, i
   return requests;
 }
 
+// The constrained workload under both kinds of preemption, each completion checked against the
+// constraint; the counts for the caller to judge, and the completions' texts.
+struct ConstrainedRuns {
+  int64_t preemptions = 0;
+  int32_t whole_matches = 0;
+  std::vector<std::string> texts;
+};
+
+ConstrainedRuns run_under_preemption(const Constraint& constraint) {
+  const std::vector<sched::Request> requests = constrained_workload(constraint, 24);
+  ConstrainedRuns runs;
+  for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
+    EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
+    setup.eos_period = 4;  // the scripted executor offers EOS often; the constraint holds it back
+    const RunResult run = run_workload(setup, requests, {.requests_per_step = 3});
+    runs.preemptions += run.counters.preemptions_recompute + run.counters.preemptions_swap;
+    BOOST_REQUIRE_EQUAL(run.outputs.size(), requests.size());
+    for (const auto& [id, output] : run.outputs) {
+      BOOST_TEST_CONTEXT("request " << id) {
+        BOOST_CHECK(output.finish_reason != FinishReason::rejected);
+        for (const engine::Completion& completion : output.completions) {
+          check_completion(constraint, completion);
+          runs.whole_matches += completion.finish_reason == FinishReason::stop ? 1 : 0;
+          runs.texts.push_back(constraint.text_of(completion.tokens));
+        }
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE("preemptions " << runs.preemptions << ", whole matches " << runs.whole_matches);
+  return runs;
+}
+
 // An executor that ignores masks: its first sampled token is one no constraint allows.
 class MaskIgnoringExecutor final : public engine::Executor {
  public:
@@ -161,61 +193,22 @@ class MaskIgnoringExecutor final : public engine::Executor {
 BOOST_AUTO_TEST_SUITE(structured_outputs)
 
 BOOST_AUTO_TEST_CASE(every_sample_and_beam_keeps_to_the_constraint_under_preemption) {
-  const Constraint constraint(kRecordPattern);
-  const std::vector<sched::Request> requests = constrained_workload(constraint, 24);
-  int64_t preemptions = 0;
-  int32_t whole_matches = 0;
-  for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
-    EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
-    setup.eos_period = 4;  // the scripted executor offers EOS often; the constraint holds it back
-    const RunResult run = run_workload(setup, requests, {.requests_per_step = 3});
-    preemptions += run.counters.preemptions_recompute + run.counters.preemptions_swap;
-    BOOST_REQUIRE_EQUAL(run.outputs.size(), requests.size());
-    for (const auto& [id, output] : run.outputs) {
-      BOOST_TEST_CONTEXT("request " << id) {
-        BOOST_CHECK(output.finish_reason != FinishReason::rejected);
-        for (const engine::Completion& completion : output.completions) {
-          check_completion(constraint, completion);
-          whole_matches += completion.finish_reason == FinishReason::stop ? 1 : 0;
-        }
-      }
-    }
-  }
-  BOOST_TEST_MESSAGE("preemptions " << preemptions << ", whole matches " << whole_matches);
-  BOOST_CHECK_GT(preemptions, 0);     // the pool is small enough to preempt
-  BOOST_CHECK_GT(whole_matches, 10);  // and most outputs complete the record before max_tokens
+  const ConstrainedRuns runs = run_under_preemption(Constraint(kRecordPattern));
+  BOOST_CHECK_GT(runs.preemptions, 0);     // the pool is small enough to preempt
+  BOOST_CHECK_GT(runs.whole_matches, 10);  // and most outputs complete the record before max_tokens
 }
 
 BOOST_AUTO_TEST_CASE(a_recursive_grammar_holds_through_samples_beams_and_preemption) {
   BOOST_TEST(is_nested_list("[a,[12,[]],[bc]]"));  // the test's own reader, both ways
   BOOST_TEST(!is_nested_list("[a,[12,[]],[bc]"));
   BOOST_TEST(!is_nested_list("[1234]"));
-  const Constraint constraint(structured::compile_grammar(kNestedListGrammar));
-  const std::vector<sched::Request> requests = constrained_workload(constraint, 24);
-  int64_t preemptions = 0;
-  int32_t whole_matches = 0;
-  int32_t nested = 0;
-  for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
-    EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
-    setup.eos_period = 4;
-    const RunResult run = run_workload(setup, requests, {.requests_per_step = 3});
-    preemptions += run.counters.preemptions_recompute + run.counters.preemptions_swap;
-    BOOST_REQUIRE_EQUAL(run.outputs.size(), requests.size());
-    for (const auto& [id, output] : run.outputs) {
-      BOOST_TEST_CONTEXT("request " << id) {
-        BOOST_CHECK(output.finish_reason != FinishReason::rejected);
-        for (const engine::Completion& completion : output.completions) {
-          check_completion(constraint, completion);
-          whole_matches += completion.finish_reason == FinishReason::stop ? 1 : 0;
-          const std::string text = constraint.text_of(completion.tokens);
-          nested += std::count(text.begin(), text.end(), '[') > 1 ? 1 : 0;  // a list inside a list
-        }
-      }
-    }
-  }
-  BOOST_TEST_MESSAGE("preemptions " << preemptions << ", whole matches " << whole_matches << ", nested " << nested);
-  BOOST_CHECK_GT(preemptions, 0);
-  BOOST_CHECK_GT(whole_matches, 10);
+  const ConstrainedRuns runs = run_under_preemption(Constraint(structured::compile_grammar(kNestedListGrammar)));
+  const auto nested = std::count_if(runs.texts.begin(), runs.texts.end(), [](const std::string& text) {
+    return std::count(text.begin(), text.end(), '[') > 1;  // a list inside a list
+  });
+  BOOST_TEST_MESSAGE("nested " << nested);
+  BOOST_CHECK_GT(runs.preemptions, 0);
+  BOOST_CHECK_GT(runs.whole_matches, 10);
   BOOST_CHECK_GT(nested, 0);  // the outputs do use the recursion
 }
 

@@ -122,6 +122,26 @@ def _timed(action):
     return time.perf_counter() - start
 
 
+def export_tokenizer(pagedllm, model, scratch):
+    """The model's tokenizer as tokenizer.json (pagedllm writes it; a GGUF holds none), and its
+    end-of-sequence id."""
+    path = os.path.join(scratch, "tokenizer.json")
+    subprocess.run([pagedllm, "tokenize", "--tokenizer", model, "--export-tokenizer-json", path], check=True)
+    eos = next(t["id"] for t in json.load(open(path, encoding="utf-8"))["added_tokens"] if t.get("special"))
+    return path, eos
+
+
+def time_ours(bench_structured, model, paths, scratch):
+    """`bench_structured --paths` on each constraint's token paths ({name: paths}): its results by name."""
+    paths_file = os.path.join(scratch, "paths.jsonl")
+    with open(paths_file, "w") as out:
+        for name, constraint in CONSTRAINTS:
+            out.write(json.dumps(dict(constraint, name=name, any_whitespace=False, paths=paths[name])) + "\n")
+    ours_file = os.path.join(scratch, "ours.json")
+    subprocess.run([bench_structured, "--tokenizer", model, "--paths", paths_file, "--json", ours_file], check=True)
+    return {r["constraint"]: r for r in json.load(open(ours_file))["results"]}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("bench_structured")
@@ -133,24 +153,13 @@ def main():
     args = parser.parse_args()
     rng = random.Random(5)
     with tempfile.TemporaryDirectory(prefix="structured_vs_llguidance_") as scratch:
-        tokenizer_json = os.path.join(scratch, "tokenizer.json")
-        subprocess.run([args.pagedllm, "tokenize", "--tokenizer", args.model, "--export-tokenizer-json",
-                        tokenizer_json], check=True)
-        text = open(tokenizer_json, encoding="utf-8").read()
-        eos = next(t["id"] for t in json.loads(text)["added_tokens"] if t.get("special"))
-        tokenizer = llguidance.LLTokenizer(text, eos_token=eos)
-        lines, theirs = [], {}
+        tokenizer_json, eos = export_tokenizer(args.pagedllm, args.model, scratch)
+        tokenizer = llguidance.LLTokenizer(open(tokenizer_json, encoding="utf-8").read(), eos_token=eos)
+        paths, theirs = {}, {}
         for name, constraint in CONSTRAINTS:
-            paths = walk_paths(tokenizer, constraint, args.paths, args.max_tokens, rng)
-            theirs[name] = time_llguidance(tokenizer, constraint, paths)
-            lines.append(json.dumps(dict(constraint, name=name, any_whitespace=False, paths=paths)))
-        paths_file = os.path.join(scratch, "paths.jsonl")
-        with open(paths_file, "w") as out:
-            out.write("\n".join(lines) + "\n")
-        ours_file = os.path.join(scratch, "ours.json")
-        subprocess.run([args.bench_structured, "--tokenizer", args.model, "--paths", paths_file, "--json", ours_file],
-                       check=True)
-        ours = {r["constraint"]: r for r in json.load(open(ours_file))["results"]}
+            paths[name] = walk_paths(tokenizer, constraint, args.paths, args.max_tokens, rng)
+            theirs[name] = time_llguidance(tokenizer, constraint, paths[name])
+        ours = time_ours(args.bench_structured, args.model, paths, scratch)
     print(f"vocabulary: {os.path.basename(args.model)}, {tokenizer.vocab_size} tokens; "
           f"{args.paths} paths of up to {args.max_tokens} tokens per constraint; llguidance {llguidance.__version__ if hasattr(llguidance, '__version__') else ''}")
     print(f"{'constraint':<16} {'steps':>6} {'compile ours':>13} {'llguidance':>11} {'mask p50 ours':>14} "

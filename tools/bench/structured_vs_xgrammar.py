@@ -21,7 +21,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -78,27 +77,16 @@ def main():
 
     rng = random.Random(5)
     with tempfile.TemporaryDirectory(prefix="structured_vs_xgrammar_") as scratch:
-        tokenizer_json = os.path.join(scratch, "tokenizer.json")
-        subprocess.run([args.pagedllm, "tokenize", "--tokenizer", args.model, "--export-tokenizer-json",
-                        tokenizer_json], check=True)
-        text = open(tokenizer_json, encoding="utf-8").read()
-        eos = next(t["id"] for t in json.loads(text)["added_tokens"] if t.get("special"))
-        ll_tokenizer = llguidance.LLTokenizer(text, eos_token=eos)
+        tokenizer_json, eos = common.export_tokenizer(args.pagedllm, args.model, scratch)
+        ll_tokenizer = llguidance.LLTokenizer(open(tokenizer_json, encoding="utf-8").read(), eos_token=eos)
         hf_tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer_json)
         tokenizer_info = xgrammar.TokenizerInfo.from_huggingface(hf_tokenizer, vocab_size=ll_tokenizer.vocab_size,
                                                                  stop_token_ids=[eos])
-        lines, theirs = [], {}
+        paths, theirs = {}, {}
         for name, constraint in common.CONSTRAINTS:
-            paths = common.walk_paths(ll_tokenizer, constraint, args.paths, args.max_tokens, rng)
-            theirs[name] = time_xgrammar(tokenizer_info, constraint, paths)
-            lines.append(json.dumps(dict(constraint, name=name, any_whitespace=False, paths=paths)))
-        paths_file = os.path.join(scratch, "paths.jsonl")
-        with open(paths_file, "w") as out:
-            out.write("\n".join(lines) + "\n")
-        ours_file = os.path.join(scratch, "ours.json")
-        subprocess.run([args.bench_structured, "--tokenizer", args.model, "--paths", paths_file, "--json", ours_file],
-                       check=True)
-        ours = {r["constraint"]: r for r in json.load(open(ours_file))["results"]}
+            paths[name] = common.walk_paths(ll_tokenizer, constraint, args.paths, args.max_tokens, rng)
+            theirs[name] = time_xgrammar(tokenizer_info, constraint, paths[name])
+        ours = common.time_ours(args.bench_structured, args.model, paths, scratch)
     print(f"vocabulary: {os.path.basename(args.model)}, {ll_tokenizer.vocab_size} tokens; {args.paths} paths of up to "
           f"{args.max_tokens} tokens per constraint; xgrammar {importlib.metadata.version('xgrammar')}")
     print(f"{'constraint':<16} {'steps':>6} {'compile ours':>13} {'xgrammar':>9} {'mask p50 ours':>14} {'cached':>7} "
