@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/common/check.h"
+#include "core/sampling/proposal_verify.h"
 
 namespace pagedllm::cpu_ref {
 kv::KvLayout kv_layout_for(const model::ModelConfig& config, int32_t block_size, int32_t num_blocks) {
@@ -47,7 +48,11 @@ sched::StepResult CpuExecutor::execute(const sched::StepPlan& plan) {
       batch_.positions.push_back(position);
       batch_.sequence_index.push_back(sequence);
     }
-    if (scheduled.sample) batch_.logits_rows.push_back(batch_.num_tokens() - 1);
+    // A verify pass needs the row of each proposal and of the token before them.
+    if (!scheduled.sample) continue;
+    for (int32_t back = scheduled.num_proposed_tokens; back >= 0; --back) {
+      batch_.logits_rows.push_back(batch_.num_tokens() - 1 - back);
+    }
   }
 
   sched::StepResult result;
@@ -57,10 +62,14 @@ sched::StepResult CpuExecutor::execute(const sched::StepPlan& plan) {
     size_t row = 0;
     for (const sched::ScheduledSequence& scheduled : plan.sequences) {
       if (!scheduled.sample) continue;
-      const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
-      ++row;
-      if (config_.logits_observer) config_.logits_observer(scheduled, row_logits);
-      result.outputs.push_back(sampler_.sample(scheduled, row_logits));
+      const auto rows = static_cast<size_t>(scheduled.num_proposed_tokens) + 1;
+      const std::span<const float> rows_logits(logits.data() + row * vocab, rows * vocab);
+      row += rows;
+      if (config_.logits_observer) {
+        for (size_t r = 0; r < rows; ++r) config_.logits_observer(scheduled, rows_logits.subspan(r * vocab, vocab));
+      }
+      result.outputs.push_back(rows == 1 ? sampler_.sample(scheduled, rows_logits)
+                                         : sampling::verify_proposals(sampler_, scheduled, rows_logits, vocab));
     }
   }
   result.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -161,6 +161,13 @@ void check_supported(const model::ModelConfig& config, const CudaExecutorConfig&
     throw std::invalid_argument("cuda executor: block_size must be a power of two in [8, " +
                                 std::to_string(kMaxDecodeBlockSize) + "], got " + std::to_string(block_size));
   }
+  if (options.engine.speculative.enabled()) {
+    // Its verify pass needs several logits rows per sequence, which the step batch, the device
+    // sampler and the decode graphs do not have yet.
+    throw std::invalid_argument(
+        "cuda executor: speculative decoding (--speculative-config) is not supported yet; "
+        "run it on the cpu executor");
+  }
   if (options.engine.scheduler.max_model_len <= 0)
     throw std::invalid_argument("cuda executor: max_model_len must be positive");
   if (options.engine.scheduler.max_num_seqs <= 0 || options.engine.scheduler.max_num_batched_tokens <= 0) {
@@ -456,6 +463,11 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
     return result;
   }
 
+  if (plan.num_proposed_tokens > 0) {
+    throw std::invalid_argument(
+        "cuda executor: the plan holds proposals to verify; speculative decoding is not "
+        "supported on the cuda executor yet");
+  }
   build_step_batch(plan, s.cache.block_size, s.batch);
   const int32_t rows = static_cast<int32_t>(s.batch.logits_rows.size());
   const int32_t bucket = graph_bucket(s, s.batch);

@@ -7,6 +7,7 @@
 
 #include "core/common/check.h"
 #include "core/engine/beam_search.h"
+#include "core/spec/ngram_proposer.h"
 
 namespace pagedllm::engine {
 
@@ -25,7 +26,9 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
       event_log_(event_log),
       kv_(config.cache, event_log),
       scheduler_(config.scheduler, kv_),
-      step_timeline_(config.timeline_capacity) {}
+      step_timeline_(config.timeline_capacity) {
+  spec::validate(config_.speculative, config_.scheduler.max_num_batched_tokens);
+}
 
 void validate_request(const EngineConfig& config, const sched::SamplingParams& params, int32_t num_prompt_tokens) {
   sched::validate(params, num_prompt_tokens,
@@ -268,7 +271,11 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       it->second.push_back(&output);
       continue;
     }
-    apply_sample(group, scheduled, output);
+    if (scheduled.num_proposed_tokens > 0) {
+      apply_verified(group, seq, scheduled, output);
+    } else {
+      apply_sample(group, scheduled, output);
+    }
     finish_if_done(group, end_time);  // its other samples, if any, were applied or ended before
   }
   if (next_output != result.outputs.size()) {
@@ -296,10 +303,66 @@ void Engine::apply_sample(SequenceGroup& group, const ScheduledSequence& schedul
   if (scheduled.num_samples > 1) {
     // Parallel sampling: the prompt's sequence forks into n samples now that its KV is complete.
     for (int32_t k = 1; k < scheduled.num_samples; ++k) scheduler_.fork(group, 0, next_seq_id_++);
-    for (size_t k = 0; k < output.samples.size(); ++k) append_token(group, group.seqs[k], output.samples[k], output, k);
+    for (size_t k = 0; k < output.samples.size(); ++k) {
+      append_token(group, group.seqs[k], output.samples[k], output, k);
+      propose(group, group.seqs[k]);
+    }
     return;
   }
-  append_token(group, group.seqs[static_cast<size_t>(scheduled.sample_index)], output.samples.front(), output, 0);
+  Sequence& seq = group.seqs[static_cast<size_t>(scheduled.sample_index)];
+  append_token(group, seq, output.samples.front(), output, 0);
+  propose(group, seq);
+}
+
+void Engine::apply_verified(SequenceGroup& group, Sequence& seq, const ScheduledSequence& scheduled,
+                            const SequenceOutput& output) {
+  const int32_t num_proposed = scheduled.num_proposed_tokens;
+  const auto num_tokens = static_cast<int32_t>(output.samples.size());
+  const std::span<const TokenId> proposals =
+      std::span<const TokenId>(seq.tokens).last(static_cast<size_t>(num_proposed));
+  if (num_tokens < 1 || num_tokens > num_proposed + 1) {
+    throw std::logic_error("executor " + executor_.name() + " returned " + std::to_string(num_tokens) +
+                           " tokens for a verify pass of " + std::to_string(num_proposed) + " proposals");
+  }
+  const int32_t num_accepted = num_tokens - 1;
+  for (int32_t j = 0; j < num_accepted; ++j) {
+    if (output.samples[static_cast<size_t>(j)].token != proposals[static_cast<size_t>(j)]) {
+      throw std::logic_error("executor " + executor_.name() + " accepted token " +
+                             std::to_string(output.samples[static_cast<size_t>(j)].token) + " where sequence " +
+                             std::to_string(seq.id) + " proposed " + std::to_string(proposals[static_cast<size_t>(j)]));
+    }
+  }
+  ++counters_.spec_drafts;
+  counters_.spec_draft_tokens += num_proposed;
+  counters_.spec_accepted_tokens += num_accepted;
+  std::vector<int64_t>& per_position = counters_.spec_accepted_per_position;
+  if (per_position.size() < static_cast<size_t>(num_proposed))
+    per_position.resize(static_cast<size_t>(num_proposed), 0);
+  for (int32_t j = 0; j < num_accepted; ++j) ++per_position[static_cast<size_t>(j)];
+
+  scheduler_.take_proposals(seq);
+  // The tokens in order, as if sampled one step at a time: a stop ends the sequence there, and
+  // the tokens after it are dropped (its blocks go with it).
+  for (int32_t j = 0; j < num_tokens && !seq.finished(); ++j) {
+    append_token(group, seq, output.samples[static_cast<size_t>(j)], output, static_cast<size_t>(j));
+  }
+  if (seq.finished()) return;
+  scheduler_.settle_proposals(seq, num_accepted);
+  propose(group, seq);
+}
+
+void Engine::propose(const SequenceGroup& group, Sequence& seq) {
+  const spec::SpeculativeConfig& speculative = config_.speculative;
+  if (!speculative.enabled()) return;
+  seq.proposals.clear();
+  // Constrained outputs do not speculate yet: each proposal would need its own mask.
+  if (seq.finished() || seq.matcher) return;
+  // A verify pass yields at most one token past its proposals: no more than max_tokens can use.
+  const int32_t room = group.request.params.max_tokens - seq.num_output_tokens() - 1;
+  const int32_t count = std::min(speculative.num_speculative_tokens, room);
+  if (count <= 0) return;
+  spec::propose_ngram(seq.tokens, {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max},
+                      count, seq.proposals);
 }
 
 void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::SampledToken& sampled,

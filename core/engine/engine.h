@@ -78,6 +78,13 @@ class Engine {
   void apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time);
   void apply_sample(sched::SequenceGroup& group, const sched::ScheduledSequence& scheduled,
                     const sched::SequenceOutput& output);
+  // A sequence's verify pass (ScheduledSequence::num_proposed_tokens > 0): its accepted proposals
+  // and the executor's own token become output tokens, the rejected proposals' KV is dropped.
+  void apply_verified(sched::SequenceGroup& group, sched::Sequence& seq, const sched::ScheduledSequence& scheduled,
+                      const sched::SequenceOutput& output);
+  // Speculative decoding: the sequence's proposals for the next step (none when off, finished,
+  // constrained, or at max_tokens).
+  void propose(const sched::SequenceGroup& group, sched::Sequence& seq);
   void apply_beam_step(sched::SequenceGroup& group, std::span<const sched::SequenceOutput* const> outputs);
   void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
                     const sched::SequenceOutput& output, size_t sample);

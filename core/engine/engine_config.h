@@ -10,6 +10,7 @@
 #include "core/kv/kv_cache_config.h"
 #include "core/sched/sampling_params.h"
 #include "core/sched/scheduler_config.h"
+#include "core/spec/speculative_config.h"
 
 namespace pagedllm::engine {
 
@@ -33,6 +34,9 @@ struct EngineConfig {
   bool record_step_metrics = true;
   size_t timeline_capacity = 16384;  // points the engine's timeline keeps (StepTimeline)
   OutputKind output_kind = OutputKind::cumulative;
+  // Speculative decoding (off by default): the engine proposes, the scheduler makes room for the
+  // proposals, the executor verifies them in the step's forward pass.
+  spec::SpeculativeConfig speculative;
 };
 
 // The one validation of a request's sampling parameters against an engine's limits (context

@@ -1,6 +1,7 @@
 // What the engine records per step; per-request times live in sched::RequestTimes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,13 @@ struct EngineCounters {
   int64_t requests_finished = 0;
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
+  // Speculative decoding, as vLLM's spec_decode counters: verify passes of a sequence with
+  // proposals (drafts), the proposals in them, those accepted, and accepted per position (entry j:
+  // drafts whose proposal j was accepted; sized by the longest draft seen).
+  int64_t spec_drafts = 0;
+  int64_t spec_draft_tokens = 0;
+  int64_t spec_accepted_tokens = 0;
+  std::vector<int64_t> spec_accepted_per_position;
 
   // A cluster's replicas as one.
   EngineCounters& operator+=(const EngineCounters& other) {
@@ -55,6 +63,14 @@ struct EngineCounters {
     requests_finished += other.requests_finished;
     requests_aborted += other.requests_aborted;
     requests_rejected += other.requests_rejected;
+    spec_drafts += other.spec_drafts;
+    spec_draft_tokens += other.spec_draft_tokens;
+    spec_accepted_tokens += other.spec_accepted_tokens;
+    spec_accepted_per_position.resize(
+        std::max(spec_accepted_per_position.size(), other.spec_accepted_per_position.size()), 0);
+    for (size_t j = 0; j < other.spec_accepted_per_position.size(); ++j) {
+      spec_accepted_per_position[j] += other.spec_accepted_per_position[j];
+    }
     return *this;
   }
 };

@@ -137,12 +137,41 @@ void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
 
 void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const {
   output.seq = scheduled.seq;
+  if (scheduled.num_proposed_tokens > 0) {
+    // A verify pass: the script's token at each proposal's position, accepted while it equals the
+    // proposal (as the real samplers accept a proposal their own draw equals).
+    const std::span<const TokenId> tokens = scheduled.tokens;
+    const size_t confirmed = scheduled.confirmed_tokens().size();
+    for (size_t j = 0;; ++j) {
+      const TokenId drawn = draw(scheduled, scheduled.sample_index, static_cast<int32_t>(confirmed + j),
+                                 tokens[confirmed + j - 1], output);
+      if (j == static_cast<size_t>(scheduled.num_proposed_tokens) || drawn != tokens[confirmed + j]) break;
+    }
+    return;
+  }
   const TokenId previous = scheduled.tokens.back();
   const int32_t position = scheduled.end;
-  const auto logprob_of = [&](int32_t sample, int32_t rank) {
-    const uint64_t hash = script_hash(scheduled.request, sample + 7919 * rank, position, previous);
-    return -0.05f * static_cast<float>(rank + 1) - static_cast<float>(hash % 1000) * 1e-4f;
-  };
+  if (scheduled.num_beam_candidates > 0) {
+    for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {
+      output.samples.push_back(
+          {allowed(scheduled, position,
+                   scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous)),
+           logprob_of(scheduled, scheduled.sample_index, rank, position, previous)});
+    }
+    return;
+  }
+  for (int32_t k = 0; k < scheduled.num_samples; ++k) {
+    draw(scheduled, scheduled.num_samples > 1 ? k : scheduled.sample_index, position, previous, output);
+  }
+}
+
+float ScriptedExecutor::logprob_of(const sched::ScheduledSequence& scheduled, int32_t sample, int32_t rank,
+                                   int32_t position, TokenId previous) const {
+  const uint64_t hash = script_hash(scheduled.request, sample + 7919 * rank, position, previous);
+  return -0.05f * static_cast<float>(rank + 1) - static_cast<float>(hash % 1000) * 1e-4f;
+}
+
+TokenId ScriptedExecutor::allowed(const sched::ScheduledSequence& scheduled, int32_t position, TokenId token) const {
   // min_tokens, as the real samplers: no stop token until that many are out (the next id instead).
   const std::vector<TokenId>* suppressed = nullptr;
   if (scheduled.params != nullptr && scheduled.params->suppresses_stop_tokens(position - scheduled.num_prompt_tokens)) {
@@ -150,45 +179,37 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
   }
   // Structured outputs: a token the constraint refuses becomes the next id it allows.
   const std::span<const uint32_t> mask = scheduled.allowed_tokens;
-  const auto refused = [&](TokenId token, bool count_min_tokens) {
-    if (!mask.empty() && !structured::is_allowed(mask, token)) return true;
+  if (suppressed == nullptr && mask.empty()) return token;
+  const auto refused = [&](TokenId candidate, bool count_min_tokens) {
+    if (!mask.empty() && !structured::is_allowed(mask, candidate)) return true;
     return count_min_tokens && suppressed != nullptr &&
-           std::find(suppressed->begin(), suppressed->end(), token) != suppressed->end();
+           std::find(suppressed->begin(), suppressed->end(), candidate) != suppressed->end();
   };
-  const auto next_not_refused = [&](TokenId token, bool count_min_tokens) {
-    for (int32_t tries = 0; tries < config_.vocab_size && refused(token, count_min_tokens); ++tries) {
-      token = (token + 1) % config_.vocab_size;
+  const auto next_not_refused = [&](TokenId candidate, bool count_min_tokens) {
+    for (int32_t tries = 0; tries < config_.vocab_size && refused(candidate, count_min_tokens); ++tries) {
+      candidate = (candidate + 1) % config_.vocab_size;
     }
-    return token;
+    return candidate;
   };
   // When min_tokens holds back the only tokens a constraint allows, the constraint wins (as in the
   // real samplers, which then take the argmax of the constrained logits).
-  const auto allowed = [&](TokenId token) {
-    if (suppressed == nullptr && mask.empty()) return token;
-    const TokenId candidate = next_not_refused(token, true);
-    return refused(candidate, true) ? next_not_refused(token, false) : candidate;
-  };
-  if (scheduled.num_beam_candidates > 0) {
-    for (int32_t rank = 0; rank < scheduled.num_beam_candidates; ++rank) {
-      output.samples.push_back(
-          {allowed(scripted_token(scheduled.request, scheduled.sample_index * 64 + rank, position, previous)),
-           logprob_of(scheduled.sample_index, rank)});
+  const TokenId candidate = next_not_refused(token, true);
+  return refused(candidate, true) ? next_not_refused(token, false) : candidate;
+}
+
+TokenId ScriptedExecutor::draw(const sched::ScheduledSequence& scheduled, int32_t sample, int32_t position,
+                               TokenId previous, sched::SequenceOutput& output) const {
+  const TokenId token = allowed(scheduled, position, scripted_token(scheduled.request, sample, position, previous));
+  output.samples.push_back({token, logprob_of(scheduled, sample, 0, position, previous)});
+  if (scheduled.params != nullptr && scheduled.params->logprobs) {
+    std::vector<sched::SampledToken> top{output.samples.back()};
+    for (int32_t rank = 1; rank < *scheduled.params->logprobs; ++rank) {
+      top.push_back({scripted_token(scheduled.request, sample + 4096 * rank, position, previous),
+                     logprob_of(scheduled, sample, rank, position, previous)});
     }
-    return;
+    output.top_logprobs.push_back(std::move(top));
   }
-  for (int32_t k = 0; k < scheduled.num_samples; ++k) {
-    const int32_t sample = scheduled.num_samples > 1 ? k : scheduled.sample_index;
-    output.samples.push_back(
-        {allowed(scripted_token(scheduled.request, sample, position, previous)), logprob_of(sample, 0)});
-    if (scheduled.params != nullptr && scheduled.params->logprobs) {
-      std::vector<sched::SampledToken> top{output.samples.back()};
-      for (int32_t rank = 1; rank < *scheduled.params->logprobs; ++rank) {
-        top.push_back(
-            {scripted_token(scheduled.request, sample + 4096 * rank, position, previous), logprob_of(sample, rank)});
-      }
-      output.top_logprobs.push_back(std::move(top));
-    }
-  }
+  return token;
 }
 
 }  // namespace pagedllm::engine

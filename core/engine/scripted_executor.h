@@ -46,6 +46,14 @@ class ScriptedExecutor final : public Executor {
   void write_kv(const sched::ScheduledSequence& scheduled);
   void check_kv(const sched::ScheduledSequence& scheduled);
   void sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const;
+  // One token of sample `sample` at `position` after `previous`, appended to the output (with its
+  // top logprobs when asked); returns it.
+  TokenId draw(const sched::ScheduledSequence& scheduled, int32_t sample, int32_t position, TokenId previous,
+               sched::SequenceOutput& output) const;
+  // The script's token as min_tokens and the output constraint let it through.
+  TokenId allowed(const sched::ScheduledSequence& scheduled, int32_t position, TokenId token) const;
+  float logprob_of(const sched::ScheduledSequence& scheduled, int32_t sample, int32_t rank, int32_t position,
+                   TokenId previous) const;
 
   ScriptedExecutorConfig config_;
   int32_t block_size_;

@@ -170,10 +170,11 @@ bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<
   if (state.tier != Tier::device) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", which is swapped out");
   }
+  check_tentative(request, state);
   const int32_t needed = num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
   if (device_.num_free() - needed < keep_free_blocks) return false;
   append_counted(request.seq, state, request.tokens, KnownHashes{request.block_hashes, request.num_named_hashes},
-                 copies);
+                 request.num_tentative, copies);
   if (table != nullptr) *table = state.block_table;
   return true;
 }
@@ -194,6 +195,7 @@ bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, s
     if (std::find(scratch_appending_.begin(), scratch_appending_.end(), &state) != scratch_appending_.end()) {
       throw KvCacheError("kv cache: " + seq_name(request.seq) + " appears twice in one append");
     }
+    check_tentative(request, state);
     needed += num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
     scratch_appending_.push_back(&state);
   }
@@ -201,7 +203,7 @@ bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, s
   for (size_t i = 0; i < requests.size(); ++i) {
     const AppendRequest& request = requests[i];
     append_counted(request.seq, *scratch_appending_[i], request.tokens,
-                   KnownHashes{request.block_hashes, request.num_named_hashes}, copies);
+                   KnownHashes{request.block_hashes, request.num_named_hashes}, request.num_tentative, copies);
   }
   if (tables != nullptr) {
     for (size_t i = 0; i < requests.size(); ++i) tables[i] = scratch_appending_[i]->block_table;
@@ -222,21 +224,21 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
 }
 
 void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
-                                    std::vector<BlockCopy>& copies) {
+                                    int32_t num_tentative, std::vector<BlockCopy>& copies) {
   if (tokens.empty()) return;
   release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
   // scheduled sequence and step).
   if (needs_copy_on_write(state)) [[unlikely]] {
-    copies.push_back(copy_and_append(seq, state, tokens, known));
+    copies.push_back(copy_and_append(seq, state, tokens, known, num_tentative));
     return;
   }
   state.last_block_maybe_shared = false;  // found exclusive
-  append_and_log(seq, state, tokens, known);
+  append_and_log(seq, state, tokens, known, num_tentative);
 }
 
 BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                          KnownHashes known) {
+                                          KnownHashes known, int32_t num_tentative) {
   // The shared partial block is copied before this sequence writes into it.
   const int32_t fill = state.num_tokens % config_.block_size;
   const BlockId src = state.block_table.back();
@@ -247,19 +249,93 @@ BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::spa
   const BlockCopy copy{src, dst};
   if (event_log_) event_log_->copy_on_write(seq, copy);
   state.last_block_maybe_shared = false;  // copied
-  append_and_log(seq, state, tokens, known);
+  append_and_log(seq, state, tokens, known, num_tentative);
   return copy;
 }
 
-void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known) {
+void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
+                                    int32_t num_tentative) {
+  const std::span<const TokenId> confirmed = tokens.first(tokens.size() - static_cast<size_t>(num_tentative));
   if (event_log_ == nullptr) [[likely]] {
-    append_tokens(state, tokens, known, nullptr, nullptr);
+    if (!confirmed.empty()) append_tokens(state, confirmed, known, nullptr, nullptr);
+    if (num_tentative > 0) append_tentative(state, num_tentative, nullptr);
     return;
   }
   scratch_fresh_.clear();
   scratch_cached_.clear();
-  append_tokens(state, tokens, known, &scratch_fresh_, &scratch_cached_);
+  if (!confirmed.empty()) append_tokens(state, confirmed, known, &scratch_fresh_, &scratch_cached_);
+  if (num_tentative > 0) append_tentative(state, num_tentative, &scratch_fresh_);
   if (!scratch_fresh_.empty() || !scratch_cached_.empty()) event_log_->append(seq, scratch_fresh_, scratch_cached_);
+}
+
+void KvCacheManager::check_tentative(const AppendRequest& request, const SequenceKv& state) const {
+  if (request.num_tentative < 0 || request.num_tentative > static_cast<int32_t>(request.tokens.size())) {
+    throw KvCacheError("kv cache: append to " + seq_name(request.seq) + " marks " +
+                       std::to_string(request.num_tentative) + " of its " + std::to_string(request.tokens.size()) +
+                       " tokens tentative");
+  }
+  if (state.num_tentative > 0) {
+    throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", whose last proposals are not settled");
+  }
+}
+
+void KvCacheManager::append_tentative(SequenceKv& state, int32_t num_tokens, std::vector<BlockId>* fresh) {
+  const int32_t block_size = config_.block_size;
+  for (int32_t i = 0; i < num_tokens; ++i) {
+    if (state.num_tokens % block_size == 0) {
+      const BlockId block = take_device_block();
+      state.block_table.push_back(block);
+      if (fresh) fresh->push_back(block);
+    }
+    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
+    ++state.num_tokens;
+  }
+  device_slots_filled_ += num_tokens;
+  state.num_tentative += num_tokens;
+}
+
+void KvCacheManager::settle_proposals(SeqId seq, std::span<const TokenId> accepted) {
+  SequenceKv& state = sequence(seq);
+  const auto num_accepted = static_cast<int32_t>(accepted.size());
+  if (state.tier != Tier::device) throw KvCacheError("kv cache: settle of " + seq_name(seq) + ", which is swapped out");
+  if (num_accepted > state.num_tentative) {
+    throw KvCacheError("kv cache: settle of " + seq_name(seq) + " keeps " + std::to_string(num_accepted) +
+                       " proposals; it holds " + std::to_string(state.num_tentative));
+  }
+  const int32_t block_size = config_.block_size;
+  const int32_t confirmed = state.num_tokens - state.num_tentative;
+  const int32_t kept = confirmed + num_accepted;
+  // The dropped slots: whole blocks past the kept tokens go back (taken fresh by the append, so
+  // held by this sequence alone and never cached), tail first as free() releases them.
+  scratch_released_.clear();
+  const auto kept_blocks = static_cast<size_t>(blocks_for_tokens(kept));
+  for (size_t i = state.block_table.size(); i-- > kept_blocks;) {
+    const BlockId block = state.block_table[i];
+    PAGEDLLM_ASSERT(device_.meta(block).ref_count == 1 && !device_.meta(block).is_cached,
+                    "a proposal's block is shared or cached");
+    release_device_block(block, block_fill(state, i));
+    scratch_released_.push_back(block);
+  }
+  state.block_table.resize(kept_blocks);
+  const int32_t dropped_in_kept = std::min(state.num_tokens, static_cast<int32_t>(kept_blocks) * block_size) - kept;
+  device_slots_filled_ -= dropped_in_kept;
+  PAGEDLLM_ASSERT(device_slots_filled_ >= 0, "filled-slot count went negative");
+  // The accepted proposals are tokens now: hashed, and each block they fill offered to the cache.
+  scratch_cached_.clear();
+  state.num_tentative = 0;
+  state.num_tokens = confirmed;
+  for (const TokenId token : accepted) {
+    ++state.num_tokens;
+    if (!config_.enable_prefix_caching) continue;
+    state.tail_hasher.add(token);
+    if (state.num_tokens % block_size != 0) continue;
+    register_full_block(state, state.block_table[static_cast<size_t>(state.num_tokens / block_size - 1)],
+                        state.tail_hasher.finish(), &scratch_cached_);
+  }
+  if (event_log_) {
+    std::reverse(scratch_released_.begin(), scratch_released_.end());  // table order
+    event_log_->settle(seq, num_accepted, scratch_released_, scratch_cached_);
+  }
 }
 
 void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
@@ -319,6 +395,9 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
 void KvCacheManager::fork(SeqId parent, SeqId child) {
   if (parent == child) throw KvCacheError("kv cache: fork of " + seq_name(parent) + " onto itself");
   const SequenceKv& source = sequence(parent);
+  if (source.num_tentative > 0) {
+    throw KvCacheError("kv cache: fork of " + seq_name(parent) + ", whose last proposals are not settled");
+  }
   if (contains(child)) {
     throw KvCacheError("kv cache: fork into " + seq_name(child) + ", which already holds blocks");
   }

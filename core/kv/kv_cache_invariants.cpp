@@ -66,7 +66,12 @@ void KvCacheManager::check_invariants() const {
       fail(name + " holds " + std::to_string(state.block_table.size()) + " blocks for " +
            std::to_string(state.num_tokens) + " tokens");
     }
-    if (config_.enable_prefix_caching && state.tail_hasher.num_tokens() != state.num_tokens % block_size) {
+    if (state.num_tentative < 0 || state.num_tentative > state.num_tokens ||
+        (state.num_tentative > 0 && state.tier != Tier::device)) {
+      fail(name + " holds " + std::to_string(state.num_tentative) + " tentative slots");
+    }
+    if (config_.enable_prefix_caching &&
+        state.tail_hasher.num_tokens() != (state.num_tokens - state.num_tentative) % block_size) {
       fail(name + " has hashed " + std::to_string(state.tail_hasher.num_tokens()) + " tokens of its last block");
     }
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;

@@ -93,6 +93,7 @@ KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
   state.salt = 0;
   state.num_tokens = 0;
   state.num_released_blocks = 0;
+  state.num_tentative = 0;
   state.tier = Tier::device;
   state.last_block_maybe_shared = false;
   state.live = true;

@@ -80,6 +80,10 @@ struct AppendRequest {
   // again (debug builds check they agree).
   std::span<const BlockHash> block_hashes = {};
   int32_t num_named_hashes = 0;  // leading block_hashes derived from content ids (not checked)
+  // Speculative decoding: the trailing this-many of `tokens` are proposals, not yet verified. Their
+  // slots are reserved (the verify pass writes their KV) but they are neither hashed nor offered to
+  // the prefix cache until settle_proposals() keeps them.
+  int32_t num_tentative = 0;
 };
 
 struct SwapInResult {
@@ -159,6 +163,14 @@ class KvCacheManager {
   std::optional<BlockCopy> append_slots(SeqId seq, std::span<const TokenId> tokens,
                                         std::span<const BlockHash> block_hashes = {});
 
+  // Speculative decoding, after the verify pass: of `seq`'s tentative slots (its last append's
+  // proposals), the first accepted.size() are kept, their tokens hashed and each block they fill
+  // offered to the prefix cache; the rest are dropped and the blocks wholly past the kept tokens
+  // released (they were taken fresh by the append, so they return to the free list). One event-log
+  // line (`settle`). Throws KvCacheError for an unknown or swapped sequence, or more accepted
+  // tokens than tentative slots.
+  void settle_proposals(SeqId seq, std::span<const TokenId> accepted);
+
   // `child` shares all of `parent`'s blocks (reference counts +1); both may then diverge.
   void fork(SeqId parent, SeqId child);
 
@@ -212,6 +224,7 @@ class KvCacheManager {
     uint64_t salt = 0;
     int32_t num_tokens = 0;
     int32_t num_released_blocks = 0;  // leading table entries released outside the window (kNoBlock)
+    int32_t num_tentative = 0;        // trailing slots of proposals, not hashed (0 between steps)
     Tier tier = Tier::device;
     bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive
     bool live = false;                     // false: a free slot awaiting reuse
@@ -261,11 +274,13 @@ class KvCacheManager {
   int32_t blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const;
   // Sliding window: blocks a decoding sequence holds at most, ceil(window / block_size) + 1.
   int32_t window_blocks() const;
-  int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);  // returns the cached tokens
-  void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;   // misuse throws
+  int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);      // returns the cached tokens
+  void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;       // misuse throws
+  void check_tentative(const AppendRequest& request, const SequenceKv& state) const;  // misuse throws
   // Appends to a device sequence whose blocks were counted by the caller.
+  // The last `num_tentative` tokens are proposals (AppendRequest::num_tentative).
   void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
-                      std::vector<BlockCopy>& copies);
+                      int32_t num_tentative, std::vector<BlockCopy>& copies);
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
   int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
@@ -297,9 +312,13 @@ class KvCacheManager {
   void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
   // The copy-on-write case of an append: copies the shared last block, then appends.
   [[gnu::noinline]] BlockCopy copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                              KnownHashes known);
-  // append_tokens, with the event log's `append` line when a log is set.
-  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known);
+                                              KnownHashes known, int32_t num_tentative);
+  // append_tokens, then append_tentative for the last `num_tentative` tokens, with the event
+  // log's `append` line when a log is set.
+  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
+                      int32_t num_tentative);
+  // Slots for proposals: blocks taken as needed, nothing hashed.
+  void append_tentative(SequenceKv& state, int32_t num_tokens, std::vector<BlockId>* fresh);
   // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
   // chain hashes of the sequence's leading full blocks (may be empty), used for the blocks they
   // cover instead of hashing their tokens.

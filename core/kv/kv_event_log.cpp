@@ -96,6 +96,16 @@ void KvEventLog::release_outside_window(SeqId seq, std::span<const BlockId> bloc
   end();
 }
 
+void KvEventLog::settle(SeqId seq, int32_t accepted, std::span<const BlockId> released,
+                        std::span<const BlockId> cached) {
+  begin("settle");
+  append_field(line_, "seq", seq);
+  append_field(line_, "accepted", accepted);
+  append_list(line_, "released", released);
+  append_list(line_, "cached", cached);
+  end();
+}
+
 void KvEventLog::evict(BlockId block) {
   begin("evict");
   append_field(line_, "block", block);

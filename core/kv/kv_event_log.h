@@ -32,6 +32,9 @@ class KvEventLog {
   void free(SeqId seq, Tier tier, std::span<const BlockId> blocks);
   // Blocks a sequence dropped because they lie wholly before its sliding window.
   void release_outside_window(SeqId seq, std::span<const BlockId> blocks);
+  // Speculative decoding: the sequence kept `accepted` of its proposals' slots and dropped the
+  // rest, releasing `released` and caching `cached` (blocks the kept proposals filled).
+  void settle(SeqId seq, int32_t accepted, std::span<const BlockId> released, std::span<const BlockId> cached);
   void evict(BlockId block);
   void swap_out(std::span<const SeqId> seqs, std::span<const BlockMove> moves);
   // `reused`: host blocks whose content was still cached on the device (no copy).

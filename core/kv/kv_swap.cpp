@@ -54,6 +54,11 @@ std::vector<BlockMove> KvCacheManager::swap_out(std::span<const SeqId> group) {
 }
 
 std::optional<std::vector<BlockMove>> KvCacheManager::try_swap_out(std::span<const SeqId> group) {
+  for (const SeqId seq : group) {
+    if (sequence(seq).num_tentative > 0) {
+      throw KvCacheError("kv cache: swap out of " + seq_name(seq) + ", whose last proposals are not settled");
+    }
+  }
   const std::vector<GroupBlock> blocks = group_blocks(group, Tier::device);
   if (static_cast<int32_t>(blocks.size()) > host_.num_free()) return std::nullopt;  // no room, or no host tier
   std::vector<BlockMove> moves;

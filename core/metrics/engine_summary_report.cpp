@@ -51,6 +51,10 @@ nlohmann::json to_json(const EngineSummary& s) {
       {"max_running", s.max_running},
       {"max_waiting", s.max_waiting},
       {"max_swapped", s.max_swapped},
+      {"spec_decode_num_drafts", s.counters.spec_drafts},
+      {"spec_decode_num_draft_tokens", s.counters.spec_draft_tokens},
+      {"spec_decode_num_accepted_tokens", s.counters.spec_accepted_tokens},
+      {"spec_decode_num_accepted_tokens_per_pos", s.counters.spec_accepted_per_position},
   };
 }
 
@@ -91,6 +95,26 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
   summary_row(out, "Peak swapped-out blocks:", count(s.host_blocks_peak));
   summary_row(out, "Max running / waiting / swapped:",
               count(s.max_running) + " / " + count(s.max_waiting) + " / " + count(s.max_swapped));
+  if (s.counters.spec_drafts > 0) {
+    // vLLM's speculative-decoding log line: acceptance rate over proposals, mean tokens per draft
+    // (accepted + the one the verify pass adds), and the acceptance at each position.
+    const engine::EngineCounters& c = s.counters;
+    const auto drafts = static_cast<double>(c.spec_drafts);
+    summary_row(out, "Spec drafts / proposed / accepted:",
+                count(c.spec_drafts) + " / " + count(c.spec_draft_tokens) + " / " + count(c.spec_accepted_tokens));
+    summary_row(out, "Spec acceptance rate (%):",
+                percent(c.spec_draft_tokens > 0
+                            ? static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_draft_tokens)
+                            : 0.0));
+    summary_row(out, "Spec mean acceptance length:",
+                format("%.2f", 1.0 + static_cast<double>(c.spec_accepted_tokens) / drafts));
+    std::string per_position;
+    for (const int64_t accepted : c.spec_accepted_per_position) {
+      if (!per_position.empty()) per_position += ' ';
+      per_position += format("%.2f", static_cast<double>(accepted) / drafts);
+    }
+    summary_row(out, "Spec accepted per position:", per_position);
+  }
   out << std::string(50, '=') << '\n';
 }
 

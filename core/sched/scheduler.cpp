@@ -248,6 +248,7 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   }
   const int32_t group_seqs = group.num_unfinished_seqs();  // all count, waiting siblings too
   if (group_seqs > state.seq_budget) return Outcome::out_of_budget;
+  if (!lockstep) holder_tokens += attach_proposals(group, share);
 
   // One call appends every holder's slots, or none; it must leave free the blocks the rejoining
   // siblings' allocations take after it. Out of blocks, the victim policy gives up groups one by
@@ -263,6 +264,11 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
     if (kv_.try_append_slots(scratch_appends_, state.plan->copies, rejoin_blocks, scratch_tables_.data())) {
       appended = true;
       break;
+    }
+    // Short of blocks, proposals go before anybody is preempted for them.
+    if (const int32_t detached = detach_proposals(group); detached > 0) {
+      holder_tokens -= detached;
+      continue;
     }
     if (!preempt_one_for(state, group)) break;
   }
@@ -310,6 +316,60 @@ Scheduler::Outcome Scheduler::try_schedule(StepState& state, SequenceGroup& grou
   return Outcome::scheduled;
 }
 
+int32_t Scheduler::attach_proposals(SequenceGroup& group, int32_t share) {
+  if (group.is_beam_search()) return 0;  // beams do not speculate (as vLLM)
+  int32_t attached = 0;
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    Sequence& seq = group.seqs[i];
+    // A decode only: the one token left to compute is the last one sampled.
+    if (seq.proposals.empty() || scratch_new_tokens_[i] != 1 || seq.num_uncomputed_tokens() != 1 ||
+        seq.num_computed_tokens < seq.num_prompt_tokens) {
+      continue;
+    }
+    PAGEDLLM_ASSERT(seq.num_proposed_tokens == 0, "proposals attached twice");
+    // Within the sequence's share of the budget and the context: every proposal is a position.
+    const int32_t count =
+        std::min({static_cast<int32_t>(seq.proposals.size()), share - 1, config_.max_model_len - seq.num_tokens()});
+    if (count <= 0) continue;
+    seq.tokens.insert(seq.tokens.end(), seq.proposals.begin(), seq.proposals.begin() + count);
+    seq.num_proposed_tokens = count;
+    scratch_new_tokens_[i] += count;
+    attached += count;
+  }
+  return attached;
+}
+
+int32_t Scheduler::detach_proposals(SequenceGroup& group) {
+  int32_t detached = 0;
+  for (size_t i = 0; i < group.seqs.size(); ++i) {
+    Sequence& seq = group.seqs[i];
+    if (seq.num_proposed_tokens == 0) continue;
+    seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(seq.num_proposed_tokens));
+    scratch_new_tokens_[i] -= seq.num_proposed_tokens;
+    detached += seq.num_proposed_tokens;
+    seq.num_proposed_tokens = 0;
+  }
+  return detached;
+}
+
+int32_t Scheduler::take_proposals(Sequence& seq) {
+  const int32_t count = seq.num_proposed_tokens;
+  seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(count));
+  seq.num_proposed_tokens = 0;
+  seq.num_computed_tokens = seq.num_tokens();  // the verify pass computed the last confirmed token
+  return count;
+}
+
+void Scheduler::settle_proposals(Sequence& seq, int32_t num_accepted) {
+  const int32_t confirmed = seq.num_computed_tokens;
+  PAGEDLLM_ASSERT(num_accepted >= 0 && confirmed + num_accepted < seq.num_tokens(),
+                  "settling proposals the sequence did not take");
+  kv_.settle_proposals(
+      seq.id,
+      std::span<const TokenId>(seq.tokens).subspan(static_cast<size_t>(confirmed), static_cast<size_t>(num_accepted)));
+  seq.num_computed_tokens = confirmed + num_accepted;
+}
+
 void Scheduler::build_appends(const SequenceGroup& group) {
   scratch_appends_.clear();
   if (scratch_tables_.size() < group.seqs.size()) scratch_tables_.resize(group.seqs.size());
@@ -327,7 +387,8 @@ void Scheduler::build_appends(const SequenceGroup& group) {
                       .subspan(static_cast<size_t>(seq.num_computed_tokens), static_cast<size_t>(tokens)),
         .block_hashes =
             hashed ? std::span<const kv::BlockHash>(group.admission_hashes) : std::span<const kv::BlockHash>(),
-        .num_named_hashes = hashed ? num_named_hashes(group) : 0});
+        .num_named_hashes = hashed ? num_named_hashes(group) : 0,
+        .num_tentative = seq.num_proposed_tokens});
   }
 }
 
@@ -458,6 +519,7 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
   scheduled.num_prompt_tokens = seq.num_prompt_tokens;
   scheduled.block_table = block_table;
   scheduled.sample = end == seq.num_tokens();
+  scheduled.num_proposed_tokens = seq.num_proposed_tokens;
   scheduled.params = &params;
   if (scheduled.sample) {
     if (params.use_beam_search()) {
@@ -469,6 +531,7 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
   const int32_t tokens = end - start;
   plan.num_batched_tokens += tokens;
   (scheduled.is_prefill() ? plan.num_prefill_tokens : plan.num_decode_tokens) += tokens;
+  plan.num_proposed_tokens += seq.num_proposed_tokens;
   if (group.times.first_scheduled < 0) group.times.first_scheduled = state.now;
 }
 

@@ -56,6 +56,13 @@ class Scheduler {
   SequenceGroup* find(RequestId id);
   // A new sequence sharing all of `parent`'s blocks (parallel sampling, beam search).
   Sequence& fork(SequenceGroup& group, size_t parent_index, SeqId child_id);
+  // Speculative decoding, applying a verify pass: take_proposals() takes the sequence's proposals
+  // off its tokens (returns how many) and counts its confirmed tokens computed; once the engine
+  // has appended the tokens it keeps, settle_proposals() keeps the KV of the first num_accepted
+  // proposals (now tokens) and drops the rest (KvCacheManager::settle_proposals). A sequence that
+  // finished meanwhile is released instead.
+  int32_t take_proposals(Sequence& seq);
+  void settle_proposals(Sequence& seq, int32_t num_accepted);
   // Releases a finished or dropped sequence's blocks (it stays in the group unless erased).
   void release(Sequence& seq);
   // Marks the group finished, drops it from its queue and releases every sequence's blocks.
@@ -97,6 +104,11 @@ class Scheduler {
   // Reserves slots and adds the group's sequences to the plan, or reports what stopped it: one
   // path for every group (one sequence, samples, beams, siblings rejoining after a recompute).
   Outcome try_schedule(StepState& state, SequenceGroup& group);
+  // Speculative decoding: appends each decoding sequence's proposals to its tokens, as many as its
+  // budget `share` and the context allow, and adds them to scratch_new_tokens_; returns how many.
+  // detach_proposals() undoes it (the blocks are short); returns how many it took off.
+  int32_t attach_proposals(SequenceGroup& group, int32_t share);
+  int32_t detach_proposals(SequenceGroup& group);
   // The holders' appends of scratch_new_tokens_, into scratch_appends_.
   void build_appends(const SequenceGroup& group);
   bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }

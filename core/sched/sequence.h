@@ -28,6 +28,12 @@ struct Sequence {
   // The sequence's place in its request's output constraint (structured outputs), if any. Copied
   // with the sequence when it forks; preemption keeps the output, so it keeps the matcher too.
   std::optional<structured::TokenMatcher> matcher;
+  // Speculative decoding: the proposer's guess at the tokens after `tokens`, for the next step to
+  // verify (empty: none). While a step is in flight the scheduler has appended the first
+  // num_proposed_tokens of them to `tokens` (the verify pass computes them as if sampled); the
+  // engine takes them off again when it applies the step (Scheduler::settle_proposals).
+  std::vector<TokenId> proposals;
+  int32_t num_proposed_tokens = 0;
 
   bool finished() const { return finish_reason != FinishReason::none; }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

@@ -28,15 +28,24 @@ struct ScheduledSequence {
   int32_t num_prompt_tokens = 0;
   std::span<const kv::BlockId> block_table;  // device blocks after this step's allocations
   bool sample = false;                       // end == tokens.size(): produce logits and sample
-  int32_t num_samples = 1;                   // parallel sampling's first token: n samples at once
-  int32_t num_beam_candidates = 0;           // beam search: the best this-many tokens with logprobs
+  // Speculative decoding: the last this-many tokens of [start, end) are proposals. The executor
+  // returns logits for each of them and for the token before them, and keeps the longest run of
+  // proposals its sampler would have drawn itself, plus its own next token (SequenceOutput).
+  int32_t num_proposed_tokens = 0;
+  int32_t num_samples = 1;          // parallel sampling's first token: n samples at once
+  int32_t num_beam_candidates = 0;  // beam search: the best this-many tokens with logprobs
   const SamplingParams* params = nullptr;
   // Structured outputs: the tokens this sample may take, one bit per token id (32 to a word, bit
   // id % 32 of word id / 32), a row of StepPlan::token_bitmask; empty = unconstrained.
   std::span<const uint32_t> allowed_tokens{};
 
   int32_t num_new_tokens() const { return end - start; }
-  bool is_prefill() const { return end - start > 1 || start < num_prompt_tokens; }
+  bool is_prefill() const { return end - start - num_proposed_tokens > 1 || start < num_prompt_tokens; }
+  // The tokens the sequence had before this step's proposals (the verify pass's first logits row
+  // follows the last of them).
+  std::span<const TokenId> confirmed_tokens() const {
+    return tokens.first(tokens.size() - static_cast<size_t>(num_proposed_tokens));
+  }
 };
 
 struct PreemptedGroup {
@@ -59,7 +68,8 @@ struct StepPlan {
   std::vector<RejectedGroup> rejected;
   int32_t num_batched_tokens = 0;  // sum of num_new_tokens()
   int32_t num_prefill_tokens = 0;
-  int32_t num_decode_tokens = 0;
+  int32_t num_decode_tokens = 0;    // proposals included
+  int32_t num_proposed_tokens = 0;  // of the decode tokens, proposals to verify
   // [constrained sampled sequence][vocabulary words]: the rows ScheduledSequence::allowed_tokens
   // views, filled by the engine after scheduling (one upload for a device sampler).
   std::vector<uint32_t> token_bitmask;
@@ -77,8 +87,12 @@ struct SampledToken {
 struct SequenceOutput {
   SeqId seq = 0;
   // num_samples tokens (parallel sampling), or num_beam_candidates tokens by descending logprob.
+  // With proposals (num_proposed_tokens = k): the sequence's next 1 to k + 1 tokens, the accepted
+  // proposals (equal to the first of them) then the token drawn where the first proposal failed,
+  // or after the last.
   std::vector<SampledToken> samples;
-  // When params->logprobs is set: the top tokens at this position, per sample.
+  // When params->logprobs is set: the top tokens at this position, per sample (with proposals: at
+  // each token's own position).
   std::vector<std::vector<SampledToken>> top_logprobs;
 };
 

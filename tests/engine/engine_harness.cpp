@@ -73,12 +73,13 @@ engine::EngineConfig engine_config(const EngineSetup& setup) {
   config.scheduler.enable_chunked_prefill = setup.enable_chunked_prefill;
   config.scheduler.preemption_mode = setup.preemption_mode;
   config.eos_token_ids = {kEos};
+  config.speculative = setup.speculative;
   return config;
 }
 
 engine::ScriptedExecutorConfig executor_config(const EngineSetup& setup) {
   engine::ScriptedExecutorConfig config;
-  config.vocab_size = 1000;
+  config.vocab_size = setup.vocab_size;
   config.eos_token_id = kEos;
   config.eos_period = setup.eos_period;
   config.seconds_per_step = setup.seconds_per_step;

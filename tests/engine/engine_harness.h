@@ -13,6 +13,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/scripted_executor.h"
 #include "core/kv/kv_event_log.h"
+#include "core/spec/speculative_config.h"
 
 // Boost.Test prints finish reasons by name.
 namespace boost::test_tools::tt_detail {
@@ -48,6 +49,8 @@ struct EngineSetup {
   int32_t eos_period = 16;                        // 0: the executor never samples EOS
   double seconds_per_step = 0.010;
   double seconds_per_token = 1e-4;
+  int32_t vocab_size = 1000;            // the script's output tokens (a small one repeats n-grams)
+  spec::SpeculativeConfig speculative;  // off unless a test turns it on
 };
 
 engine::EngineConfig engine_config(const EngineSetup& setup);

@@ -1,6 +1,7 @@
 #include "tools/pagedllm/engine_options.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace pagedllm::cli {
 
@@ -30,7 +31,10 @@ void add_engine_options(po::options_description& description, EngineOptions& opt
        "auto (swap for n > 1 / beams, recompute otherwise), swap or recompute")
       ("scheduling-policy", po::value(&options.scheduling_policy)->default_value(options.scheduling_policy), "fcfs or priority")
       ("watermark", po::value(&options.watermark)->default_value(options.watermark),
-       "fraction of device blocks admissions leave free");
+       "fraction of device blocks admissions leave free")
+      ("speculative-config", po::value(&options.speculative_config),
+       "speculative decoding, as vLLM's JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+       "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (cpu executor)");
   // clang-format on
   description.add(engine);
 }
@@ -62,6 +66,14 @@ engine::EngineConfig engine_config_from(const EngineOptions& options, int32_t mo
     config.scheduler.preemption_mode = sched::PreemptionMode::recompute;
   } else if (options.preemption_mode != "auto") {
     throw po::error("--preemption-mode: expected auto, swap or recompute, got '" + options.preemption_mode + "'");
+  }
+  if (!options.speculative_config.empty()) {
+    try {
+      config.speculative = spec::parse_speculative_config(options.speculative_config);
+      spec::validate(config.speculative, config.scheduler.max_num_batched_tokens);
+    } catch (const std::invalid_argument& error) {
+      throw po::error(error.what());
+    }
   }
   if (options.scheduling_policy == "priority") {
     config.scheduler.policy = sched::SchedulingPolicy::priority;

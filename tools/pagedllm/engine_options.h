@@ -30,6 +30,7 @@ struct EngineOptions {
   std::string preemption_mode = "auto";    // auto | swap | recompute
   std::string scheduling_policy = "fcfs";  // fcfs | priority
   double watermark = 0.01;
+  std::string speculative_config;  // JSON, as vLLM's --speculative-config; empty = off
 };
 
 void add_engine_options(boost::program_options::options_description& description, EngineOptions& options);

@@ -122,6 +122,11 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   if (!options.profile.empty() && !options.sim_model.empty()) {
     throw po::error("--profile: the profile fixes the model; drop --sim-model");
   }
+  if (config.speculative.enabled()) {
+    throw po::error(
+        "--speculative-config: the simulator does not model speculative decoding yet (its acceptance "
+        "and the wider verify pass); run it on the cpu executor");
+  }
   const bool own_shape = options.sim_model.empty();
   const model::ModelShape shape = own_shape ? model::model_shape_from_config(bundle.config, bundle.source.path)
                                             : model::find_model_shape(options.sim_model);

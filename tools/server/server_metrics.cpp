@@ -50,6 +50,23 @@ ServerMetrics::ServerMetrics(const std::string& model_name)
                                        "Requests finished, by finish reason.",
                                        {{"model_name", model_name}},
                                        "finished_reason"})),
+      spec_drafts_(registry_.counter({"pagedllm:spec_decode_num_drafts_total",
+                                      "Speculative decoding: verify passes of a sequence with proposals.",
+                                      {{"model_name", model_name}},
+                                      ""})),
+      spec_draft_tokens_(registry_.counter({"pagedllm:spec_decode_num_draft_tokens_total",
+                                            "Speculative decoding: proposed tokens verified.",
+                                            {{"model_name", model_name}},
+                                            ""})),
+      spec_accepted_tokens_(registry_.counter({"pagedllm:spec_decode_num_accepted_tokens_total",
+                                               "Speculative decoding: proposed tokens accepted.",
+                                               {{"model_name", model_name}},
+                                               ""})),
+      spec_accepted_per_position_(registry_.add_counter({"pagedllm:spec_decode_num_accepted_tokens_per_pos_total",
+                                                         "Speculative decoding: accepted proposals, by position in "
+                                                         "their draft (0 = first).",
+                                                         {{"model_name", model_name}},
+                                                         "position"})),
       time_to_first_token_(registry_.histogram({"pagedllm:time_to_first_token_seconds",
                                                 "Time from arrival to the first output token.",
                                                 {{"model_name", model_name}},
@@ -95,6 +112,10 @@ ServerMetrics::ServerMetrics(const std::string& model_name)
       {"vllm:inter_token_latency_seconds", "pagedllm:inter_token_latency_seconds"},
       {"vllm:e2e_request_latency_seconds", "pagedllm:e2e_request_latency_seconds"},
       {"vllm:request_queue_time_seconds", "pagedllm:request_queue_time_seconds"},
+      {"vllm:spec_decode_num_drafts_total", "pagedllm:spec_decode_num_drafts_total"},
+      {"vllm:spec_decode_num_draft_tokens_total", "pagedllm:spec_decode_num_draft_tokens_total"},
+      {"vllm:spec_decode_num_accepted_tokens_total", "pagedllm:spec_decode_num_accepted_tokens_total"},
+      {"vllm:spec_decode_num_accepted_tokens_per_pos_total", "pagedllm:spec_decode_num_accepted_tokens_per_pos_total"},
   };
   for (const VllmName& alias : kVllmNames) {
     registry_.add_alias(
@@ -124,6 +145,16 @@ void ServerMetrics::on_step(const Snapshot& snapshot) {
       static_cast<double>(snapshot.counters.preemptions_swap - last_.counters.preemptions_swap));
   preemptions_.with("recompute")
       .inc(static_cast<double>(snapshot.counters.preemptions_recompute - last_.counters.preemptions_recompute));
+  const engine::EngineCounters& now = snapshot.counters;
+  spec_drafts_.inc(static_cast<double>(now.spec_drafts - last_.counters.spec_drafts));
+  spec_draft_tokens_.inc(static_cast<double>(now.spec_draft_tokens - last_.counters.spec_draft_tokens));
+  spec_accepted_tokens_.inc(static_cast<double>(now.spec_accepted_tokens - last_.counters.spec_accepted_tokens));
+  const std::vector<int64_t>& before = last_.counters.spec_accepted_per_position;
+  for (size_t j = 0; j < now.spec_accepted_per_position.size(); ++j) {
+    const int64_t previous = j < before.size() ? before[j] : 0;
+    spec_accepted_per_position_.with(std::to_string(j))
+        .inc(static_cast<double>(now.spec_accepted_per_position[j] - previous));
+  }
   last_ = snapshot;
 }
 

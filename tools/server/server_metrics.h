@@ -35,6 +35,11 @@ class ServerMetrics final : public frontend::ServingObserver {
   Counter& generation_tokens_;
   CounterFamily& preemptions_;
   CounterFamily& finished_;
+  // Speculative decoding (vLLM's spec_decode counters); zero while it is off.
+  Counter& spec_drafts_;
+  Counter& spec_draft_tokens_;
+  Counter& spec_accepted_tokens_;
+  CounterFamily& spec_accepted_per_position_;
   Histogram& time_to_first_token_;
   Histogram& inter_token_latency_;
   Histogram& e2e_latency_;

@@ -1,0 +1,103 @@
+#include "core/spec/speculative_config.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace pagedllm::spec {
+namespace {
+
+[[noreturn]] void refuse(const std::string& field, const std::string& problem) {
+  throw std::invalid_argument("--speculative-config: " + field + ": " + problem);
+}
+
+int32_t read_count(const nlohmann::json& object, const char* field) {
+  const nlohmann::json& value = object.at(field);
+  if (!value.is_number_integer()) refuse(field, "must be an integer, got " + value.dump());
+  const auto number = value.get<int64_t>();
+  if (number < 1 || number > 1024) refuse(field, "must be in [1, 1024], got " + std::to_string(number));
+  return static_cast<int32_t>(number);
+}
+
+}  // namespace
+
+const char* to_string(SpeculativeMethod method) {
+  switch (method) {
+    case SpeculativeMethod::none:
+      return "none";
+    case SpeculativeMethod::ngram:
+      return "ngram";
+  }
+  return "unknown";
+}
+
+SpeculativeConfig parse_speculative_config(std::string_view json) {
+  nlohmann::json object;
+  try {
+    object = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw std::invalid_argument(std::string("--speculative-config: not JSON: ") + error.what());
+  }
+  if (!object.is_object()) throw std::invalid_argument("--speculative-config: must be a JSON object");
+  for (const auto& [key, value] : object.items()) {
+    if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
+        key != "prompt_lookup_max") {
+      refuse(key, "unknown key (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max)");
+    }
+  }
+  SpeculativeConfig config;
+  if (!object.contains("method")) refuse("method", "missing (\"ngram\")");
+  const nlohmann::json& method = object.at("method");
+  if (!method.is_string()) refuse("method", "must be a string, got " + method.dump());
+  const auto name = method.get<std::string>();
+  if (name == "ngram") {
+    config.method = SpeculativeMethod::ngram;
+  } else if (name == "draft_model" || name == "eagle" || name == "eagle3" || name == "medusa" || name == "mtp") {
+    refuse("method", "\"" + name + "\" is not supported yet; this build proposes by n-gram lookup (\"ngram\")");
+  } else {
+    refuse("method", "unknown method \"" + name + "\" (supported: \"ngram\")");
+  }
+  if (!object.contains("num_speculative_tokens")) refuse("num_speculative_tokens", "missing");
+  config.num_speculative_tokens = read_count(object, "num_speculative_tokens");
+  const bool has_min = object.contains("prompt_lookup_min");
+  const bool has_max = object.contains("prompt_lookup_max");
+  config.prompt_lookup_min = has_min ? read_count(object, "prompt_lookup_min") : 0;
+  config.prompt_lookup_max = has_max ? read_count(object, "prompt_lookup_max") : 0;
+  if (!has_min && !has_max) {
+    config.prompt_lookup_min = config.prompt_lookup_max = 5;
+  } else if (!has_min) {
+    config.prompt_lookup_min = config.prompt_lookup_max;
+  } else if (!has_max) {
+    config.prompt_lookup_max = config.prompt_lookup_min;
+  }
+  if (config.prompt_lookup_min > config.prompt_lookup_max) {
+    refuse("prompt_lookup_min", std::to_string(config.prompt_lookup_min) + " is above prompt_lookup_max (" +
+                                    std::to_string(config.prompt_lookup_max) + ")");
+  }
+  return config;
+}
+
+void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
+  if (!config.enabled()) return;
+  if (config.num_speculative_tokens < 1) {
+    refuse("num_speculative_tokens", "must be >= 1, got " + std::to_string(config.num_speculative_tokens));
+  }
+  if (config.num_speculative_tokens + 1 > max_num_batched_tokens) {
+    refuse("num_speculative_tokens", std::to_string(config.num_speculative_tokens) +
+                                         " proposals and the token they follow do not fit a step's budget "
+                                         "(max_num_batched_tokens " +
+                                         std::to_string(max_num_batched_tokens) + ")");
+  }
+  if (config.prompt_lookup_min < 1 || config.prompt_lookup_min > config.prompt_lookup_max) {
+    refuse("prompt_lookup_min", "must be in [1, prompt_lookup_max], got " + std::to_string(config.prompt_lookup_min) +
+                                    " and " + std::to_string(config.prompt_lookup_max));
+  }
+}
+
+std::string describe(const SpeculativeConfig& config) {
+  if (!config.enabled()) return "off";
+  return std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens) + " lookup " +
+         std::to_string(config.prompt_lookup_min) + "-" + std::to_string(config.prompt_lookup_max);
+}
+
+}  // namespace pagedllm::spec

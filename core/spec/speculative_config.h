@@ -1,0 +1,42 @@
+// Speculative decoding's settings, as vLLM's --speculative-config JSON names them.
+//
+// A proposer guesses the next few tokens of a decoding sequence; the target model computes them
+// all in one pass and keeps the longest run it agrees with, plus one token of its own (so a step
+// yields 1 to num_speculative_tokens + 1 tokens). The n-gram proposer (vLLM's "ngram", prompt
+// lookup) finds the sequence's last few tokens earlier in its own prompt and output and proposes
+// what followed them there: no second model, useful where the output quotes its input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pagedllm::spec {
+
+enum class SpeculativeMethod : uint8_t { none, ngram };
+const char* to_string(SpeculativeMethod method);
+
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::none;
+  int32_t num_speculative_tokens = 0;  // k: proposals per step and sequence (>= 1 when on)
+  // ngram: the longest and shortest suffix of the sequence looked up (vLLM's defaults: both 5
+  // when neither is given, the other's value when one is).
+  int32_t prompt_lookup_min = 0;
+  int32_t prompt_lookup_max = 0;
+
+  bool enabled() const { return method != SpeculativeMethod::none; }
+};
+
+// Parses --speculative-config's JSON object: "method" ("ngram"), "num_speculative_tokens",
+// "prompt_lookup_min", "prompt_lookup_max". Throws std::invalid_argument naming the field at fault
+// (an unknown key, a wrong type, a value out of range, a method this build does not run).
+SpeculativeConfig parse_speculative_config(std::string_view json);
+
+// Checks the settings against the engine's step budget: a sequence's verify pass (k + 1 tokens)
+// must fit max_num_batched_tokens. Throws std::invalid_argument naming the field.
+void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens);
+
+// One line for logs and summaries, e.g. "ngram k=4 lookup 2-5"; "off" when disabled.
+std::string describe(const SpeculativeConfig& config);
+
+}  // namespace pagedllm::spec

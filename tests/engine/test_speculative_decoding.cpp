@@ -1,0 +1,123 @@
+// Engine tests of speculative decoding on the scripted executor: its verify pass accepts a
+// proposal exactly when the script would have drawn it, so a run with speculation must return the
+// tokens of a run without, whatever the schedule; every KV read is checked on the way.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/engine/engine_harness.h"
+
+namespace pagedllm::test {
+namespace {
+
+// A script of 6 tokens (EOS one in 16 steps) repeats short n-grams, so lookups often find a match
+// and a proposal is right about one time in six: accepted, partly accepted and rejected drafts all
+// occur.
+constexpr int32_t kSmallVocab = 6;
+
+spec::SpeculativeConfig ngram(int32_t k) {
+  return {.method = spec::SpeculativeMethod::ngram,
+          .num_speculative_tokens = k,
+          .prompt_lookup_min = 1,
+          .prompt_lookup_max = 3};
+}
+
+void check_speculation_ran(const engine::EngineCounters& counters, int32_t k) {
+  BOOST_TEST(counters.spec_drafts > 20);
+  BOOST_TEST(counters.spec_accepted_tokens > 0);
+  BOOST_TEST(counters.spec_accepted_tokens < counters.spec_draft_tokens);  // some were rejected
+  BOOST_TEST(counters.spec_draft_tokens <= counters.spec_drafts * k);
+  const std::vector<int64_t>& per_position = counters.spec_accepted_per_position;
+  BOOST_TEST(std::accumulate(per_position.begin(), per_position.end(), int64_t{0}) == counters.spec_accepted_tokens);
+  // Position j + 1 is accepted only after position j.
+  for (size_t j = 1; j < per_position.size(); ++j) BOOST_TEST(per_position[j] <= per_position[j - 1]);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(engine_speculative_decoding)
+
+BOOST_AUTO_TEST_CASE(speculation_changes_no_token_whatever_the_schedule) {
+  struct Case {
+    const char* name;
+    std::optional<PreemptionMode> mode;
+    bool chunked_prefill;
+    bool small;
+  };
+  const Case cases[] = {{"ample pool", std::nullopt, true, false},
+                        {"small pool, recompute", PreemptionMode::recompute, true, true},
+                        {"small pool, swap", PreemptionMode::swap, true, true},
+                        {"small pool, auto, no chunked prefill", std::nullopt, false, true}};
+  for (const uint64_t seed : {21, 22}) {
+    // Samples (n = 2..3), beams (which do not speculate), min_tokens and ignore_eos all mixed in.
+    const std::vector<sched::Request> requests = make_workload({.seed = seed});
+    EngineSetup plain;
+    plain.vocab_size = kSmallVocab;
+    const RunResult expected = run_workload(plain, requests);
+    for (const Case& c : cases) {
+      for (const int32_t k : {1, 4}) {
+        BOOST_TEST_CONTEXT("seed " << seed << ", " << c.name << ", k " << k) {
+          EngineSetup setup = c.small ? small_pool(c.mode, c.chunked_prefill) : EngineSetup{};
+          setup.vocab_size = kSmallVocab;
+          setup.speculative = ngram(k);
+          const RunResult run = run_workload(setup, requests);
+          check_same_tokens(expected, run);
+          check_speculation_ran(run.counters, k);
+          BOOST_TEST(run.counters.generation_tokens == expected.counters.generation_tokens);
+          if (c.small) {
+            BOOST_TEST(run.counters.preemptions_recompute + run.counters.preemptions_swap > 0);
+          } else {
+            BOOST_TEST(run.num_steps < expected.num_steps);  // accepted proposals took no step of their own
+          }
+          BOOST_TEST_MESSAGE("seed " << seed << ", " << c.name << ", k " << k << ": " << run.num_steps << " steps ("
+                                     << expected.num_steps << " without), " << run.counters.spec_accepted_tokens
+                                     << " of " << run.counters.spec_draft_tokens << " proposals accepted");
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(proposals_stay_within_budget_and_max_tokens) {
+  // A budget of 3 tokens a step: a decode speculates at most 2 ahead whatever k says, and a
+  // request never gets past max_tokens.
+  std::vector<sched::Request> requests;
+  for (sched::RequestId id = 1; id <= 4; ++id) requests.push_back(make_request(id, 5, 9));
+  EngineSetup setup;
+  setup.vocab_size = kSmallVocab;
+  setup.eos_period = 0;
+  setup.max_num_batched_tokens = 3;
+  setup.speculative = ngram(2);
+  const RunResult run = run_workload(setup, requests);
+  for (const PlanRecord& plan : run.plans) BOOST_TEST(plan.num_batched_tokens <= 3);
+  for (const auto& [id, output] : run.outputs) {
+    BOOST_TEST(output.completions.front().tokens.size() == 9u);
+    BOOST_TEST(output.finish_reason == FinishReason::length);
+  }
+  BOOST_TEST(run.counters.spec_drafts > 0);
+  EngineSetup plain = setup;
+  plain.speculative = {};
+  check_same_tokens(run_workload(plain, requests), run);
+}
+
+BOOST_AUTO_TEST_CASE(a_budget_too_small_for_k_is_refused) {
+  EngineSetup setup;
+  setup.max_num_batched_tokens = 4;
+  setup.speculative = ngram(4);
+  engine::ScriptedExecutor executor(executor_config(setup), engine_config(setup).cache);
+  engine::VirtualClock clock;
+  try {
+    engine::Engine llm(engine_config(setup), executor, clock);
+    BOOST_ERROR("an engine whose budget cannot hold a verify pass was built");
+  } catch (const std::invalid_argument& error) {
+    BOOST_TEST(std::string(error.what()).find("num_speculative_tokens") != std::string::npos, error.what());
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace pagedllm::test
