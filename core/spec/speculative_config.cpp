@@ -41,8 +41,10 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   if (!object.is_object()) throw std::invalid_argument("--speculative-config: must be a JSON object");
   for (const auto& [key, value] : object.items()) {
     if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
-        key != "prompt_lookup_max") {
-      refuse(key, "unknown key (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max)");
+        key != "prompt_lookup_max" && key != "disable_by_batch_size") {
+      refuse(key,
+             "unknown key (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+             "disable_by_batch_size)");
     }
   }
   SpeculativeConfig config;
@@ -70,6 +72,10 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   } else if (!has_max) {
     config.prompt_lookup_max = config.prompt_lookup_min;
   }
+  if (object.contains("disable_by_batch_size")) {
+    config.disable_by_batch_size =
+        object.at("disable_by_batch_size").is_null() ? 0 : read_count(object, "disable_by_batch_size");
+  }
   if (config.prompt_lookup_min > config.prompt_lookup_max) {
     refuse("prompt_lookup_min", std::to_string(config.prompt_lookup_min) + " is above prompt_lookup_max (" +
                                     std::to_string(config.prompt_lookup_max) + ")");
@@ -88,6 +94,9 @@ void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
                                          "(max_num_batched_tokens " +
                                          std::to_string(max_num_batched_tokens) + ")");
   }
+  if (config.disable_by_batch_size < 0) {
+    refuse("disable_by_batch_size", "must be >= 0, got " + std::to_string(config.disable_by_batch_size));
+  }
   if (config.prompt_lookup_min < 1 || config.prompt_lookup_min > config.prompt_lookup_max) {
     refuse("prompt_lookup_min", "must be in [1, prompt_lookup_max], got " + std::to_string(config.prompt_lookup_min) +
                                     " and " + std::to_string(config.prompt_lookup_max));
@@ -96,8 +105,11 @@ void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
 
 std::string describe(const SpeculativeConfig& config) {
   if (!config.enabled()) return "off";
-  return std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens) + " lookup " +
-         std::to_string(config.prompt_lookup_min) + "-" + std::to_string(config.prompt_lookup_max);
+  std::string text = std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens) +
+                     " lookup " + std::to_string(config.prompt_lookup_min) + "-" +
+                     std::to_string(config.prompt_lookup_max);
+  if (config.disable_by_batch_size > 0) text += ", off above " + std::to_string(config.disable_by_batch_size) + " requests";
+  return text;
 }
 
 }  // namespace pagedllm::spec

@@ -78,7 +78,8 @@ Run generate(const Setup& setup) {
     config.speculative = {.method = spec::SpeculativeMethod::ngram,
                           .num_speculative_tokens = 4,
                           .prompt_lookup_min = 1,
-                          .prompt_lookup_max = 3};
+                          .prompt_lookup_max = 3,
+                          .disable_by_batch_size = 0};
   }
   CpuExecutor executor(model, {.cache = config.cache, .num_threads = 2});
   engine::VirtualClock clock;

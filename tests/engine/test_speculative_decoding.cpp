@@ -23,7 +23,8 @@ spec::SpeculativeConfig ngram(int32_t k) {
   return {.method = spec::SpeculativeMethod::ngram,
           .num_speculative_tokens = k,
           .prompt_lookup_min = 1,
-          .prompt_lookup_max = 3};
+          .prompt_lookup_max = 3,
+          .disable_by_batch_size = 0};  // whatever the batch
 }
 
 void check_speculation_ran(const engine::EngineCounters& counters, int32_t k) {
@@ -102,6 +103,21 @@ BOOST_AUTO_TEST_CASE(proposals_stay_within_budget_and_max_tokens) {
   EngineSetup plain = setup;
   plain.speculative = {};
   check_same_tokens(run_workload(plain, requests), run);
+}
+
+BOOST_AUTO_TEST_CASE(no_proposals_while_the_batch_is_large) {
+  // 40 requests at once: with disable_by_batch_size 8, sequences propose only once at most 8
+  // requests run (the workload's tail), so fewer drafts than without the limit, but some.
+  const std::vector<sched::Request> requests = make_workload({.seed = 23, .percent_beam = 0});
+  EngineSetup setup;
+  setup.vocab_size = kSmallVocab;
+  setup.speculative = ngram(2);
+  const RunResult unlimited = run_workload(setup, requests);
+  setup.speculative.disable_by_batch_size = 8;
+  const RunResult limited = run_workload(setup, requests);
+  check_same_tokens(unlimited, limited);
+  BOOST_TEST(limited.counters.spec_drafts > 0);
+  BOOST_TEST(limited.counters.spec_drafts < unlimited.counters.spec_drafts / 2);
 }
 
 BOOST_AUTO_TEST_CASE(a_budget_too_small_for_k_is_refused) {

@@ -79,7 +79,15 @@ BOOST_AUTO_TEST_CASE(config_parses_as_vllm) {
   BOOST_TEST(both.num_speculative_tokens == 4);
   BOOST_TEST(both.prompt_lookup_min == 2);
   BOOST_TEST(both.prompt_lookup_max == 5);
-  BOOST_TEST(spec::describe(both) == "ngram k=4 lookup 2-5");
+  BOOST_TEST(both.disable_by_batch_size == spec::kDefaultDisableByBatchSize);
+  BOOST_TEST(spec::describe(both) == "ngram k=4 lookup 2-5, off above 8 requests");
+  const spec::SpeculativeConfig never = spec::parse_speculative_config(
+      R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": null})");
+  BOOST_TEST(never.disable_by_batch_size == 0);
+  BOOST_TEST(spec::describe(never) == "ngram k=2 lookup 5-5");
+  const spec::SpeculativeConfig above_3 = spec::parse_speculative_config(
+      R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 3})");
+  BOOST_TEST(above_3.disable_by_batch_size == 3);
   // vLLM's defaults: both 5 when neither is given, the other's value when one is.
   const spec::SpeculativeConfig neither =
       spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 3})");
@@ -105,6 +113,8 @@ BOOST_AUTO_TEST_CASE(bad_configs_name_the_field) {
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
                  "prompt_lookup_min");
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "model": "x"})", "model");
+  expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "disable_by_batch_size": 0})",
+                 "disable_by_batch_size");
   // k beyond a step's budget: the verify pass (k + 1 tokens) must fit.
   const spec::SpeculativeConfig config =
       spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 8})");

@@ -124,6 +124,8 @@ int run_generate(const std::vector<std::string>& args) {
   const std::vector<std::vector<TokenId>> prompts = build_prompts(options, bundle);
 
   frontend::GenerateConfig config;
+  engine::EngineCounters counters;
+  config.counters = &counters;
   config.engine = engine_config_from(options.engine, frontend::context_length(bundle));
   frontend::apply_model_limits(bundle, config.engine);
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
@@ -161,9 +163,19 @@ int run_generate(const std::vector<std::string>& args) {
     }
   }
   const double seconds = clock.now();
-  std::fprintf(stderr, "[%zu request(s), %lld tokens generated in %.2f s, %.1f tokens/s, %s]\n", outputs.size(),
+  // What the engine did beyond generating, when it did: preemptions, speculation's acceptance.
+  std::string engine_notes;
+  if (counters.preemptions_swap + counters.preemptions_recompute > 0) {
+    engine_notes += ", preemptions " + std::to_string(counters.preemptions_swap) + " swap / " +
+                    std::to_string(counters.preemptions_recompute) + " recompute";
+  }
+  if (counters.spec_drafts > 0) {
+    engine_notes += ", speculation accepted " + std::to_string(counters.spec_accepted_tokens) + " of " +
+                    std::to_string(counters.spec_draft_tokens) + " proposals";
+  }
+  std::fprintf(stderr, "[%zu request(s), %lld tokens generated in %.2f s, %.1f tokens/s, %s%s]\n", outputs.size(),
                static_cast<long long>(generated), seconds, seconds > 0 ? static_cast<double>(generated) / seconds : 0.0,
-               setup.executor->name().c_str());
+               setup.executor->name().c_str(), engine_notes.c_str());
   return 0;
 }
 
