@@ -104,6 +104,26 @@ section_check() {
     echo "ok: windowed check under $mode preemption ($count)"
   done
 
+  echo "--- check: speculative decoding in lockstep (the token script decides acceptance), through preemption"
+  mkdir -p "$work/spec_events"
+  for mode in swap recompute; do
+    "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --max-requests 40 --rate-scale 50 \
+      --num-gpu-blocks-override 120 --threads 1 --preemption-mode "$mode" --kv-events-dir "$work/spec_events" \
+      --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1,
+                             "prompt_lookup_max": 3, "disable_by_batch_size": null}' > "$work/check_spec_$mode.txt"
+    grep -q "ok: sim vs cpu: KV event logs identical" "$work/check_spec_$mode.txt" ||
+      fail "speculative check $mode: $(cat "$work/check_spec_$mode.txt")"
+    settled=$(grep -c '"op":"settle"' "$work/spec_events/cpu.jsonl" || true)
+    kept=$(grep -c '"op":"settle","seq":[0-9]*,"accepted":[1-9]' "$work/spec_events/cpu.jsonl" || true)
+    # The script picks among the tiny model's 943 tokens, so it rarely agrees with a proposal: this
+    # exercises rejection and rollback (tests/engine covers acceptance with a smaller script).
+    [ "${settled:-0}" -gt 0 ] || fail "speculative check $mode: no verify pass settled"
+    preempted=$(sed -n "s/.*sim .*preemptions \([0-9]*\) recompute \/ \([0-9]*\) swap.*/\1 \2/p" "$work/check_spec_$mode.txt")
+    [ "$mode" == swap ] && count=${preempted#* } || count=${preempted% *}
+    [ "${count:-0}" -gt 0 ] || fail "speculative check $mode: no $mode preemption ($preempted)"
+    echo "ok: speculative check under $mode preemption ($count; $settled verify passes settled, $kept keeping proposals)"
+  done
+
   if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
     2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi
   grep -q "'cpu' is named twice" "$work/check_err.txt" || fail "the repeated executor: $(cat "$work/check_err.txt")"
