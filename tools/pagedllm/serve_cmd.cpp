@@ -194,8 +194,10 @@ int run_serve(const std::vector<std::string>& args) {
   frontend::ServingEngine engine(config, *setup.executor, bundle.tokenizer, &metrics);
   api.attach(engine);
   std::cerr << "pagedllm serve: ready: " << setup.description << ", max model len "
-            << config.engine.scheduler.max_model_len << '\n'
-            << std::flush;
+            << config.engine.scheduler.max_model_len;
+  if (config.engine.speculative.enabled())
+    std::cerr << ", speculative decoding " << spec::describe(config.engine.speculative);
+  std::cerr << '\n' << std::flush;
   signals.wait(1);
   // Graceful drain, as Kubernetes expects of a pod it stops: the load balancer sees /health fail
   // and sends elsewhere, new requests get 503, the requests in flight run to completion within

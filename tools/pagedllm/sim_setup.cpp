@@ -167,6 +167,11 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config) {
+  if (config.speculative.enabled()) {
+    throw boost::program_options::error(
+        "--speculative-config: the simulator does not model speculative decoding yet (its acceptance "
+        "and the wider verify pass); run it on the cpu executor");
+  }
   if (options.profile.empty()) return make_roofline_backend(options, shape, config);
   return make_profile_backend(options, shape, model_config, config);
 }
