@@ -333,10 +333,19 @@ SamplerOutput Sampler::sample(const SamplerInput& input) {
       candidates = work_;
       beams_masked = true;
     }
-    select_top(candidates, static_cast<size_t>(input.num_beam_candidates), false, top_, keys_);
-    for (const Ranked& entry : top_) {
-      if (entry.value == -std::numeric_limits<float>::infinity()) break;  // no mass: not a candidate
-      output.samples.push_back({entry.token, 0.0f});
+    const auto take_candidates = [&](std::span<const float> values) {
+      select_top(values, static_cast<size_t>(input.num_beam_candidates), false, top_, keys_);
+      for (const Ranked& entry : top_) {
+        if (entry.value == -std::numeric_limits<float>::infinity()) break;  // no mass: not a candidate
+        output.samples.push_back({entry.token, 0.0f});
+      }
+    };
+    take_candidates(candidates);
+    if (output.samples.empty() && beams_masked) {
+      // min_tokens held back every token with mass: an output constraint that allows only stop
+      // tokens here. The constraint wins, as it does for a sampled sequence (below).
+      beams_masked = false;
+      take_candidates(logits);
     }
   } else {
     std::span<const float> processed = logits;

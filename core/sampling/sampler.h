@@ -30,8 +30,9 @@
 // Beam search (num_beam_candidates > 0) bypasses 2-9: the candidates are the best tokens by raw
 // logprob, descending, ties by lower id, with no randomness (as vLLM's beam search, which asks the
 // model for raw logprobs). Below min_tokens the stop tokens are not candidates (vLLM v0 applied
-// its min-tokens processor before beam search); tokens with no mass (-inf) never are, so fewer
-// candidates than asked may come back.
+// its min-tokens processor before beam search), unless that leaves none (a constraint that allows
+// only stop tokens here: the constraint wins, as for sampling); tokens with no mass (-inf) never
+// are, so fewer candidates than asked may come back.
 //
 // Ranks, order and determinism. Tokens are ranked by processed probability descending, ties by
 // id ascending: a strict total order, so sorting is unambiguous. The draw of sample j is

@@ -608,6 +608,11 @@ BOOST_AUTO_TEST_CASE(a_structured_output_mask_comes_first_and_its_logprobs_are_o
   BOOST_TEST(sample_one(sampler, stop_only) == 40);
   held.temperature = 1.0f;
   BOOST_TEST(sample_one(sampler, stop_only) == 40);
+  // Beam candidates too: the only allowed token is offered, or every beam would die.
+  stop_only.num_beam_candidates = 4;
+  const sampling::SamplerOutput held_beams = sampler.sample(stop_only);
+  BOOST_REQUIRE_EQUAL(held_beams.samples.size(), 1u);
+  BOOST_TEST(held_beams.samples.front().token == 40);
   // A mask of the wrong size, or one that allows nothing, is refused.
   sampling::SamplerInput wrong = input_for(logits, params);
   const std::vector<uint32_t> short_mask(1, ~0u);
