@@ -53,16 +53,19 @@ StepCost ProfileCostModel::step_cost(const sched::StepPlan& plan) const {
   int32_t num_decodes = 0;
   double decode_context = 0.0;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+    // A verify pass of k proposals computes and samples k + 1 rows, each priced as a decode at the
+    // sequence's context (what the decode table measured: rows of a batch, one token each).
+    const int32_t rows = 1 + scheduled.num_proposed_tokens;
     if (scheduled.sample) {
       if (scheduled.num_beam_candidates > 0) {
         sampling_extra += profile.beam_sample_extra_seconds;
       } else if (samples_randomly(scheduled)) {
-        sampling_extra += profile.random_sample_extra_seconds;
+        sampling_extra += profile.random_sample_extra_seconds * rows;
       }
     }
     if (!scheduled.is_prefill()) {
-      ++num_decodes;
-      decode_context += scheduled.end;
+      num_decodes += rows;
+      decode_context += static_cast<double>(scheduled.end) * rows;
       continue;
     }
     const double tokens = scheduled.num_new_tokens();

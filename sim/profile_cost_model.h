@@ -3,7 +3,8 @@
 //
 // A step is split into the parts the profile measured on their own, and their times are added:
 //   decodes      the decode table at (number of decode sequences, their mean context), where a
-//                decode's context is its `end` (the tokens it attends to);
+//                decode's context is its `end` (the tokens it attends to); a verify pass of k
+//                proposals counts as k + 1 decodes at its context;
 //   each chunk   the prefill table at (chunk tokens, tokens cached before it), less one sampled
 //                row when the chunk does not end its prompt;
 // less the fixed step overhead once for every part after the first (each table's times include

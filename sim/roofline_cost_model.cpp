@@ -139,14 +139,15 @@ StepCost RooflineCostModel::step_cost(const sched::StepPlan& plan) const {
 
 // Every weight is read once per step whatever the batch; each batched token costs 2 FLOPs per
 // matmul parameter; the lm_head runs only on the rows that sample (one row per sampled
-// sequence: parallel samples and beam candidates come from the same logits).
+// sequence: parallel samples and beam candidates come from the same logits; k + 1 for a verify
+// pass of k proposals).
 void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) const {
   const model::ModelShape& model = config_.model;
   int64_t num_tokens = 0;
   int64_t num_sampled_rows = 0;
   for (const sched::ScheduledSequence& scheduled : plan.sequences) {
     num_tokens += scheduled.num_new_tokens();
-    if (scheduled.sample) ++num_sampled_rows;
+    if (scheduled.sample) num_sampled_rows += 1 + scheduled.num_proposed_tokens;  // a verify pass: k + 1 rows
   }
   if (num_tokens <= 0) return;
   const double n = config_.tensor_parallel;

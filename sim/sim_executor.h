@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/engine/engine_config.h"
 #include "core/engine/executor.h"
 #include "core/engine/scripted_executor.h"
 #include "core/kv/kv_cache_config.h"
@@ -19,6 +20,15 @@ namespace pagedllm::sim {
 inline engine::ScriptedExecutorConfig default_sim_tokens() {
   engine::ScriptedExecutorConfig tokens;
   tokens.verify_kv = false;
+  return tokens;
+}
+
+// The token script of a simulated engine: default_sim_tokens() over `vocab_size` tokens, taking
+// speculative decoding's simulated acceptance rates from the engine's config when it has them.
+inline engine::ScriptedExecutorConfig sim_tokens_for(const engine::EngineConfig& config, int32_t vocab_size) {
+  engine::ScriptedExecutorConfig tokens = default_sim_tokens();
+  tokens.vocab_size = vocab_size;
+  if (config.speculative.simulated) tokens.accepted_per_position = config.speculative.simulated->accepted_per_position;
   return tokens;
 }
 

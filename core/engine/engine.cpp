@@ -7,6 +7,7 @@
 
 #include "core/common/check.h"
 #include "core/engine/beam_search.h"
+#include "core/sampling/uniform_draw.h"
 #include "core/spec/ngram_proposer.h"
 
 namespace pagedllm::engine {
@@ -271,6 +272,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       it->second.push_back(&output);
       continue;
     }
+    if (!scheduled.is_prefill()) ++counters_.decode_passes;
     if (scheduled.num_proposed_tokens > 0) {
       apply_verified(group, seq, scheduled, output);
     } else {
@@ -363,6 +365,14 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
   const int32_t room = group.request.params.max_tokens - seq.num_output_tokens() - 1;
   const int32_t count = std::min(speculative.num_speculative_tokens, room);
   if (count <= 0) return;
+  if (speculative.simulated) {
+    // The simulator: a draft at the measured rate, of placeholder tokens (the scripted executor
+    // accepts them at the measured rates); a draw per sequence and length, as reproducible as
+    // the script.
+    const double u = sampling::uniform_draw(static_cast<uint64_t>(seq.id), 0x5bec, seq.num_tokens());
+    if (u < speculative.simulated->draft_rate) seq.proposals.assign(static_cast<size_t>(count), seq.tokens.back());
+    return;
+  }
   spec::propose_ngram(seq.tokens, {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max},
                       count, seq.proposals);
 }

@@ -46,6 +46,8 @@ struct EngineCounters {
   // Speculative decoding, as vLLM's spec_decode counters: verify passes of a sequence with
   // proposals (drafts), the proposals in them, those accepted, and accepted per position (entry j:
   // drafts whose proposal j was accepted; sized by the longest draft seen).
+  int64_t decode_passes =
+      0;  // sampled decode steps of sequences that may speculate (not beams), verify passes included
   int64_t spec_drafts = 0;
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
@@ -63,6 +65,7 @@ struct EngineCounters {
     requests_finished += other.requests_finished;
     requests_aborted += other.requests_aborted;
     requests_rejected += other.requests_rejected;
+    decode_passes += other.decode_passes;
     spec_drafts += other.spec_drafts;
     spec_draft_tokens += other.spec_draft_tokens;
     spec_accepted_tokens += other.spec_accepted_tokens;

@@ -25,6 +25,10 @@ struct ScriptedExecutorConfig {
   double seconds_per_step = 0.010;  // reported step time: fixed part
   double seconds_per_token = 1e-5;  // plus this per batched token
   bool verify_kv = true;            // simulate KV memory and check every read (O(context) per step)
+  // Speculative decoding in the simulator (spec::SimulatedAcceptance): proposal j of a draft is
+  // accepted with probability accepted_per_position[j] overall (a drawn fraction of the drafts
+  // that got that far), whatever it is; empty: accepted only where the script agrees with it.
+  std::vector<double> accepted_per_position;
 };
 
 class ScriptedExecutor final : public Executor {

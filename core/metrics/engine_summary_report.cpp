@@ -51,6 +51,7 @@ nlohmann::json to_json(const EngineSummary& s) {
       {"max_running", s.max_running},
       {"max_waiting", s.max_waiting},
       {"max_swapped", s.max_swapped},
+      {"decode_passes", s.counters.decode_passes},
       {"spec_decode_num_drafts", s.counters.spec_drafts},
       {"spec_decode_num_draft_tokens", s.counters.spec_draft_tokens},
       {"spec_decode_num_accepted_tokens", s.counters.spec_accepted_tokens},
@@ -114,6 +115,9 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
       per_position += format("%.2f", static_cast<double>(accepted) / drafts);
     }
     summary_row(out, "Spec accepted per position:", per_position);
+    // What the simulator takes to model this run (simulated_draft_rate, simulated_acceptance).
+    summary_row(out, "Spec drafts per decode pass:",
+                format("%.3f", c.decode_passes > 0 ? drafts / static_cast<double>(c.decode_passes) : 0.0));
   }
   out << std::string(50, '=') << '\n';
 }

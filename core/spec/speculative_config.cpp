@@ -41,10 +41,11 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   if (!object.is_object()) throw std::invalid_argument("--speculative-config: must be a JSON object");
   for (const auto& [key, value] : object.items()) {
     if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
-        key != "prompt_lookup_max" && key != "disable_by_batch_size") {
+        key != "prompt_lookup_max" && key != "disable_by_batch_size" && key != "simulated_draft_rate" &&
+        key != "simulated_acceptance") {
       refuse(key,
              "unknown key (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
-             "disable_by_batch_size)");
+             "disable_by_batch_size, simulated_draft_rate, simulated_acceptance)");
     }
   }
   SpeculativeConfig config;
@@ -76,6 +77,23 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
     config.disable_by_batch_size =
         object.at("disable_by_batch_size").is_null() ? 0 : read_count(object, "disable_by_batch_size");
   }
+  if (object.contains("simulated_draft_rate") != object.contains("simulated_acceptance")) {
+    refuse(object.contains("simulated_draft_rate") ? "simulated_acceptance" : "simulated_draft_rate",
+           "the simulator's model needs both simulated_draft_rate and simulated_acceptance");
+  }
+  if (object.contains("simulated_draft_rate")) {
+    SimulatedAcceptance simulated;
+    const nlohmann::json& rate = object.at("simulated_draft_rate");
+    if (!rate.is_number()) refuse("simulated_draft_rate", "must be a number, got " + rate.dump());
+    simulated.draft_rate = rate.get<double>();
+    const nlohmann::json& rates = object.at("simulated_acceptance");
+    if (!rates.is_array()) refuse("simulated_acceptance", "must be an array of numbers, got " + rates.dump());
+    for (const nlohmann::json& entry : rates) {
+      if (!entry.is_number()) refuse("simulated_acceptance", "must be an array of numbers, got " + rates.dump());
+      simulated.accepted_per_position.push_back(entry.get<double>());
+    }
+    config.simulated = std::move(simulated);
+  }
   if (config.prompt_lookup_min > config.prompt_lookup_max) {
     refuse("prompt_lookup_min", std::to_string(config.prompt_lookup_min) + " is above prompt_lookup_max (" +
                                     std::to_string(config.prompt_lookup_max) + ")");
@@ -94,6 +112,23 @@ void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
                                          "(max_num_batched_tokens " +
                                          std::to_string(max_num_batched_tokens) + ")");
   }
+  if (config.simulated) {
+    const SimulatedAcceptance& simulated = *config.simulated;
+    if (!(simulated.draft_rate >= 0.0 && simulated.draft_rate <= 1.0)) {
+      refuse("simulated_draft_rate", "must be in [0, 1], got " + std::to_string(simulated.draft_rate));
+    }
+    const std::vector<double>& rates = simulated.accepted_per_position;
+    if (static_cast<int32_t>(rates.size()) != config.num_speculative_tokens) {
+      refuse("simulated_acceptance", "needs one rate per proposal (" + std::to_string(config.num_speculative_tokens) +
+                                         "), got " + std::to_string(rates.size()));
+    }
+    for (size_t j = 0; j < rates.size(); ++j) {
+      if (!(rates[j] >= 0.0 && rates[j] <= (j == 0 ? 1.0 : rates[j - 1]))) {
+        refuse("simulated_acceptance", "entry " + std::to_string(j) + " (" + std::to_string(rates[j]) +
+                                           ") must be in [0, 1] and at most the one before it");
+      }
+    }
+  }
   if (config.disable_by_batch_size < 0) {
     refuse("disable_by_batch_size", "must be >= 0, got " + std::to_string(config.disable_by_batch_size));
   }
@@ -108,7 +143,11 @@ std::string describe(const SpeculativeConfig& config) {
   std::string text = std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens) +
                      " lookup " + std::to_string(config.prompt_lookup_min) + "-" +
                      std::to_string(config.prompt_lookup_max);
-  if (config.disable_by_batch_size > 0) text += ", off above " + std::to_string(config.disable_by_batch_size) + " requests";
+  if (config.disable_by_batch_size > 0)
+    text += ", off above " + std::to_string(config.disable_by_batch_size) + " requests";
+  if (config.simulated) {
+    text += ", simulated: drafts at " + std::to_string(config.simulated->draft_rate).substr(0, 5) + " of decodes";
+  }
   return text;
 }
 

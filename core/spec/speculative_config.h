@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pagedllm::spec {
 
@@ -17,6 +19,16 @@ namespace pagedllm::spec {
 inline constexpr int32_t kDefaultDisableByBatchSize = 8;
 
 enum class SpeculativeMethod : uint8_t { none, ngram };
+
+// The simulator's stand-in for a proposer and a target model, having neither: at a decode step a
+// sequence has a draft with probability draft_rate (k placeholder tokens), and a draft's proposal j
+// is accepted with probability accepted_per_position[j] (that of j - 1 and all before it being
+// accepted is in it: the entries are what a real run measures, EngineCounters'
+// spec_accepted_per_position / spec_drafts, and draft_rate is its spec_drafts / decode passes).
+struct SimulatedAcceptance {
+  double draft_rate = 0.0;                    // in [0, 1]
+  std::vector<double> accepted_per_position;  // k entries in [0, 1], non-increasing
+};
 const char* to_string(SpeculativeMethod method);
 
 struct SpeculativeConfig {
@@ -31,13 +43,17 @@ struct SpeculativeConfig {
   // about what k + 1 decodes of other requests in the batch would, so speculation pays at small
   // batches only (docs/BENCHMARKS.md, "Speculative decoding").
   int32_t disable_by_batch_size = kDefaultDisableByBatchSize;
+  // Only for the simulator ("simulated_draft_rate", "simulated_acceptance"): drafts and their
+  // acceptance drawn from measured rates instead of proposed and verified.
+  std::optional<SimulatedAcceptance> simulated{};
 
   bool enabled() const { return method != SpeculativeMethod::none; }
 };
 
 // Parses --speculative-config's JSON object: "method" ("ngram"), "num_speculative_tokens",
-// "prompt_lookup_min", "prompt_lookup_max", "disable_by_batch_size" (null: never). Throws std::invalid_argument naming the field at fault
-// (an unknown key, a wrong type, a value out of range, a method this build does not run).
+// "prompt_lookup_min", "prompt_lookup_max", "disable_by_batch_size" (null: never), and for the
+// simulator "simulated_draft_rate" with "simulated_acceptance" (one rate per proposal). Throws std::invalid_argument
+// naming the field at fault (an unknown key, a wrong type, a value out of range, a method this build does not run).
 SpeculativeConfig parse_speculative_config(std::string_view json);
 
 // Checks the settings against the engine's step budget: a sequence's verify pass (k + 1 tokens)

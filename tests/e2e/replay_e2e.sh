@@ -105,24 +105,48 @@ section_check() {
   done
 
   echo "--- check: speculative decoding in lockstep (the token script decides acceptance), through preemption"
+  # swap: n-gram proposals over the script (it picks among the tiny model's 943 tokens, so it
+  # rarely agrees: rejection and rollback); recompute: the simulator's drafts and acceptance rates
+  # (most drafts keep some proposals).
   mkdir -p "$work/spec_events"
   for mode in swap recompute; do
+    if [ "$mode" == swap ]; then
+      spec='{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 3,
+             "disable_by_batch_size": null}'
+      blocks=120
+    else
+      spec='{"method": "ngram", "num_speculative_tokens": 3, "simulated_draft_rate": 0.5,
+             "simulated_acceptance": [0.7, 0.5, 0.3], "disable_by_batch_size": null}'
+      blocks=80
+    fi
     "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --max-requests 40 --rate-scale 50 \
-      --num-gpu-blocks-override 120 --threads 1 --preemption-mode "$mode" --kv-events-dir "$work/spec_events" \
-      --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1,
-                             "prompt_lookup_max": 3, "disable_by_batch_size": null}' > "$work/check_spec_$mode.txt"
+      --num-gpu-blocks-override "$blocks" --threads 1 --preemption-mode "$mode" --kv-events-dir "$work/spec_events" \
+      --speculative-config "$spec" > "$work/check_spec_$mode.txt"
     grep -q "ok: sim vs cpu: KV event logs identical" "$work/check_spec_$mode.txt" ||
       fail "speculative check $mode: $(cat "$work/check_spec_$mode.txt")"
     settled=$(grep -c '"op":"settle"' "$work/spec_events/cpu.jsonl" || true)
     kept=$(grep -c '"op":"settle","seq":[0-9]*,"accepted":[1-9]' "$work/spec_events/cpu.jsonl" || true)
-    # The script picks among the tiny model's 943 tokens, so it rarely agrees with a proposal: this
-    # exercises rejection and rollback (tests/engine covers acceptance with a smaller script).
     [ "${settled:-0}" -gt 0 ] || fail "speculative check $mode: no verify pass settled"
+    if [ "$mode" == recompute ] && [ $((kept * 2)) -lt "$settled" ]; then
+      fail "speculative check $mode: $kept of $settled verify passes kept proposals (simulated rates 0.7 / 0.5 / 0.3)"
+    fi
     preempted=$(sed -n "s/.*sim .*preemptions \([0-9]*\) recompute \/ \([0-9]*\) swap.*/\1 \2/p" "$work/check_spec_$mode.txt")
     [ "$mode" == swap ] && count=${preempted#* } || count=${preempted% *}
     [ "${count:-0}" -gt 0 ] || fail "speculative check $mode: no $mode preemption ($preempted)"
     echo "ok: speculative check under $mode preemption ($count; $settled verify passes settled, $kept keeping proposals)"
   done
+
+  # The simulator needs measured rates to speculate; a real executor refuses them.
+  if "$pagedllm" replay --executor sim --trace "$source_dir/traces/sharegpt_like.jsonl" \
+    --speculative-config '{"method": "ngram", "num_speculative_tokens": 2}' > /dev/null 2> "$work/spec_err.txt"; then
+    fail "the simulator speculated without rates"
+  fi
+  grep -q "simulated_draft_rate" "$work/spec_err.txt" || fail "the simulator's refusal: $(cat "$work/spec_err.txt")"
+  if "$pagedllm" replay --trace "$source_dir/traces/sharegpt_like.jsonl" --speculative-config \
+    '{"method": "ngram", "num_speculative_tokens": 1, "simulated_draft_rate": 0.5, "simulated_acceptance": [0.5]}' \
+    > /dev/null 2> "$work/spec_err.txt"; then fail "the cpu executor took simulated rates"; fi
+  grep -q "the simulator's" "$work/spec_err.txt" || fail "the cpu refusal: $(cat "$work/spec_err.txt")"
+  echo "ok: speculative decoding's simulated rates go to the simulator and only there"
 
   if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
     2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi

@@ -85,6 +85,7 @@ engine::ScriptedExecutorConfig executor_config(const EngineSetup& setup) {
   config.seconds_per_step = setup.seconds_per_step;
   config.seconds_per_token = setup.seconds_per_token;
   config.verify_kv = true;
+  if (setup.speculative.simulated) config.accepted_per_position = setup.speculative.simulated->accepted_per_position;
   return config;
 }
 

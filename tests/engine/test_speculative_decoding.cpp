@@ -3,10 +3,12 @@
 // tokens of a run without, whatever the schedule; every KV read is checked on the way.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -159,6 +161,51 @@ BOOST_AUTO_TEST_CASE(aborting_and_stopping_speculating_requests_free_everything)
   BOOST_TEST(finished.at(1).completions.front().tokens.size() == 60u);
   BOOST_TEST(llm.kv().stats().num_sequences == 0);
   BOOST_TEST(llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
+}
+
+BOOST_AUTO_TEST_CASE(the_simulated_drafts_and_acceptance_follow_their_rates) {
+  // The simulator's model (spec::SimulatedAcceptance): drafts at a rate, proposal j accepted with
+  // probability rates[j]. 30 requests of 200 tokens: about 3,000 drafts, so each measured rate is
+  // within 0.04 (4 standard errors) of its setting.
+  std::vector<sched::Request> requests;
+  for (sched::RequestId id = 1; id <= 30; ++id) requests.push_back(make_request(id, 20, 200));
+  EngineSetup setup;
+  setup.eos_period = 0;
+  setup.max_model_len = 256;
+  setup.speculative = ngram(4);
+  const std::vector<double> rates{0.8, 0.6, 0.45, 0.3};
+  setup.speculative.simulated = spec::SimulatedAcceptance{.draft_rate = 0.5, .accepted_per_position = rates};
+  const RunResult run = run_workload(setup, requests);
+  const engine::EngineCounters& c = run.counters;
+  const auto drafts = static_cast<double>(c.spec_drafts);
+  BOOST_TEST(c.decode_passes > 0);
+  BOOST_TEST(std::abs(drafts / static_cast<double>(c.decode_passes) - 0.5) < 0.04);
+  BOOST_TEST_REQUIRE(c.spec_accepted_per_position.size() == rates.size());
+  for (size_t j = 0; j < rates.size(); ++j) {
+    const double measured = static_cast<double>(c.spec_accepted_per_position[j]) / drafts;
+    BOOST_TEST(std::abs(measured - rates[j]) < 0.04, "position " << j << ": " << measured << " vs " << rates[j]);
+  }
+  for (const auto& [id, output] : run.outputs) BOOST_TEST(output.completions.front().tokens.size() == 200u);
+  BOOST_TEST_MESSAGE("simulated: " << c.spec_drafts << " drafts in " << c.decode_passes << " decode passes");
+}
+
+BOOST_AUTO_TEST_CASE(simulated_rates_are_checked) {
+  const auto refused = [](const std::string& json, const std::string& field) {
+    try {
+      spec::validate(spec::parse_speculative_config(json), 2048);
+      return false;
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what()).find(field) != std::string::npos;
+    }
+  };
+  const std::string head = R"({"method": "ngram", "num_speculative_tokens": 2, )";
+  BOOST_TEST(refused(head + R"("simulated_draft_rate": 0.5})", "simulated_acceptance"));
+  BOOST_TEST(
+      refused(head + R"("simulated_draft_rate": 1.5, "simulated_acceptance": [0.5, 0.4]})", "simulated_draft_rate"));
+  BOOST_TEST(refused(head + R"("simulated_draft_rate": 0.5, "simulated_acceptance": [0.5]})", "simulated_acceptance"));
+  BOOST_TEST(
+      refused(head + R"("simulated_draft_rate": 0.5, "simulated_acceptance": [0.5, 0.6]})", "simulated_acceptance"));
+  BOOST_TEST(!refused(head + R"("simulated_draft_rate": 0.5, "simulated_acceptance": [0.5, 0.4]})", "simulated"));
 }
 
 BOOST_AUTO_TEST_CASE(a_budget_too_small_for_k_is_refused) {

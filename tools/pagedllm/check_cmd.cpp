@@ -117,8 +117,8 @@ int run_check(const std::vector<std::string>& args) {
                        : model::find_model_shape(options.executor.sim_model);
   roofline.block_size = cache.block_size;
   const auto cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
-  engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
-  script.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
+  const engine::ScriptedExecutorConfig script =
+      sim::sim_tokens_for(config, static_cast<int32_t>(bundle.config.vocab_size));
 
   std::cout << "check: " << requests.requests.size() << " requests from " << options.input.trace.path << "; block size "
             << cache.block_size << ", device blocks " << cache.num_device_blocks << ", host blocks "

@@ -122,18 +122,13 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   if (!options.profile.empty() && !options.sim_model.empty()) {
     throw po::error("--profile: the profile fixes the model; drop --sim-model");
   }
-  if (config.speculative.enabled()) {
-    throw po::error(
-        "--speculative-config: the simulator does not model speculative decoding yet (its acceptance "
-        "and the wider verify pass); run it on the cpu executor");
-  }
   const bool own_shape = options.sim_model.empty();
   const model::ModelShape shape = own_shape ? model::model_shape_from_config(bundle.config, bundle.source.path)
                                             : model::find_model_shape(options.sim_model);
   const SimBackend backend = make_sim_backend(options, shape, own_shape ? &bundle.config : nullptr, config);
   sim::SimExecutorConfig sim_config;
   sim_config.cost_model = backend.cost_model;
-  sim_config.tokens.vocab_size = static_cast<int32_t>(shape.vocab_size);
+  sim_config.tokens = sim::sim_tokens_for(config, static_cast<int32_t>(shape.vocab_size));
   ExecutorSetup setup;
   setup.cache = backend.cache;
   setup.executor = std::make_unique<sim::SimExecutor>(sim_config, backend.cache);
@@ -166,6 +161,12 @@ CudaOptions cuda_options_of(const ExecutorOptions& options) {
 
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             const engine::EngineConfig& config) {
+  if (config.speculative.simulated && options.executor != "sim") {
+    throw po::error(
+        "--speculative-config: simulated_draft_rate and simulated_acceptance are the simulator's "
+        "(--executor sim); the " +
+        options.executor + " executor proposes and verifies for real");
+  }
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);
   if (options.executor == "cuda") return make_gpu_executor(options, bundle, config);

@@ -35,6 +35,7 @@ struct ProfileOptions {
   int32_t num_threads = 0;
   int32_t block_size = 16;
   int32_t max_num_seqs = 256;
+  int32_t max_model_len = 0;  // 0: the model's context length
   int32_t num_repeats = 7;
   int32_t num_warmup_steps = 2;
   int32_t num_passes = 3;
@@ -124,6 +125,8 @@ int run_profile(const std::vector<std::string>& args) {
       ("block-size", po::value(&options.block_size)->default_value(options.block_size), "tokens per KV block")
       ("max-num-seqs", po::value(&options.max_num_seqs)->default_value(options.max_num_seqs),
        "the largest number of decode sequences timed in one step")
+      ("max-model-len", po::value(&options.max_model_len)->default_value(0),
+       "the longest context timed (0 = the model's): what the replays you predict reach")
       ("repeats", po::value(&options.num_repeats)->default_value(options.num_repeats),
        "timed steps per shape and pass (the lower quartile over all passes is kept)")
       ("warmup", po::value(&options.num_warmup_steps)->default_value(options.num_warmup_steps),
@@ -149,7 +152,12 @@ int run_profile(const std::vector<std::string>& args) {
   const frontend::ModelBundle bundle = frontend::open_model(resolve_model_argument(options.model));
   const bool on_gpu = options.executor == "cuda";
   const auto weights = on_gpu ? nullptr : std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
-  const auto max_model_len = frontend::context_length(bundle);
+  const auto model_max_len = frontend::context_length(bundle);
+  if (options.max_model_len < 0 || options.max_model_len > model_max_len) {
+    throw po::error("--max-model-len: expected 0 (the model's) to " + std::to_string(model_max_len) + ", got " +
+                    std::to_string(options.max_model_len));
+  }
+  const int32_t max_model_len = options.max_model_len > 0 ? options.max_model_len : model_max_len;
 
   sim::StepProfilerConfig config;
   config.grid = options.quick ? sim::quick_profile_grid(max_model_len)

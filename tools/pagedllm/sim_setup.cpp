@@ -167,10 +167,10 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config) {
-  if (config.speculative.enabled()) {
+  if (config.speculative.enabled() && !config.speculative.simulated) {
     throw boost::program_options::error(
-        "--speculative-config: the simulator does not model speculative decoding yet (its acceptance "
-        "and the wider verify pass); run it on the cpu executor");
+        "--speculative-config: the simulator has no model to propose or verify with: give it the rates a real run "
+        "measured, \"simulated_draft_rate\" and \"simulated_acceptance\" (pagedllm replay prints them)");
   }
   if (options.profile.empty()) return make_roofline_backend(options, shape, config);
   return make_profile_backend(options, shape, model_config, config);
@@ -186,8 +186,7 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   cluster.on_progress = spec.on_progress;
   cluster.should_stop = spec.should_stop;
   cluster.on_arrival = spec.on_arrival;
-  engine::ScriptedExecutorConfig script = sim::default_sim_tokens();
-  script.vocab_size = spec.vocab_size;
+  const engine::ScriptedExecutorConfig script = sim::sim_tokens_for(spec.config, spec.vocab_size);
   cluster.make_executor = [&spec, script](int32_t) {
     return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = spec.cost_model, .tokens = script},
                                               spec.config.cache);
