@@ -85,8 +85,8 @@ BOOST_AUTO_TEST_CASE(config_parses_as_vllm) {
       R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": null})");
   BOOST_TEST(never.disable_by_batch_size == 0);
   BOOST_TEST(spec::describe(never) == "ngram k=2 lookup 5-5");
-  const spec::SpeculativeConfig above_3 = spec::parse_speculative_config(
-      R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 3})");
+  const spec::SpeculativeConfig above_3 =
+      spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 3})");
   BOOST_TEST(above_3.disable_by_batch_size == 3);
   // vLLM's defaults: both 5 when neither is given, the other's value when one is.
   const spec::SpeculativeConfig neither =

@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
       std::string per_position;
       for (const int64_t accepted : c.spec_accepted_per_position) {
         if (!per_position.empty()) per_position += ' ';
-        per_position += format_value(static_cast<double>(accepted) / static_cast<double>(std::max<int64_t>(c.spec_drafts, 1)), "%.2f");
+        per_position += format_value(
+            static_cast<double>(accepted) / static_cast<double>(std::max<int64_t>(c.spec_drafts, 1)), "%.2f");
       }
       std::fprintf(config.json ? stderr : stdout,
                    "  batch %3d: plain %7.1f tok/s, speculative %7.1f tok/s, ratio %s (median of %d); acceptance "
