@@ -138,39 +138,7 @@ void ScriptedExecutor::check_kv(const sched::ScheduledSequence& scheduled) {
 void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const {
   output.seq = scheduled.seq;
   if (scheduled.num_proposed_tokens > 0) {
-    // A verify pass: the script's token at each proposal's position, accepted while it equals the
-    // proposal (as the real samplers accept a proposal their own draw equals).
-    const std::span<const TokenId> tokens = scheduled.tokens;
-    const size_t confirmed = scheduled.confirmed_tokens().size();
-    const std::vector<double>& rates = config_.accepted_per_position;
-    for (size_t j = 0;; ++j) {
-      const auto position = static_cast<int32_t>(confirmed + j);
-      const bool last = j == static_cast<size_t>(scheduled.num_proposed_tokens);
-      if (!last && j < rates.size()) {
-        // The simulator's acceptance: given the ones before it, proposal j is kept with
-        // probability rates[j] / rates[j - 1]; a rejection yields a token other than the proposal
-        // (the script's, else the next allowed id), unless the proposal is all that is allowed.
-        const TokenId proposal = tokens[confirmed + j];
-        const TokenId previous = tokens[confirmed + j - 1];
-        const double given = j == 0 ? 1.0 : rates[j - 1];
-        const double u =
-            static_cast<double>(script_hash(scheduled.request, scheduled.sample_index + 0x5bec, position, 0) >> 11) *
-            0x1.0p-53;
-        TokenId token = proposal;
-        if (!(given > 0.0 && u < rates[j] / given)) {
-          token = allowed(scheduled, position,
-                          scripted_token(scheduled.request, scheduled.sample_index, position, previous));
-          if (token == proposal) token = allowed(scheduled, position, (proposal + 1) % config_.vocab_size);
-        }
-        output.samples.push_back({token, logprob_of(scheduled, scheduled.sample_index, 0, position, previous)});
-        if (scheduled.params != nullptr && scheduled.params->logprobs)
-          output.top_logprobs.push_back({output.samples.back()});
-        if (token != proposal) break;
-        continue;
-      }
-      const TokenId drawn = draw(scheduled, scheduled.sample_index, position, tokens[confirmed + j - 1], output);
-      if (last || drawn != tokens[confirmed + j]) break;
-    }
+    verify(scheduled, output);
     return;
   }
   const TokenId previous = scheduled.tokens.back();
@@ -186,6 +154,42 @@ void ScriptedExecutor::sample(const sched::ScheduledSequence& scheduled, sched::
   }
   for (int32_t k = 0; k < scheduled.num_samples; ++k) {
     draw(scheduled, scheduled.num_samples > 1 ? k : scheduled.sample_index, position, previous, output);
+  }
+}
+
+void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const {
+  // A verify pass: the script's token at each proposal's position, accepted while it equals the
+  // proposal (as the real samplers accept a proposal their own draw equals).
+  const std::span<const TokenId> tokens = scheduled.tokens;
+  const size_t confirmed = scheduled.confirmed_tokens().size();
+  const std::vector<double>& rates = config_.accepted_per_position;
+  for (size_t j = 0;; ++j) {
+    const auto position = static_cast<int32_t>(confirmed + j);
+    const bool last = j == static_cast<size_t>(scheduled.num_proposed_tokens);
+    if (!last && j < rates.size()) {
+      // The simulator's acceptance: given the ones before it, proposal j is kept with
+      // probability rates[j] / rates[j - 1]; a rejection yields a token other than the proposal
+      // (the script's, else the next allowed id), unless the proposal is all that is allowed.
+      const TokenId proposal = tokens[confirmed + j];
+      const TokenId previous = tokens[confirmed + j - 1];
+      const double given = j == 0 ? 1.0 : rates[j - 1];
+      const double u =
+          static_cast<double>(script_hash(scheduled.request, scheduled.sample_index + 0x5bec, position, 0) >> 11) *
+          0x1.0p-53;
+      TokenId token = proposal;
+      if (!(given > 0.0 && u < rates[j] / given)) {
+        token =
+            allowed(scheduled, position, scripted_token(scheduled.request, scheduled.sample_index, position, previous));
+        if (token == proposal) token = allowed(scheduled, position, (proposal + 1) % config_.vocab_size);
+      }
+      output.samples.push_back({token, logprob_of(scheduled, scheduled.sample_index, 0, position, previous)});
+      if (scheduled.params != nullptr && scheduled.params->logprobs)
+        output.top_logprobs.push_back({output.samples.back()});
+      if (token != proposal) break;
+      continue;
+    }
+    const TokenId drawn = draw(scheduled, scheduled.sample_index, position, tokens[confirmed + j - 1], output);
+    if (last || drawn != tokens[confirmed + j]) break;
   }
 }
 

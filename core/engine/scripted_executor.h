@@ -50,6 +50,9 @@ class ScriptedExecutor final : public Executor {
   void write_kv(const sched::ScheduledSequence& scheduled);
   void check_kv(const sched::ScheduledSequence& scheduled);
   void sample(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const;
+  // A verify pass: the script's token at each proposal's position, accepted while it equals the
+  // proposal; with accepted_per_position, accepted at those rates instead.
+  void verify(const sched::ScheduledSequence& scheduled, sched::SequenceOutput& output) const;
   // One token of sample `sample` at `position` after `previous`, appended to the output (with its
   // top logprobs when asked); returns it.
   TokenId draw(const sched::ScheduledSequence& scheduled, int32_t sample, int32_t position, TokenId previous,
