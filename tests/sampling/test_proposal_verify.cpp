@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -50,6 +51,21 @@ double chi_square(const std::array<int64_t, kVocab>& counts, const std::array<do
 // The chi-square distribution's 1 - 1e-4 quantile with 7 degrees of freedom.
 constexpr double kCritical = 29.88;
 
+// A decode of 3 prompt tokens' sequence with 2 proposals: tokens = prompt, proposal 1, proposal 2.
+sched::ScheduledSequence two_proposals(std::span<const TokenId> tokens, const sched::SamplingParams& params,
+                                       sched::RequestId request = 0) {
+  sched::ScheduledSequence scheduled;
+  scheduled.request = request;
+  scheduled.tokens = tokens;
+  scheduled.num_prompt_tokens = 3;
+  scheduled.start = 2;
+  scheduled.end = 5;
+  scheduled.sample = true;
+  scheduled.num_proposed_tokens = 2;
+  scheduled.params = &params;
+  return scheduled;
+}
+
 struct Verified {
   std::array<int64_t, kVocab> first{};   // the first returned token
   std::array<int64_t, kVocab> second{};  // the second, when proposal 1 was accepted
@@ -72,15 +88,7 @@ BOOST_AUTO_TEST_CASE(the_output_follows_the_target_distribution) {
   sampling::Sampler sampler;
   Verified verified;
   for (int64_t trial = 0; trial < kTrials; ++trial) {
-    sched::ScheduledSequence scheduled;
-    scheduled.request = static_cast<sched::RequestId>(trial);
-    scheduled.tokens = tokens;
-    scheduled.num_prompt_tokens = 3;
-    scheduled.start = 2;
-    scheduled.end = 5;
-    scheduled.sample = true;
-    scheduled.num_proposed_tokens = 2;
-    scheduled.params = &params;
+    const sched::ScheduledSequence scheduled = two_proposals(tokens, params, static_cast<sched::RequestId>(trial));
     const sched::SequenceOutput output = sampling::verify_proposals(sampler, scheduled, logits, kVocab);
     BOOST_REQUIRE(!output.samples.empty());
     BOOST_REQUIRE(output.samples.size() <= 3u);
@@ -143,15 +151,8 @@ BOOST_AUTO_TEST_CASE(greedy_accepts_while_the_argmax_agrees) {
   std::vector<float> logits;
   for (const auto& row : kRows) logits.insert(logits.end(), row.begin(), row.end());
   sampling::Sampler sampler;
-  const auto verify = [&](std::vector<TokenId> tokens) {
-    sched::ScheduledSequence scheduled;
-    scheduled.tokens = tokens;
-    scheduled.num_prompt_tokens = 3;
-    scheduled.start = 2;
-    scheduled.end = 5;
-    scheduled.sample = true;
-    scheduled.num_proposed_tokens = 2;
-    scheduled.params = &params;
+  const auto verify = [&](const std::vector<TokenId>& tokens) {
+    const sched::ScheduledSequence scheduled = two_proposals(tokens, params);
     std::vector<TokenId> out;
     for (const sched::SampledToken& token : sampling::verify_proposals(sampler, scheduled, logits, kVocab).samples) {
       out.push_back(token.token);
