@@ -213,11 +213,22 @@ void Engine::fill_token_masks(sched::StepPlan& plan) {
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& scheduled = plan.sequences[i];
     if (!scheduled.sample) continue;
-    const Sequence& seq = groups[i]->seqs.at(static_cast<size_t>(scheduled.sample_index));
+    Sequence& seq = groups[i]->seqs.at(static_cast<size_t>(scheduled.sample_index));
     if (!seq.matcher) continue;
-    const Row row{i, plan.token_bitmask.size(), static_cast<size_t>(seq.matcher->vocab_words())};
+    // A verify pass needs a row per position: the constraint's state after each proposal (the
+    // matcher walks through them and back; propose() kept only proposals it allows).
+    const auto words = static_cast<size_t>(seq.matcher->vocab_words());
+    const auto num_rows = static_cast<size_t>(scheduled.num_proposed_tokens) + 1;
+    const Row row{i, plan.token_bitmask.size(), words * num_rows};
     plan.token_bitmask.resize(row.first + row.words);
-    seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(row.first));
+    const std::span<const TokenId> proposals = scheduled.tokens.last(num_rows - 1);
+    for (size_t r = 0; r < num_rows; ++r) {
+      if (r > 0 && !seq.matcher->accept(proposals[r - 1])) {
+        throw std::logic_error("sequence " + std::to_string(seq.id) + " proposed a token its constraint refuses");
+      }
+      seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(row.first + r * words, words));
+    }
+    if (num_rows > 1) seq.matcher->rollback(static_cast<int32_t>(num_rows - 1));
     rows.push_back(row);
   }
   for (const Row& row : rows) {
@@ -357,8 +368,7 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
   const spec::SpeculativeConfig& speculative = config_.speculative;
   if (!speculative.enabled()) return;
   seq.proposals.clear();
-  // Constrained outputs do not speculate yet: each proposal would need its own mask.
-  if (seq.finished() || seq.matcher) return;
+  if (seq.finished()) return;
   // A large batch keeps the machine busy without it (SpeculativeConfig::disable_by_batch_size).
   if (speculative.disable_by_batch_size > 0 && scheduler_.num_running() > speculative.disable_by_batch_size) return;
   // A verify pass yields at most one token past its proposals: no more than max_tokens can use.
@@ -371,10 +381,22 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
     // the script.
     const double u = sampling::uniform_draw(static_cast<uint64_t>(seq.id), 0x5bec, seq.num_tokens());
     if (u < speculative.simulated->draft_rate) seq.proposals.assign(static_cast<size_t>(count), seq.tokens.back());
+    if (seq.matcher) keep_allowed_proposals(seq);
     return;
   }
   spec::propose_ngram(seq.tokens, {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max},
                       count, seq.proposals);
+  if (seq.matcher) keep_allowed_proposals(seq);
+}
+
+void Engine::keep_allowed_proposals(Sequence& seq) const {
+  // A proposal the constraint refuses could never be accepted: the draft ends before it (and
+  // after a token that ends the constraint, which allows nothing more).
+  structured::TokenMatcher& matcher = *seq.matcher;
+  size_t kept = 0;
+  while (kept < seq.proposals.size() && !matcher.ended() && matcher.accept(seq.proposals[kept])) ++kept;
+  matcher.rollback(static_cast<int32_t>(kept));
+  seq.proposals.resize(kept);
 }
 
 void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::SampledToken& sampled,

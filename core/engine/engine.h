@@ -83,8 +83,10 @@ class Engine {
   void apply_verified(sched::SequenceGroup& group, sched::Sequence& seq, const sched::ScheduledSequence& scheduled,
                       const sched::SequenceOutput& output);
   // Speculative decoding: the sequence's proposals for the next step (none when off, finished,
-  // constrained, or at max_tokens).
+  // at max_tokens, or while the batch is large).
   void propose(const sched::SequenceGroup& group, sched::Sequence& seq);
+  // Structured outputs: cuts the proposals at the first one the sequence's constraint refuses.
+  void keep_allowed_proposals(sched::Sequence& seq) const;
   void apply_beam_step(sched::SequenceGroup& group, std::span<const sched::SequenceOutput* const> outputs);
   void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
                     const sched::SequenceOutput& output, size_t sample);

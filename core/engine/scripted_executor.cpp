@@ -205,8 +205,10 @@ TokenId ScriptedExecutor::allowed(const sched::ScheduledSequence& scheduled, int
   if (scheduled.params != nullptr && scheduled.params->suppresses_stop_tokens(position - scheduled.num_prompt_tokens)) {
     suppressed = &scheduled.params->all_stop_token_ids;
   }
-  // Structured outputs: a token the constraint refuses becomes the next id it allows.
-  const std::span<const uint32_t> mask = scheduled.allowed_tokens;
+  // Structured outputs: a token the constraint refuses becomes the next id it allows (a verify
+  // pass: under the mask of this position).
+  const std::span<const uint32_t> mask =
+      scheduled.allowed_row(static_cast<size_t>(position) - scheduled.confirmed_tokens().size());
   if (suppressed == nullptr && mask.empty()) return token;
   const auto refused = [&](TokenId candidate, bool count_min_tokens) {
     if (!mask.empty() && !structured::is_allowed(mask, candidate)) return true;

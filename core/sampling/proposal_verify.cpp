@@ -8,9 +8,11 @@ namespace pagedllm::sampling {
 sched::SequenceOutput verify_proposals(Sampler& sampler, const sched::ScheduledSequence& scheduled,
                                        std::span<const float> logits, size_t vocab) {
   const auto num_proposed = static_cast<size_t>(scheduled.num_proposed_tokens);
-  if (!scheduled.allowed_tokens.empty()) {
-    throw std::invalid_argument("verify_proposals: sequence " + std::to_string(scheduled.seq) +
-                                " has an output constraint; constrained sequences do not speculate");
+  const size_t words = (vocab + 31) / 32;
+  if (!scheduled.allowed_tokens.empty() && scheduled.allowed_tokens.size() != (num_proposed + 1) * words) {
+    throw std::invalid_argument("verify_proposals: " + std::to_string(scheduled.allowed_tokens.size()) +
+                                " mask words for " + std::to_string(num_proposed + 1) + " rows of " +
+                                std::to_string(words));
   }
   if (logits.size() != (num_proposed + 1) * vocab) {
     throw std::invalid_argument("verify_proposals: " + std::to_string(logits.size()) + " logits for " +
@@ -33,6 +35,7 @@ sched::SequenceOutput verify_proposals(Sampler& sampler, const sched::ScheduledS
         .position = static_cast<int32_t>(so_far.size() - num_prompt),
         .num_samples = 1,
         .first_stream_index = scheduled.sample_index,
+        .allowed_tokens = scheduled.allowed_row(j),
     });
     const TokenId token = drawn.samples.front().token;
     output.samples.push_back(drawn.samples.front());

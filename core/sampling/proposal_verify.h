@@ -24,9 +24,9 @@ namespace pagedllm::sampling {
 
 // `logits`: num_proposed_tokens + 1 rows of `vocab` floats, the row of the last confirmed token
 // first, then one row per proposal. Returns the accepted proposals then the next drawn token
-// (SequenceOutput::samples), with each one's top logprobs when asked. Throws std::invalid_argument
-// for a sequence with an output constraint (its proposals would need masks) or rows of the wrong
-// size.
+// (SequenceOutput::samples), with each one's top logprobs when asked. A constrained sequence's
+// positions each take their own mask row (ScheduledSequence::allowed_row). Throws
+// std::invalid_argument for logits or masks of the wrong size.
 sched::SequenceOutput verify_proposals(Sampler& sampler, const sched::ScheduledSequence& scheduled,
                                        std::span<const float> logits, size_t vocab);
 

@@ -36,11 +36,18 @@ struct ScheduledSequence {
   int32_t num_beam_candidates = 0;  // beam search: the best this-many tokens with logprobs
   const SamplingParams* params = nullptr;
   // Structured outputs: the tokens this sample may take, one bit per token id (32 to a word, bit
-  // id % 32 of word id / 32), a row of StepPlan::token_bitmask; empty = unconstrained.
+  // id % 32 of word id / 32), a row of StepPlan::token_bitmask; empty = unconstrained. A verify
+  // pass has num_proposed_tokens + 1 rows, one per sampled position (allowed_row()).
   std::span<const uint32_t> allowed_tokens{};
 
   int32_t num_new_tokens() const { return end - start; }
   bool is_prefill() const { return end - start - num_proposed_tokens > 1 || start < num_prompt_tokens; }
+  // The mask of sampled position `row` (0: after the confirmed tokens; r: after r proposals).
+  std::span<const uint32_t> allowed_row(size_t row) const {
+    if (allowed_tokens.empty()) return {};
+    const size_t words = allowed_tokens.size() / (static_cast<size_t>(num_proposed_tokens) + 1);
+    return allowed_tokens.subspan(row * words, words);
+  }
   // The tokens the sequence had before this step's proposals (the verify pass's first logits row
   // follows the last of them).
   std::span<const TokenId> confirmed_tokens() const {

@@ -198,6 +198,36 @@ BOOST_AUTO_TEST_CASE(every_sample_and_beam_keeps_to_the_constraint_under_preempt
   BOOST_CHECK_GT(runs.whole_matches, 10);  // and most outputs complete the record before max_tokens
 }
 
+BOOST_AUTO_TEST_CASE(speculation_under_a_constraint_changes_no_token) {
+  // Each verified position takes the mask of the constraint's state after the proposals before
+  // it, and proposals the constraint refuses are never made: the tokens are those of plain
+  // decoding, for a regex and a recursive grammar, under both kinds of preemption.
+  const Constraint regex(kRecordPattern);
+  const Constraint grammar(structured::compile_grammar(kNestedListGrammar));
+  for (const Constraint* constraint : {&regex, &grammar}) {
+    const std::vector<sched::Request> requests = constrained_workload(*constraint, 24);
+    for (const auto mode : {PreemptionMode::recompute, PreemptionMode::swap}) {
+      BOOST_TEST_CONTEXT((constraint == &regex ? "regex" : "grammar") << ", " << static_cast<int>(mode)) {
+        EngineSetup setup = small_pool(mode, /*chunked_prefill=*/true);
+        setup.eos_period = 4;
+        const RunResult plain = run_workload(setup, requests, {.requests_per_step = 3});
+        setup.speculative = {.method = spec::SpeculativeMethod::ngram,
+                             .num_speculative_tokens = 3,
+                             .prompt_lookup_min = 1,
+                             .prompt_lookup_max = 3,
+                             .disable_by_batch_size = 0};
+        const RunResult speculative = run_workload(setup, requests, {.requests_per_step = 3});
+        check_same_tokens(plain, speculative);
+        BOOST_TEST(speculative.counters.spec_drafts > 0);
+        BOOST_TEST(speculative.counters.spec_accepted_tokens > 0);
+        BOOST_TEST_MESSAGE("constrained speculation: " << speculative.counters.spec_accepted_tokens << " of "
+                                                       << speculative.counters.spec_draft_tokens
+                                                       << " proposals accepted");
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_recursive_grammar_holds_through_samples_beams_and_preemption) {
   BOOST_TEST(is_nested_list("[a,[12,[]],[bc]]"));  // the test's own reader, both ways
   BOOST_TEST(!is_nested_list("[a,[12,[]],[bc]"));

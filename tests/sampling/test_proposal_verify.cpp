@@ -165,6 +165,27 @@ BOOST_AUTO_TEST_CASE(greedy_accepts_while_the_argmax_agrees) {
   BOOST_TEST(verify({4, 6, 1, 0, 5}) == (std::vector<TokenId>{2}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(each_position_takes_its_own_constraint_mask) {
+  // Row 0 allows {2, 7}, row 1 allows {4, 6}, row 2 everything: greedy keeps proposal 1 (2, the
+  // best allowed at row 0), then row 1's best allowed token, 4, replaces proposal 2.
+  sched::SamplingParams params;
+  params.temperature = 0.0f;
+  std::vector<float> logits;
+  for (const auto& row : kRows) logits.insert(logits.end(), row.begin(), row.end());
+  const std::vector<uint32_t> masks = {(1u << 2) | (1u << 7), (1u << 4) | (1u << 6), 0xffu};
+  const std::vector<TokenId> tokens = {4, 6, 1, kProposal1, kProposal2};
+  sched::ScheduledSequence scheduled = two_proposals(tokens, params);
+  scheduled.allowed_tokens = masks;
+  sampling::Sampler sampler;
+  const sched::SequenceOutput output = sampling::verify_proposals(sampler, scheduled, logits, kVocab);
+  BOOST_REQUIRE_EQUAL(output.samples.size(), 2u);
+  BOOST_TEST(output.samples[0].token == kProposal1);
+  BOOST_TEST(output.samples[1].token == 4);
+  const std::vector<uint32_t> one_row = {0xffu};  // a mask for one position where three are verified
+  scheduled.allowed_tokens = one_row;
+  BOOST_CHECK_THROW(sampling::verify_proposals(sampler, scheduled, logits, kVocab), std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(malformed_input_is_refused) {
   sched::SamplingParams params;
   const std::vector<TokenId> tokens = {4, 6, 1, 2};
