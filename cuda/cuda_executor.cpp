@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/common/check.h"
+#include "core/sampling/proposal_verify.h"
 #include "core/sampling/sampler.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_info.h"
@@ -39,8 +40,9 @@ std::vector<int32_t> decode_graph_batch_sizes(int32_t max_num_seqs) {
 
 bool needs_host_sampling(const sched::ScheduledSequence& scheduled) {
   const sched::SamplingParams& params = *scheduled.params;
-  return scheduled.num_samples != 1 || scheduled.num_beam_candidates > 0 || params.logprobs.has_value() ||
-         params.min_p != 0.0f ||
+  // A verify pass: the host walks its k + 1 rows (sampling::verify_proposals).
+  return scheduled.num_proposed_tokens > 0 || scheduled.num_samples != 1 || scheduled.num_beam_candidates > 0 ||
+         params.logprobs.has_value() || params.min_p != 0.0f ||
          params.adjusts_logits(static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens);
 }
 
@@ -80,9 +82,10 @@ struct CudaExecutor::State {
   std::unique_ptr<ForwardPass> forward;
   std::unique_ptr<StepInputs> inputs;
   std::unique_ptr<SamplingArena> sampling;
-  DeviceBuffer sampled_tokens;    // [max_seqs] int32
-  DeviceBuffer sampled_logprobs;  // [max_seqs] fp32
-  PinnedHostBuffer results_host;  // [max_seqs] int32 tokens, then [max_seqs] fp32 logprobs
+  int32_t max_logits_rows = 0;    // max_seqs, or more with speculative decoding (max_logits_rows_of)
+  DeviceBuffer sampled_tokens;    // [max_logits_rows] int32
+  DeviceBuffer sampled_logprobs;  // [max_logits_rows] fp32
+  PinnedHostBuffer results_host;  // [max_logits_rows] int32 tokens, then [max_logits_rows] fp32 logprobs
   PinnedHostBuffer logits_host;   // rows copied back for host sampling / the observer; grows
   DeviceBuffer token_bitmask;     // the plan's structured-output bitmask rows; grows
   int64_t vocab = 0;
@@ -108,6 +111,16 @@ struct CudaExecutor::State {
 };
 
 namespace {
+
+// Logits rows of a step: one per sampled sequence, k + 1 for a verify pass (within the budget).
+int32_t max_logits_rows_of(const CudaExecutorConfig& config) {
+  const sched::SchedulerConfig& scheduler = config.engine.scheduler;
+  const spec::SpeculativeConfig& speculative = config.engine.speculative;
+  if (!speculative.enabled()) return scheduler.max_num_seqs;
+  const int64_t verified = static_cast<int64_t>(scheduler.max_num_seqs) * (speculative.num_speculative_tokens + 1);
+  return std::max(scheduler.max_num_seqs,
+                  static_cast<int32_t>(std::min<int64_t>(verified, scheduler.max_num_batched_tokens)));
+}
 
 int32_t max_tokens_of(const CudaExecutorConfig& config) {
   return std::max(config.engine.scheduler.max_num_batched_tokens, config.engine.scheduler.max_num_seqs);
@@ -161,13 +174,6 @@ void check_supported(const model::ModelConfig& config, const CudaExecutorConfig&
     throw std::invalid_argument("cuda executor: block_size must be a power of two in [8, " +
                                 std::to_string(kMaxDecodeBlockSize) + "], got " + std::to_string(block_size));
   }
-  if (options.engine.speculative.enabled()) {
-    // Its verify pass needs several logits rows per sequence, which the step batch, the device
-    // sampler and the decode graphs do not have yet.
-    throw std::invalid_argument(
-        "cuda executor: speculative decoding (--speculative-config) is not supported yet; "
-        "run it on the cpu executor");
-  }
   if (options.engine.scheduler.max_model_len <= 0)
     throw std::invalid_argument("cuda executor: max_model_len must be positive");
   if (options.engine.scheduler.max_num_seqs <= 0 || options.engine.scheduler.max_num_batched_tokens <= 0) {
@@ -215,19 +221,24 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
   s.gemm = std::make_unique<GemmRunner>();
   const int32_t max_tokens = max_tokens_of(config);
   const int32_t max_seqs = config.engine.scheduler.max_num_seqs;
+  const int32_t max_rows = max_logits_rows_of(config);
+  s.max_logits_rows = max_rows;
   s.vocab = model_config.vocab_size;
   s.forward = std::make_unique<ForwardPass>(*s.model, *s.gemm,
                                             ForwardLimits{.max_tokens = max_tokens,
                                                           .max_seqs = max_seqs,
+                                                          .max_logits_rows = max_rows,
                                                           .max_model_len = config.engine.scheduler.max_model_len,
                                                           .block_size = config.engine.cache.block_size,
                                                           .num_sms = device.multiprocessors});
-  s.inputs = std::make_unique<StepInputs>(
-      StepInputLimits{.max_tokens = max_tokens, .max_seqs = max_seqs, .max_table_width = full_table_width(config)});
-  s.sampling = std::make_unique<SamplingArena>(max_seqs);
-  s.sampled_tokens = DeviceBuffer(static_cast<std::size_t>(max_seqs) * sizeof(int32_t));
-  s.sampled_logprobs = DeviceBuffer(static_cast<std::size_t>(max_seqs) * sizeof(float));
-  s.results_host = PinnedHostBuffer(static_cast<std::size_t>(max_seqs) * (sizeof(int32_t) + sizeof(float)));
+  s.inputs = std::make_unique<StepInputs>(StepInputLimits{.max_tokens = max_tokens,
+                                                          .max_seqs = max_seqs,
+                                                          .max_logits_rows = max_rows,
+                                                          .max_table_width = full_table_width(config)});
+  s.sampling = std::make_unique<SamplingArena>(max_rows);
+  s.sampled_tokens = DeviceBuffer(static_cast<std::size_t>(max_rows) * sizeof(int32_t));
+  s.sampled_logprobs = DeviceBuffer(static_cast<std::size_t>(max_rows) * sizeof(float));
+  s.results_host = PinnedHostBuffer(static_cast<std::size_t>(max_rows) * (sizeof(int32_t) + sizeof(float)));
 
   // Profiling pass: the largest step, on a scratch tier, before measuring what is left.
   {
@@ -360,22 +371,28 @@ void capture_graph(CudaExecutor::State& s, int32_t bucket, const ForwardShape& s
 void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32_t rows) {
   SamplingArena& arena = *s.sampling;
   void* host = arena.host.get();
+  const auto words = static_cast<std::ptrdiff_t>((s.vocab + 31) / 32);
+  int32_t row_in_sequence = 0;  // a verify pass's rows follow one another: 0..k
   for (int32_t row = 0; row < rows; ++row) {
-    const sched::ScheduledSequence& scheduled =
-        plan.sequences[static_cast<std::size_t>(s.batch.logits_sequence[static_cast<std::size_t>(row)])];
+    const int32_t sequence = s.batch.logits_sequence[static_cast<std::size_t>(row)];
+    row_in_sequence =
+        row > 0 && s.batch.logits_sequence[static_cast<std::size_t>(row) - 1] == sequence ? row_in_sequence + 1 : 0;
+    const sched::ScheduledSequence& scheduled = plan.sequences[static_cast<std::size_t>(sequence)];
     const sched::SamplingParams& params = *scheduled.params;
     arena.seeds(host)[row] = sampling::stream_seed(params, scheduled.request);
     arena.temperatures(host)[row] = params.temperature;
     arena.top_k(host)[row] = params.top_k;
     arena.top_p(host)[row] = params.top_p;
     arena.streams(host)[row] = scheduled.sample_index;
-    arena.positions(host)[row] = static_cast<int32_t>(scheduled.tokens.size()) - scheduled.num_prompt_tokens;
-    // Structured outputs: the row's place in the plan's bitmask rows, or -1.
+    arena.positions(host)[row] =
+        static_cast<int32_t>(scheduled.confirmed_tokens().size()) + row_in_sequence - scheduled.num_prompt_tokens;
+    // Structured outputs: the row's place in the plan's bitmask rows (a verify pass has one per
+    // position), or -1.
     arena.mask_rows(host)[row] =
         scheduled.allowed_tokens.empty()
             ? -1
-            : static_cast<int32_t>((scheduled.allowed_tokens.data() - plan.token_bitmask.data()) /
-                                   static_cast<std::ptrdiff_t>(scheduled.allowed_tokens.size()));
+            : static_cast<int32_t>((scheduled.allowed_tokens.data() - plan.token_bitmask.data()) / words) +
+                  row_in_sequence;
   }
   PAGEDLLM_CUDA_CHECK(
       cudaMemcpyAsync(arena.device.get(), host, arena.device.bytes(), cudaMemcpyHostToDevice, s.stream));
@@ -415,7 +432,7 @@ void sample_on_device(CudaExecutor::State& s, const sched::StepPlan& plan, int32
                                      .out = s.sampled_logprobs.as<float>()},
                  s.stream);
   auto* results = static_cast<char*>(s.results_host.get());
-  const std::size_t max_rows = static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs);
+  const auto max_rows = static_cast<std::size_t>(s.max_logits_rows);
   PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(results, tokens, static_cast<std::size_t>(rows) * sizeof(int32_t),
                                       cudaMemcpyDeviceToHost, s.stream));
   PAGEDLLM_CUDA_CHECK(cudaMemcpyAsync(results + max_rows * sizeof(int32_t), s.sampled_logprobs.get(),
@@ -463,11 +480,6 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
     return result;
   }
 
-  if (plan.num_proposed_tokens > 0) {
-    throw std::invalid_argument(
-        "cuda executor: the plan holds proposals to verify; speculative decoding is not "
-        "supported on the cuda executor yet");
-  }
   build_step_batch(plan, s.cache.block_size, s.batch);
   const int32_t rows = static_cast<int32_t>(s.batch.logits_rows.size());
   const int32_t bucket = graph_bucket(s, s.batch);
@@ -490,9 +502,8 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
   PAGEDLLM_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 
   const auto* tokens = static_cast<const int32_t*>(s.results_host.get());
-  const auto* logprobs = reinterpret_cast<const float*>(
-      static_cast<const char*>(s.results_host.get()) +
-      static_cast<std::size_t>(s.config.engine.scheduler.max_num_seqs) * sizeof(int32_t));
+  const auto* logprobs = reinterpret_cast<const float*>(static_cast<const char*>(s.results_host.get()) +
+                                                        static_cast<std::size_t>(s.max_logits_rows) * sizeof(int32_t));
   const auto vocab = static_cast<std::size_t>(s.vocab);
   for (int32_t row = 0; row < rows; ++row) {
     const sched::ScheduledSequence& scheduled =
@@ -502,6 +513,17 @@ sched::StepResult CudaExecutor::execute(const sched::StepPlan& plan) {
         slot < 0 ? std::span<const float>()
                  : std::span<const float>(s.logits_host.as<float>() + static_cast<std::size_t>(slot) * vocab, vocab);
     if (s.config.logits_observer) s.config.logits_observer(scheduled, logits);
+    if (scheduled.num_proposed_tokens > 0) {
+      // A verify pass: its k + 1 rows were copied to consecutive slots.
+      const auto num_rows = static_cast<std::size_t>(scheduled.num_proposed_tokens) + 1;
+      for (std::size_t more = 1; more < num_rows && s.config.logits_observer; ++more) {
+        s.config.logits_observer(scheduled, std::span<const float>(logits.data() + more * vocab, vocab));
+      }
+      result.outputs.push_back(sampling::verify_proposals(
+          s.host_sampler, scheduled, std::span<const float>(logits.data(), num_rows * vocab), vocab));
+      row += static_cast<int32_t>(num_rows) - 1;
+      continue;
+    }
     if (needs_host_sampling(scheduled)) {
       result.outputs.push_back(s.host_sampler.sample(scheduled, logits));
     } else {

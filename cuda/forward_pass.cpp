@@ -71,9 +71,10 @@ ForwardPass::ForwardPass(const DeviceModel& model, GemmRunner& gemm, const Forwa
   attended_ = DeviceBuffer(elements_bytes(tokens, c.q_dim()));
   gate_up_ = DeviceBuffer(elements_bytes(tokens, 2 * c.intermediate_size));
   activated_ = DeviceBuffer(elements_bytes(tokens, c.intermediate_size));
-  logits_hidden_ = DeviceBuffer(elements_bytes(limits.max_seqs, c.hidden_size));
+  const int64_t logits_rows = limits.max_logits_rows > 0 ? limits.max_logits_rows : limits.max_seqs;
+  logits_hidden_ = DeviceBuffer(elements_bytes(logits_rows, c.hidden_size));
   logits_ =
-      DeviceBuffer(static_cast<std::size_t>(limits.max_seqs) * static_cast<std::size_t>(c.vocab_size) * sizeof(float));
+      DeviceBuffer(static_cast<std::size_t>(logits_rows) * static_cast<std::size_t>(c.vocab_size) * sizeof(float));
   const std::size_t workspace = worst_decode_workspace(c, limits);
   if (workspace > 0) decode_workspace_ = DeviceBuffer(workspace);
 }

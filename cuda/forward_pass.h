@@ -28,9 +28,10 @@
 namespace pagedllm::cuda {
 
 struct ForwardLimits {
-  int32_t max_tokens = 0;     // token rows of a step
-  int32_t max_seqs = 0;       // sequences and logits rows of a step
-  int32_t max_model_len = 0;  // longest sequence the decode kernel may see
+  int32_t max_tokens = 0;       // token rows of a step
+  int32_t max_seqs = 0;         // sequences of a step
+  int32_t max_logits_rows = 0;  // logits rows of a step (a verify pass has k + 1); 0 = max_seqs
+  int32_t max_model_len = 0;    // longest sequence the decode kernel may see
   int32_t block_size = 16;
   int32_t num_sms = 1;  // the device's multiprocessors (decode split-KV partitioning)
 };
@@ -76,8 +77,8 @@ class ForwardPass {
   DeviceBuffer attended_;       // [max_tokens][q_dim]
   DeviceBuffer gate_up_;        // [max_tokens][2 intermediate]
   DeviceBuffer activated_;      // [max_tokens][intermediate]
-  DeviceBuffer logits_hidden_;  // [max_seqs][hidden]: the rows whose logits are computed
-  DeviceBuffer logits_;         // [max_seqs][vocab] fp32
+  DeviceBuffer logits_hidden_;  // [max_logits_rows][hidden]: the rows whose logits are computed
+  DeviceBuffer logits_;         // [max_logits_rows][vocab] fp32
   DeviceBuffer decode_workspace_;
 };
 

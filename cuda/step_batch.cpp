@@ -76,8 +76,11 @@ void build_step_batch(const sched::StepPlan& plan, int32_t block_size, StepBatch
       batch.max_query_len = std::max(batch.max_query_len, scheduled.num_new_tokens());
     }
     if (scheduled.sample) {
-      batch.logits_rows.push_back(batch.num_tokens() - 1);
-      batch.logits_sequence.push_back(static_cast<int32_t>(index));
+      // A verify pass (k proposals, a chunk of k + 1 tokens) samples its last k + 1 rows.
+      for (int32_t back = scheduled.num_proposed_tokens; back >= 0; --back) {
+        batch.logits_rows.push_back(batch.num_tokens() - 1 - back);
+        batch.logits_sequence.push_back(static_cast<int32_t>(index));
+      }
     }
   }
 }

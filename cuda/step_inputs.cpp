@@ -20,6 +20,10 @@ void put(void* arena, std::size_t offset, const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(static_cast<char*>(arena) + offset, values.data(), values.size() * sizeof(T));
 }
 
+int32_t max_logits_rows(const StepInputLimits& limits) {
+  return limits.max_logits_rows > 0 ? limits.max_logits_rows : limits.max_seqs;
+}
+
 void require(bool condition, const std::string& what) {
   if (!condition) throw std::invalid_argument("step inputs: " + what);
 }
@@ -42,7 +46,7 @@ StepInputLayout plan_step_inputs(const StepInputLimits& limits) {
   layout.seq_lens = region(seqs * sizeof(int32_t));
   layout.query_starts = region((seqs + 1) * sizeof(int32_t));
   layout.context_starts = region(seqs * sizeof(int32_t));
-  layout.logits_rows = region(seqs * sizeof(int32_t));
+  layout.logits_rows = region(static_cast<std::size_t>(max_logits_rows(limits)) * sizeof(int32_t));
   layout.block_tables = region(seqs * static_cast<std::size_t>(limits.max_table_width) * sizeof(int32_t));
   layout.total_bytes = cursor;
   return layout;
@@ -54,7 +58,9 @@ std::size_t stage_step_inputs(const StepBatch& batch, const StepInputLimits& lim
           std::to_string(batch.num_tokens()) + " tokens, the limit is " + std::to_string(limits.max_tokens));
   require(batch.num_seqs() <= limits.max_seqs,
           std::to_string(batch.num_seqs()) + " sequences, the limit is " + std::to_string(limits.max_seqs));
-  require(static_cast<int32_t>(batch.logits_rows.size()) <= limits.max_seqs, "more logits rows than sequences allowed");
+  require(static_cast<int32_t>(batch.logits_rows.size()) <= max_logits_rows(limits),
+          std::to_string(batch.logits_rows.size()) + " logits rows, the limit is " +
+              std::to_string(max_logits_rows(limits)));
   require(batch.table_width <= limits.max_table_width,
           "a block table of " + std::to_string(batch.table_width) + " entries, the limit is " +
               std::to_string(limits.max_table_width) + " (max_model_len / block_size)");

@@ -20,7 +20,8 @@ namespace pagedllm::cuda {
 
 struct StepInputLimits {
   int32_t max_tokens = 0;       // token rows of a step
-  int32_t max_seqs = 0;         // sequences (and logits rows) of a step
+  int32_t max_seqs = 0;         // sequences of a step
+  int32_t max_logits_rows = 0;  // logits rows of a step (a verify pass has k + 1); 0 = max_seqs
   int32_t max_table_width = 0;  // block-table entries per sequence (max_model_len / block_size, rounded up)
 };
 
@@ -32,7 +33,7 @@ struct StepInputsView {
   const int32_t* seq_lens = nullptr;        // [max_seqs]
   const int32_t* query_starts = nullptr;    // [max_seqs + 1] (prefill part)
   const int32_t* context_starts = nullptr;  // [max_seqs] (prefill part)
-  const int32_t* logits_rows = nullptr;     // [max_seqs]
+  const int32_t* logits_rows = nullptr;     // [max_logits_rows]
   const int32_t* block_tables = nullptr;    // [max_seqs][table width of the step]
 };
 
