@@ -31,7 +31,7 @@ struct Sequence {
   // Speculative decoding: the proposer's guess at the tokens after `tokens`, for the next step to
   // verify (empty: none). While a step is in flight the scheduler has appended the first
   // num_proposed_tokens of them to `tokens` (the verify pass computes them as if sampled); the
-  // engine takes them off again when it applies the step (Scheduler::settle_proposals).
+  // engine takes them off again when it applies the step (Scheduler::take_proposals).
   std::vector<TokenId> proposals;
   int32_t num_proposed_tokens = 0;
 
