@@ -53,6 +53,23 @@ struct EngineCounters {
   int64_t spec_accepted_tokens = 0;
   std::vector<int64_t> spec_accepted_per_position;
 
+  // Speculative decoding's rates, as vLLM logs them (0 where nothing was proposed):
+  double spec_acceptance_rate() const {
+    return spec_draft_tokens > 0 ? ratio(spec_accepted_tokens, spec_draft_tokens) : 0.0;
+  }
+  // Tokens a verify pass yields on average: its accepted proposals and its own token.
+  double spec_mean_acceptance_length() const {
+    return spec_drafts > 0 ? 1.0 + ratio(spec_accepted_tokens, spec_drafts) : 0.0;
+  }
+  // Per position j, the fraction of drafts whose proposal j was accepted (the simulator's
+  // simulated_acceptance), and drafts per decode pass (its simulated_draft_rate).
+  std::vector<double> spec_accepted_rate_per_position() const {
+    std::vector<double> rates;
+    for (const int64_t accepted : spec_accepted_per_position) rates.push_back(ratio(accepted, spec_drafts));
+    return rates;
+  }
+  double spec_draft_rate() const { return decode_passes > 0 ? ratio(spec_drafts, decode_passes) : 0.0; }
+
   // A cluster's replicas as one.
   EngineCounters& operator+=(const EngineCounters& other) {
     prompt_tokens += other.prompt_tokens;
@@ -76,6 +93,9 @@ struct EngineCounters {
     }
     return *this;
   }
+
+ private:
+  static double ratio(int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); }
 };
 
 }  // namespace pagedllm::engine

@@ -100,24 +100,18 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
     // vLLM's speculative-decoding log line: acceptance rate over proposals, mean tokens per draft
     // (accepted + the one the verify pass adds), and the acceptance at each position.
     const engine::EngineCounters& c = s.counters;
-    const auto drafts = static_cast<double>(c.spec_drafts);
     summary_row(out, "Spec drafts / proposed / accepted:",
                 count(c.spec_drafts) + " / " + count(c.spec_draft_tokens) + " / " + count(c.spec_accepted_tokens));
-    summary_row(out, "Spec acceptance rate (%):",
-                percent(c.spec_draft_tokens > 0
-                            ? static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(c.spec_draft_tokens)
-                            : 0.0));
-    summary_row(out, "Spec mean acceptance length:",
-                format("%.2f", 1.0 + static_cast<double>(c.spec_accepted_tokens) / drafts));
+    summary_row(out, "Spec acceptance rate (%):", percent(c.spec_acceptance_rate()));
+    summary_row(out, "Spec mean acceptance length:", format("%.2f", c.spec_mean_acceptance_length()));
     std::string per_position;
-    for (const int64_t accepted : c.spec_accepted_per_position) {
+    for (const double rate : c.spec_accepted_rate_per_position()) {
       if (!per_position.empty()) per_position += ' ';
-      per_position += format("%.2f", static_cast<double>(accepted) / drafts);
+      per_position += format("%.2f", rate);
     }
     summary_row(out, "Spec accepted per position:", per_position);
     // What the simulator takes to model this run (simulated_draft_rate, simulated_acceptance).
-    summary_row(out, "Spec drafts per decode pass:",
-                format("%.3f", c.decode_passes > 0 ? drafts / static_cast<double>(c.decode_passes) : 0.0));
+    summary_row(out, "Spec drafts per decode pass:", format("%.3f", c.spec_draft_rate()));
   }
   out << std::string(50, '=') << '\n';
 }

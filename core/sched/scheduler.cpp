@@ -339,23 +339,25 @@ int32_t Scheduler::attach_proposals(SequenceGroup& group, int32_t share) {
   return attached;
 }
 
+int32_t Scheduler::pop_proposals(Sequence& seq) {
+  const int32_t count = seq.num_proposed_tokens;
+  seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(count));
+  seq.num_proposed_tokens = 0;
+  return count;
+}
+
 int32_t Scheduler::detach_proposals(SequenceGroup& group) {
   int32_t detached = 0;
   for (size_t i = 0; i < group.seqs.size(); ++i) {
-    Sequence& seq = group.seqs[i];
-    if (seq.num_proposed_tokens == 0) continue;
-    seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(seq.num_proposed_tokens));
-    scratch_new_tokens_[i] -= seq.num_proposed_tokens;
-    detached += seq.num_proposed_tokens;
-    seq.num_proposed_tokens = 0;
+    const int32_t count = pop_proposals(group.seqs[i]);
+    scratch_new_tokens_[i] -= count;
+    detached += count;
   }
   return detached;
 }
 
 int32_t Scheduler::take_proposals(Sequence& seq) {
-  const int32_t count = seq.num_proposed_tokens;
-  seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(count));
-  seq.num_proposed_tokens = 0;
+  const int32_t count = pop_proposals(seq);
   seq.num_computed_tokens = seq.num_tokens();  // the verify pass computed the last confirmed token
   return count;
 }

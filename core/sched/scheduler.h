@@ -109,6 +109,8 @@ class Scheduler {
   // detach_proposals() undoes it (the blocks are short); returns how many it took off.
   int32_t attach_proposals(SequenceGroup& group, int32_t share);
   int32_t detach_proposals(SequenceGroup& group);
+  // Takes the sequence's attached proposals off its tokens; returns how many.
+  static int32_t pop_proposals(Sequence& seq);
   // The holders' appends of scratch_new_tokens_, into scratch_appends_.
   void build_appends(const SequenceGroup& group);
   bool scheduled_now(const SequenceGroup& group) const { return group.last_scheduled_step == current_step_; }

@@ -6,16 +6,14 @@
 
 #include <omp.h>
 
-#include <filesystem>
 #include <map>
 #include <memory>
 
 #include "core/common/mix.h"
 #include "core/engine/clock.h"
 #include "core/engine/engine.h"
-#include "core/frontend/model_bundle.h"
 #include "cpu_ref/cpu_executor.h"
-#include "tools/make_model/tiny_model.h"
+#include "tests/cpu_ref/tiny_cpu_model.h"
 
 namespace pagedllm::cpu_ref {
 namespace {
@@ -25,12 +23,8 @@ constexpr sched::RequestId kTarget = 1000;
 std::shared_ptr<const LlamaModel> load_tiny_model(int32_t sliding_window) {
   make_model::TinyModelSpec spec;
   if (sliding_window > 0) spec.sliding_window = sliding_window;
-  const auto directory =
-      std::filesystem::temp_directory_path() /
-      ("pagedllm_test_cpu_ref_tiny" + (sliding_window > 0 ? "_w" + std::to_string(sliding_window) : ""));
-  make_model::write_tiny_model(spec, directory.string());
-  const frontend::ModelBundle bundle = frontend::open_model(directory.string());
-  return std::make_shared<const LlamaModel>(frontend::load_weights(bundle));
+  return write_and_load_tiny_model(
+      "pagedllm_test_cpu_ref_tiny" + (sliding_window > 0 ? "_w" + std::to_string(sliding_window) : ""), spec);
 }
 
 // The tiny model, and the same weights with a 24-token sliding window (Mistral-style).

@@ -12,19 +12,15 @@
 
 #include "core/engine/clock.h"
 #include "core/engine/engine.h"
-#include "core/frontend/model_bundle.h"
 #include "cpu_ref/cpu_executor.h"
-#include "tools/make_model/tiny_model.h"
+#include "tests/cpu_ref/tiny_cpu_model.h"
 
 namespace pagedllm::cpu_ref {
 namespace {
 
 std::shared_ptr<const LlamaModel> tiny_model() {
-  static const std::shared_ptr<const LlamaModel> model = [] {
-    const auto directory = std::filesystem::temp_directory_path() / "pagedllm_test_cpu_executor_threads";
-    make_model::write_tiny_model(make_model::TinyModelSpec{}, directory.string());
-    return std::make_shared<const LlamaModel>(frontend::load_weights(frontend::open_model(directory.string())));
-  }();
+  static const std::shared_ptr<const LlamaModel> model =
+      write_and_load_tiny_model("pagedllm_test_cpu_executor_threads");
   return model;
 }
 

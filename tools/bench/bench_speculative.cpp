@@ -182,15 +182,12 @@ int main(int argc, char** argv) {
         ratios.push_back(last.decode_tokens_per_second() / plain.decode_tokens_per_second());
       }
       const engine::EngineCounters& c = last.counters;
-      const double acceptance =
-          static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(std::max<int64_t>(c.spec_draft_tokens, 1));
-      const double mean_length =
-          1.0 + static_cast<double>(c.spec_accepted_tokens) / static_cast<double>(std::max<int64_t>(c.spec_drafts, 1));
+      const double acceptance = c.spec_acceptance_rate();
+      const double mean_length = c.spec_mean_acceptance_length();
       std::string per_position;
-      for (const int64_t accepted : c.spec_accepted_per_position) {
+      for (const double rate : c.spec_accepted_rate_per_position()) {
         if (!per_position.empty()) per_position += ' ';
-        per_position += format_value(
-            static_cast<double>(accepted) / static_cast<double>(std::max<int64_t>(c.spec_drafts, 1)), "%.2f");
+        per_position += format_value(rate, "%.2f");
       }
       std::fprintf(config.json ? stderr : stdout,
                    "  batch %3d: plain %7.1f tok/s, speculative %7.1f tok/s, ratio %s (median of %d); acceptance "
