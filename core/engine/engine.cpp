@@ -19,16 +19,28 @@ using sched::Sequence;
 using sched::SequenceGroup;
 using sched::SequenceOutput;
 
-Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log)
+Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log,
+               spec::DraftModelProposer* draft_model)
     : config_(config),
       executor_(executor),
       clock_(clock),
       virtual_clock_(dynamic_cast<VirtualClock*>(&clock)),
       event_log_(event_log),
+      draft_model_(draft_model),
       kv_(config.cache, event_log),
       scheduler_(config.scheduler, kv_),
       step_timeline_(config.timeline_capacity) {
   spec::validate(config_.speculative, config_.scheduler.max_num_batched_tokens);
+  const bool wants_draft = config_.speculative.method == spec::SpeculativeMethod::draft_model;
+  if (wants_draft && config_.speculative.simulated) {
+    throw std::invalid_argument("--speculative-config: the simulator does not run a draft model; give it the method "
+                                "\"ngram\" with the rates a real run measured");
+  }
+  if (wants_draft != (draft_model != nullptr)) {
+    throw std::invalid_argument(wants_draft ? "--speculative-config: draft_model: the engine was given no draft model"
+                                            : "a draft model was given, but speculative decoding's method is not "
+                                              "draft_model");
+  }
 }
 
 void validate_request(const EngineConfig& config, const sched::SamplingParams& params, int32_t num_prompt_tokens) {
@@ -145,6 +157,7 @@ double Engine::begin_step() {
   PAGEDLLM_ASSERT(!in_flight_, "begin_step() while a step is in flight");
   const double start = clock_.now();
   if (event_log_ != nullptr) event_log_->set_step(step_);
+  const double draft_seconds = draft_model_ != nullptr ? run_draft_model() : 0.0;
   in_flight_plan_ = scheduler_.schedule(step_, start);
   for (const sched::RejectedGroup& rejected : in_flight_plan_.rejected) {
     scheduler_.find(rejected.request)->times.finished = start;
@@ -156,7 +169,7 @@ double Engine::begin_step() {
   idle_steps_ = in_flight_plan_.empty() && in_flight_plan_.rejected.empty() ? idle_steps_ + 1 : 0;
   in_flight_start_ = start;
   in_flight_ = true;
-  return in_flight_result_.elapsed_seconds;
+  return draft_seconds + in_flight_result_.elapsed_seconds;
 }
 
 std::vector<RequestOutput>& Engine::finish_step(double end_time) {
@@ -384,9 +397,51 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
     if (seq.matcher) keep_allowed_proposals(seq);
     return;
   }
+  if (draft_model_ != nullptr) {  // proposed by the draft model's round, before the next step
+    const auto sample_index = static_cast<int32_t>(&seq - group.seqs.data());
+    draft_requests_.push_back({group.request.id, sample_index, seq.id, count});
+    return;
+  }
   spec::propose_ngram(seq.tokens, {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max},
                       count, seq.proposals);
   if (seq.matcher) keep_allowed_proposals(seq);
+}
+
+double Engine::run_draft_model() {
+  // The draft's KV lives only while the target's does, on the device.
+  draft_model_->release_gone([this](SeqId seq) { return kv_.contains(seq) && !kv_.is_swapped(seq); });
+  draft_queries_.clear();
+  std::vector<Sequence*> sequences;
+  for (const DraftRequest& request : draft_requests_) {
+    SequenceGroup* group = scheduler_.find(request.request);
+    if (group == nullptr || group->state != GroupState::running) continue;
+    Sequence& seq = group->seqs.at(static_cast<size_t>(request.sample_index));
+    if (seq.id != request.seq || seq.finished() || !kv_.contains(seq.id) || kv_.is_swapped(seq.id)) continue;
+    sequences.push_back(&seq);
+    draft_queries_.push_back({.request = request.request,
+                              .seq = seq.id,
+                              .tokens = seq.tokens,
+                              .num_prompt_tokens = seq.num_prompt_tokens,
+                              .cache_salt = group->request.cache_salt,
+                              .num_proposals = request.num_proposals,
+                              .proposals = &seq.proposals});
+  }
+  draft_requests_.clear();
+  if (draft_queries_.empty()) return 0.0;
+  const spec::DraftRoundStats stats = draft_model_->propose(draft_queries_);
+  counters_.draft_passes += stats.num_passes;
+  counters_.draft_tokens_computed += stats.num_tokens_computed;
+  counters_.draft_seconds += stats.elapsed_seconds;
+  for (Sequence* seq : sequences) {
+    for (const TokenId token : seq->proposals) {
+      if (token < 0 || (config_.vocab_size > 0 && token >= config_.vocab_size)) {
+        throw std::logic_error("the draft model proposed token " + std::to_string(token) +
+                               ", outside the target's vocabulary");
+      }
+    }
+    if (seq->matcher) keep_allowed_proposals(*seq);
+  }
+  return stats.elapsed_seconds;
 }
 
 void Engine::keep_allowed_proposals(Sequence& seq) const {

@@ -20,13 +20,16 @@
 #include "core/kv/kv_cache_manager.h"
 #include "core/kv/kv_event_log.h"
 #include "core/sched/scheduler.h"
+#include "core/spec/draft_model_proposer.h"
 
 namespace pagedllm::engine {
 
 class Engine {
  public:
-  // The executor, the clock and the event log (optional) must outlive the engine.
-  Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log = nullptr);
+  // The executor, the clock, the event log (optional) and the draft model (given exactly when
+  // config.speculative.method is draft_model) must outlive the engine.
+  Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv::KvEventLog* event_log = nullptr,
+         spec::DraftModelProposer* draft_model = nullptr);
 
   // Validates (validate_request) and queues. Throws sched::InvalidRequestError naming the field at
   // fault, or std::invalid_argument for a request id already in use. A request that can never fit
@@ -85,6 +88,9 @@ class Engine {
   // Speculative decoding: the sequence's proposals for the next step (none when off, finished,
   // at max_tokens, or while the batch is large).
   void propose(const sched::SequenceGroup& group, sched::Sequence& seq);
+  // A draft model's round for the sequences propose() queued in the last step: their proposals,
+  // cut as keep_allowed_proposals does. Returns the draft's time.
+  double run_draft_model();
   // Structured outputs: cuts the proposals at the first one the sequence's constraint refuses.
   void keep_allowed_proposals(sched::Sequence& seq) const;
   void apply_beam_step(sched::SequenceGroup& group, std::span<const sched::SequenceOutput* const> outputs);
@@ -106,6 +112,17 @@ class Engine {
   Clock& clock_;
   VirtualClock* virtual_clock_;  // the clock, when it is virtual (advanced by the step times)
   kv::KvEventLog* event_log_;
+  spec::DraftModelProposer* draft_model_;
+  // The sequences propose() queued for the draft model's next round, by request and sample index
+  // (a sequence finished or preempted in between is skipped).
+  struct DraftRequest {
+    sched::RequestId request;
+    int32_t sample_index;
+    SeqId seq;
+    int32_t num_proposals;
+  };
+  std::vector<DraftRequest> draft_requests_;
+  std::vector<spec::DraftQuery> draft_queries_;
   kv::KvCacheManager kv_;
   sched::Scheduler scheduler_;
   int64_t step_ = 0;

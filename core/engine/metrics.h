@@ -52,6 +52,11 @@ struct EngineCounters {
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   std::vector<int64_t> spec_accepted_per_position;
+  // A draft model's own work (spec::DraftModelProposer): its forward passes, the tokens they
+  // computed (catch-up and proposals), and the time they took (part of the steps' time).
+  int64_t draft_passes = 0;
+  int64_t draft_tokens_computed = 0;
+  double draft_seconds = 0.0;
 
   // Speculative decoding's rates, as vLLM logs them (0 where nothing was proposed):
   double spec_acceptance_rate() const {
@@ -86,6 +91,9 @@ struct EngineCounters {
     spec_drafts += other.spec_drafts;
     spec_draft_tokens += other.spec_draft_tokens;
     spec_accepted_tokens += other.spec_accepted_tokens;
+    draft_passes += other.draft_passes;
+    draft_tokens_computed += other.draft_tokens_computed;
+    draft_seconds += other.draft_seconds;
     spec_accepted_per_position.resize(
         std::max(spec_accepted_per_position.size(), other.spec_accepted_per_position.size()), 0);
     for (size_t j = 0; j < other.spec_accepted_per_position.size(); ++j) {

@@ -27,6 +27,8 @@ const char* to_string(SpeculativeMethod method) {
       return "none";
     case SpeculativeMethod::ngram:
       return "ngram";
+    case SpeculativeMethod::draft_model:
+      return "draft_model";
   }
   return "unknown";
 }
@@ -40,25 +42,42 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   }
   if (!object.is_object()) throw std::invalid_argument("--speculative-config: must be a JSON object");
   for (const auto& [key, value] : object.items()) {
-    if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
+    if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
         key != "prompt_lookup_max" && key != "disable_by_batch_size" && key != "simulated_draft_rate" &&
         key != "simulated_acceptance") {
       refuse(key,
-             "unknown key (known: method, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
+             "unknown key (known: method, model, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
              "disable_by_batch_size, simulated_draft_rate, simulated_acceptance)");
     }
   }
   SpeculativeConfig config;
-  if (!object.contains("method")) refuse("method", "missing (\"ngram\")");
-  const nlohmann::json& method = object.at("method");
+  if (object.contains("model")) {
+    const nlohmann::json& model = object.at("model");
+    if (!model.is_string() || model.get<std::string>().empty()) {
+      refuse("model", "must be the draft model's path or name, got " + model.dump());
+    }
+    config.draft_model = model.get<std::string>();
+  }
+  // vLLM infers the method from the model: a "model" alone is a draft model.
+  if (!object.contains("method") && config.draft_model.empty()) {
+    refuse("method", "missing (\"ngram\", or \"draft_model\" with \"model\")");
+  }
+  const nlohmann::json method = object.contains("method") ? object.at("method") : nlohmann::json("draft_model");
   if (!method.is_string()) refuse("method", "must be a string, got " + method.dump());
   const auto name = method.get<std::string>();
   if (name == "ngram") {
     config.method = SpeculativeMethod::ngram;
-  } else if (name == "draft_model" || name == "eagle" || name == "eagle3" || name == "medusa" || name == "mtp") {
-    refuse("method", "\"" + name + "\" is not supported yet; this build proposes by n-gram lookup (\"ngram\")");
+    if (!config.draft_model.empty()) refuse("model", "the ngram method proposes from the sequence itself: drop it");
+  } else if (name == "draft_model") {
+    config.method = SpeculativeMethod::draft_model;
+    if (config.draft_model.empty()) refuse("model", "missing: the draft model's path or name");
+    for (const char* lookup : {"prompt_lookup_min", "prompt_lookup_max"}) {
+      if (object.contains(lookup)) refuse(lookup, "applies to the ngram method only");
+    }
+  } else if (name == "eagle" || name == "eagle3" || name == "medusa" || name == "mtp") {
+    refuse("method", "\"" + name + "\" is not supported yet; this build proposes by n-gram lookup (\"ngram\") or a draft model (\"draft_model\")");
   } else {
-    refuse("method", "unknown method \"" + name + "\" (supported: \"ngram\")");
+    refuse("method", "unknown method \"" + name + "\" (supported: \"ngram\", \"draft_model\")");
   }
   if (!object.contains("num_speculative_tokens")) refuse("num_speculative_tokens", "missing");
   config.num_speculative_tokens = read_count(object, "num_speculative_tokens");
@@ -66,12 +85,14 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   const bool has_max = object.contains("prompt_lookup_max");
   config.prompt_lookup_min = has_min ? read_count(object, "prompt_lookup_min") : 0;
   config.prompt_lookup_max = has_max ? read_count(object, "prompt_lookup_max") : 0;
-  if (!has_min && !has_max) {
-    config.prompt_lookup_min = config.prompt_lookup_max = 5;
-  } else if (!has_min) {
-    config.prompt_lookup_min = config.prompt_lookup_max;
-  } else if (!has_max) {
-    config.prompt_lookup_max = config.prompt_lookup_min;
+  if (config.method == SpeculativeMethod::ngram) {  // vLLM's defaults
+    if (!has_min && !has_max) {
+      config.prompt_lookup_min = config.prompt_lookup_max = 5;
+    } else if (!has_min) {
+      config.prompt_lookup_min = config.prompt_lookup_max;
+    } else if (!has_max) {
+      config.prompt_lookup_max = config.prompt_lookup_min;
+    }
   }
   if (object.contains("disable_by_batch_size")) {
     config.disable_by_batch_size =
@@ -132,7 +153,11 @@ void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
   if (config.disable_by_batch_size < 0) {
     refuse("disable_by_batch_size", "must be >= 0, got " + std::to_string(config.disable_by_batch_size));
   }
-  if (config.prompt_lookup_min < 1 || config.prompt_lookup_min > config.prompt_lookup_max) {
+  if (config.method == SpeculativeMethod::draft_model && config.draft_model.empty()) {
+    refuse("model", "missing: the draft model's path or name");
+  }
+  if (config.method == SpeculativeMethod::ngram &&
+      (config.prompt_lookup_min < 1 || config.prompt_lookup_min > config.prompt_lookup_max)) {
     refuse("prompt_lookup_min", "must be in [1, prompt_lookup_max], got " + std::to_string(config.prompt_lookup_min) +
                                     " and " + std::to_string(config.prompt_lookup_max));
   }
@@ -140,9 +165,12 @@ void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens) {
 
 std::string describe(const SpeculativeConfig& config) {
   if (!config.enabled()) return "off";
-  std::string text = std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens) +
-                     " lookup " + std::to_string(config.prompt_lookup_min) + "-" +
-                     std::to_string(config.prompt_lookup_max);
+  std::string text = std::string(to_string(config.method)) + " k=" + std::to_string(config.num_speculative_tokens);
+  if (config.method == SpeculativeMethod::ngram) {
+    text += " lookup " + std::to_string(config.prompt_lookup_min) + "-" + std::to_string(config.prompt_lookup_max);
+  } else {
+    text += " (" + config.draft_model + ")";
+  }
   if (config.disable_by_batch_size > 0)
     text += ", off above " + std::to_string(config.disable_by_batch_size) + " requests";
   if (config.simulated) {

@@ -4,7 +4,9 @@
 // all in one pass and keeps the longest run it agrees with, plus one token of its own (so a step
 // yields 1 to num_speculative_tokens + 1 tokens). The n-gram proposer (vLLM's "ngram", prompt
 // lookup) finds the sequence's last few tokens earlier in its own prompt and output and proposes
-// what followed them there: no second model, useful where the output quotes its input.
+// what followed them there: no second model, useful where the output quotes its input. A draft
+// model (vLLM's "draft_model") is a smaller model of the same tokenizer that decodes k tokens
+// greedily ahead of the target (core/spec/draft_model_proposer.h).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ namespace pagedllm::spec {
 // Measured on SmolLM2 and the CPU engine: speculative / plain decode 1.15x at batch 8, 1.01x at 16.
 inline constexpr int32_t kDefaultDisableByBatchSize = 8;
 
-enum class SpeculativeMethod : uint8_t { none, ngram };
+enum class SpeculativeMethod : uint8_t { none, ngram, draft_model };
 
 // The simulator's stand-in for a proposer and a target model, having neither: at a decode step a
 // sequence has a draft with probability draft_rate (k placeholder tokens), and a draft's proposal j
@@ -38,6 +40,9 @@ struct SpeculativeConfig {
   // when neither is given, the other's value when one is).
   int32_t prompt_lookup_min = 0;
   int32_t prompt_lookup_max = 0;
+  // draft_model: the draft ("model", a path or a fetched model's name, as --model takes), which the
+  // frontend opens and runs on an executor of the target's kind.
+  std::string draft_model{};
   // No proposals while more requests than this run (0 = always propose). vLLM's knob; its default
   // here is measured, not vLLM's (none): on the CPU engine a verify pass of k + 1 tokens costs
   // about what k + 1 decodes of other requests in the batch would, so speculation pays at small
@@ -50,8 +55,9 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpeculativeMethod::none; }
 };
 
-// Parses --speculative-config's JSON object: "method" ("ngram"), "num_speculative_tokens",
-// "prompt_lookup_min", "prompt_lookup_max", "disable_by_batch_size" (null: never), and for the
+// Parses --speculative-config's JSON object: "method" ("ngram" or "draft_model"; a "model"
+// without a method is a draft model, as in vLLM), "model", "num_speculative_tokens",
+// "prompt_lookup_min", "prompt_lookup_max" (ngram), "disable_by_batch_size" (null: never), and for the
 // simulator "simulated_draft_rate" with "simulated_acceptance" (one rate per proposal). Throws std::invalid_argument
 // naming the field at fault (an unknown key, a wrong type, a value out of range, a method this build does not run).
 SpeculativeConfig parse_speculative_config(std::string_view json);
@@ -60,7 +66,8 @@ SpeculativeConfig parse_speculative_config(std::string_view json);
 // must fit max_num_batched_tokens. Throws std::invalid_argument naming the field.
 void validate(const SpeculativeConfig& config, int32_t max_num_batched_tokens);
 
-// One line for logs and summaries, e.g. "ngram k=4 lookup 2-5"; "off" when disabled.
+// One line for logs and summaries, e.g. "ngram k=4 lookup 2-5" or "draft_model k=4 (draft.gguf)";
+// "off" when disabled.
 std::string describe(const SpeculativeConfig& config);
 
 }  // namespace pagedllm::spec

@@ -1,0 +1,176 @@
+#include "core/spec/draft_model_proposer.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/common/check.h"
+
+namespace pagedllm::spec {
+
+DraftModelProposer::DraftModelProposer(const DraftModelProposerConfig& config,
+                                       std::unique_ptr<engine::Executor> executor)
+    : config_(config), executor_(std::move(executor)), kv_(config.cache) {
+  if (executor_ == nullptr) throw std::invalid_argument("draft model: no executor");
+  if (config_.max_num_batched_tokens < 1) throw std::invalid_argument("draft model: max_num_batched_tokens < 1");
+  greedy_.temperature = 0.0f;
+  greedy_.max_tokens = 1;
+}
+
+void DraftModelProposer::release_gone(const std::function<bool(SeqId)>& alive) {
+  for (auto it = sequences_.begin(); it != sequences_.end();) {
+    if (alive(it->first)) {
+      ++it;
+      continue;
+    }
+    if (kv_.contains(it->first)) kv_.free(it->first);
+    it = sequences_.erase(it);
+  }
+}
+
+bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, int32_t& budget) {
+  const auto num_tokens = static_cast<int32_t>(query.tokens.size());
+  PAGEDLLM_ASSERT(num_tokens > state.num_computed, "a sequence asks for proposals with no token new to the draft");
+  // Last round's proposals that the target kept (its tokens agree with them) keep their KV.
+  if (state.num_tentative > 0) {
+    int32_t accepted = 0;
+    while (accepted < state.num_tentative && state.num_computed + accepted < num_tokens &&
+           query.tokens[static_cast<size_t>(state.num_computed + accepted)] ==
+               state.proposals[static_cast<size_t>(accepted)]) {
+      ++accepted;
+    }
+    kv_.settle_proposals(query.seq, query.tokens.subspan(static_cast<size_t>(state.num_computed),
+                                                          static_cast<size_t>(accepted)));
+    state.num_computed += accepted;
+    state.num_tentative = 0;
+  }
+  state.proposals.clear();
+
+  const kv::PromptRef prompt{.tokens = query.tokens, .salt = query.cache_salt};
+  const bool first = !kv_.contains(query.seq);
+  // First round (or after losing its KV): the blocks its tokens share with other sequences are reused.
+  if (first) state.num_computed = kv_.match_prefix(prompt).num_cached_tokens;
+  PAGEDLLM_ASSERT(first || kv_.num_tokens(query.seq) == state.num_computed,
+                  "the draft's cache and its sequence disagree");
+  const int32_t pending = num_tokens - state.num_computed;
+  const int32_t chunk = std::min(pending, budget);
+  const bool reaches_end = chunk == pending;
+  const int32_t tentative = reaches_end ? query.num_proposals - 1 : 0;
+  bool reserved = false;
+  if (first) {
+    reserved = kv_.try_allocate(query.seq, prompt, state.num_computed + chunk, {}).status == kv::AllocStatus::ok;
+    if (reserved && tentative > 0) {
+      placeholders_.assign(static_cast<size_t>(tentative), 0);
+      reserved = kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = tentative}, copies_);
+    }
+  } else {
+    placeholders_.assign(query.tokens.begin() + state.num_computed, query.tokens.begin() + state.num_computed + chunk);
+    placeholders_.resize(static_cast<size_t>(chunk + tentative), 0);
+    reserved = kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = tentative}, copies_);
+  }
+  if (!reserved) {  // the draft's cache is full: no proposals, and its KV goes back
+    if (kv_.contains(query.seq)) kv_.free(query.seq);
+    return false;
+  }
+  state.tokens.assign(query.tokens.begin(), query.tokens.end());
+  state.tokens.reserve(query.tokens.size() + static_cast<size_t>(query.num_proposals));
+  state.num_tentative = tentative;
+  state.num_wanted = reaches_end ? query.num_proposals : 0;
+  budget -= chunk;
+  return true;
+}
+
+const sched::StepResult& DraftModelProposer::run_pass(DraftRoundStats& stats) {
+  plan_.num_batched_tokens = plan_.num_prefill_tokens = plan_.num_decode_tokens = 0;
+  for (sched::ScheduledSequence& scheduled : plan_.sequences) {
+    scheduled.block_table = kv_.block_table(scheduled.seq);  // after every append of the round
+    const int32_t count = scheduled.num_new_tokens();
+    plan_.num_batched_tokens += count;
+    (scheduled.is_prefill() ? plan_.num_prefill_tokens : plan_.num_decode_tokens) += count;
+  }
+  plan_.copies = std::move(copies_);
+  if (!result_.outputs.empty()) executor_->recycle(std::move(result_));
+  result_ = executor_->execute(plan_);
+  copies_ = std::move(plan_.copies);
+  copies_.clear();
+  plan_.copies.clear();
+  ++plan_.step;
+  ++stats.num_passes;
+  stats.num_tokens_computed += plan_.num_batched_tokens;
+  stats.elapsed_seconds += result_.elapsed_seconds;
+  return result_;
+}
+
+DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries) {
+  DraftRoundStats stats;
+  for (const DraftQuery& query : queries) query.proposals->clear();
+  plan_.sequences.clear();
+  copies_.clear();
+  entries_.clear();
+  // Pass 1: each sequence's catch-up, within the budget; it samples the first proposal when the
+  // chunk reaches the sequence's end. A sequence left without room waits for the next round.
+  int32_t budget = config_.max_num_batched_tokens;
+  for (const DraftQuery& query : queries) {
+    if (budget == 0) break;
+    PAGEDLLM_ASSERT(query.num_proposals >= 1, "a draft query for no proposals");
+    DraftSequence& state = sequences_[query.seq];
+    if (!prepare(query, state, budget)) {
+      sequences_.erase(query.seq);
+      continue;
+    }
+    sched::ScheduledSequence scheduled;
+    scheduled.request = query.request;
+    scheduled.seq = query.seq;
+    scheduled.num_prompt_tokens = query.num_prompt_tokens;
+    scheduled.start = state.num_computed;
+    scheduled.end = kv_.num_tokens(query.seq) - state.num_tentative;
+    scheduled.sample = state.num_wanted > 0;
+    scheduled.tokens = std::span<const TokenId>(state.tokens).first(static_cast<size_t>(scheduled.end));
+    scheduled.params = &greedy_;
+    plan_.sequences.push_back(scheduled);
+    entries_.push_back({&query, &state});
+  }
+  if (plan_.sequences.empty()) return stats;
+  const sched::StepResult* result = &run_pass(stats);
+  for (size_t i = 0; i < entries_.size(); ++i) entries_[i].state->num_computed = plan_.sequences[i].end;
+  // Each sampled sequence takes its token; those wanting more decode their last proposal (its
+  // slot reserved as tentative) in the next pass.
+  for (;;) {
+    next_sequences_.clear();
+    next_entries_.clear();
+    size_t next_output = 0;
+    for (size_t i = 0; i < plan_.sequences.size(); ++i) {
+      const sched::ScheduledSequence& scheduled = plan_.sequences[i];
+      if (!scheduled.sample) continue;
+      if (next_output >= result->outputs.size() || result->outputs[next_output].seq != scheduled.seq ||
+          result->outputs[next_output].samples.empty()) {
+        throw std::logic_error("draft executor " + executor_->name() + " returned outputs that do not follow its plan");
+      }
+      DraftSequence& state = *entries_[i].state;
+      const TokenId token = result->outputs[next_output++].samples.front().token;
+      state.proposals.push_back(token);
+      state.tokens.push_back(token);
+      if (static_cast<int32_t>(state.proposals.size()) == state.num_wanted) continue;
+      sched::ScheduledSequence decode = scheduled;
+      decode.tokens = state.tokens;
+      decode.start = static_cast<int32_t>(state.tokens.size()) - 1;
+      decode.end = decode.start + 1;
+      next_sequences_.push_back(decode);
+      next_entries_.push_back(entries_[i]);
+    }
+    if (next_sequences_.empty()) break;
+    std::swap(plan_.sequences, next_sequences_);
+    std::swap(entries_, next_entries_);
+    result = &run_pass(stats);
+  }
+  for (const DraftQuery& query : queries) {
+    const auto it = sequences_.find(query.seq);
+    if (it == sequences_.end() || it->second.num_wanted == 0) continue;
+    query.proposals->assign(it->second.proposals.begin(), it->second.proposals.end());
+    it->second.num_wanted = 0;
+  }
+  return stats;
+}
+
+}  // namespace pagedllm::spec
