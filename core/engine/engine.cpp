@@ -420,6 +420,7 @@ double Engine::run_draft_model() {
     sequences.push_back(&seq);
     draft_queries_.push_back({.request = request.request,
                               .seq = seq.id,
+                              .sample_index = request.sample_index,
                               .tokens = seq.tokens,
                               .num_prompt_tokens = seq.num_prompt_tokens,
                               .cache_salt = group->request.cache_salt,

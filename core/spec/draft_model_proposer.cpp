@@ -56,27 +56,33 @@ bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, 
   const int32_t pending = num_tokens - state.num_computed;
   const int32_t chunk = std::min(pending, budget);
   const bool reaches_end = chunk == pending;
-  const int32_t tentative = reaches_end ? query.num_proposals - 1 : 0;
-  bool reserved = false;
+  int32_t tentative = reaches_end ? query.num_proposals - 1 : 0;
+  const auto append = [&](int32_t num_confirmed, int32_t num_tentative) {
+    placeholders_.assign(query.tokens.begin() + state.num_computed,
+                         query.tokens.begin() + state.num_computed + num_confirmed);
+    placeholders_.resize(static_cast<size_t>(num_confirmed + num_tentative), 0);
+    return kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = num_tentative}, copies_);
+  };
+  // Without room for the proposals' slots the chunk is still computed (blocks an allocation
+  // offered to the prefix cache must get their KV), and the sequence proposes next round.
+  bool room_for_proposals = reaches_end;
   if (first) {
-    reserved = kv_.try_allocate(query.seq, prompt, state.num_computed + chunk, {}).status == kv::AllocStatus::ok;
-    if (reserved && tentative > 0) {
-      placeholders_.assign(static_cast<size_t>(tentative), 0);
-      reserved = kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = tentative}, copies_);
+    if (kv_.try_allocate(query.seq, prompt, state.num_computed + chunk, {}).status != kv::AllocStatus::ok) {
+      return false;  // nothing reserved
     }
-  } else {
-    placeholders_.assign(query.tokens.begin() + state.num_computed, query.tokens.begin() + state.num_computed + chunk);
-    placeholders_.resize(static_cast<size_t>(chunk + tentative), 0);
-    reserved = kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = tentative}, copies_);
+    if (tentative > 0 && !append(0, tentative)) room_for_proposals = false;
+  } else if (!append(chunk, tentative)) {
+    room_for_proposals = false;
+    if (tentative == 0 || !append(chunk, 0)) {  // the draft's cache is full: its KV goes back
+      kv_.free(query.seq);
+      return false;
+    }
   }
-  if (!reserved) {  // the draft's cache is full: no proposals, and its KV goes back
-    if (kv_.contains(query.seq)) kv_.free(query.seq);
-    return false;
-  }
+  if (!room_for_proposals) tentative = 0;
   state.tokens.assign(query.tokens.begin(), query.tokens.end());
   state.tokens.reserve(query.tokens.size() + static_cast<size_t>(query.num_proposals));
   state.num_tentative = tentative;
-  state.num_wanted = reaches_end ? query.num_proposals : 0;
+  state.num_wanted = room_for_proposals ? query.num_proposals : 0;
   budget -= chunk;
   return true;
 }
@@ -122,6 +128,7 @@ DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries)
     sched::ScheduledSequence scheduled;
     scheduled.request = query.request;
     scheduled.seq = query.seq;
+    scheduled.sample_index = query.sample_index;
     scheduled.num_prompt_tokens = query.num_prompt_tokens;
     scheduled.start = state.num_computed;
     scheduled.end = kv_.num_tokens(query.seq) - state.num_tentative;

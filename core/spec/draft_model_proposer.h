@@ -42,6 +42,7 @@ struct DraftModelProposerConfig {
 struct DraftQuery {
   sched::RequestId request = 0;
   SeqId seq = 0;
+  int32_t sample_index = 0;         // its place in its group
   std::span<const TokenId> tokens;  // the sequence's tokens, all confirmed (prompt, then output)
   int32_t num_prompt_tokens = 0;
   uint64_t cache_salt = 0;          // the request's: the draft's prefix cache is shared as the target's

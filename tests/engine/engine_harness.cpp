@@ -161,7 +161,16 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
   RecordingExecutor recording(scripted);
   engine::VirtualClock clock;
-  engine::Engine llm(config, recording, clock, options.event_log);
+  std::optional<spec::DraftModelProposer> draft;
+  if (setup.draft) {
+    kv::KvCacheConfig draft_cache = config.cache;
+    draft_cache.num_host_blocks = 0;
+    draft.emplace(
+        spec::DraftModelProposerConfig{.cache = draft_cache,
+                                       .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+        std::make_unique<engine::ScriptedExecutor>(*setup.draft, draft_cache));
+  }
+  engine::Engine llm(config, recording, clock, options.event_log, draft ? &*draft : nullptr);
   const bool streaming_checked = !has_beam_search(requests);
   std::map<sched::RequestId, engine::RequestOutput> latest;
   RunResult result;
@@ -197,6 +206,7 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
     }
     try {
       llm.scheduler().check_invariants();
+      if (draft) draft->kv().check_invariants();
     } catch (const std::exception& error) {
       BOOST_FAIL("after step " << llm.num_steps() - 1 << ": " << error.what());
     }
@@ -206,6 +216,11 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   BOOST_TEST(result.kv_stats.num_sequences == 0);
   BOOST_TEST(result.kv_stats.num_free_device_blocks == setup.num_device_blocks);
   BOOST_TEST(result.kv_stats.num_free_host_blocks == setup.num_host_blocks);
+  if (draft) {  // the draft's cache empties as the next round would empty it
+    draft->release_gone([&](SeqId seq) { return llm.kv().contains(seq); });
+    BOOST_TEST(draft->kv().stats().num_sequences == 0);
+    BOOST_TEST(draft->kv().stats().num_free_device_blocks == setup.num_device_blocks);
+  }
   result.counters = llm.counters();
   result.step_metrics = llm.step_metrics();
   result.plans = recording.records();

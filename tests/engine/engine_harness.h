@@ -51,6 +51,9 @@ struct EngineSetup {
   double seconds_per_token = 1e-4;
   int32_t vocab_size = 1000;            // the script's output tokens (a small one repeats n-grams)
   spec::SpeculativeConfig speculative;  // off unless a test turns it on
+  // With speculative.method draft_model: the draft, a scripted executor of this config (its own
+  // KV reads checked too) over a cache of the target's block size and device blocks.
+  std::optional<engine::ScriptedExecutorConfig> draft{};
 };
 
 engine::EngineConfig engine_config(const EngineSetup& setup);

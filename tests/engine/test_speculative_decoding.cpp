@@ -86,6 +86,50 @@ BOOST_AUTO_TEST_CASE(speculation_changes_no_token_whatever_the_schedule) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_draft_model_changes_no_token_whatever_the_schedule) {
+  // The draft is a scripted executor over a paged cache of its own, whose every KV read is checked:
+  // one that follows the target's script (it disagrees only where the target's min_tokens or EOS
+  // differ) and one of a smaller vocabulary (it agrees about one time in six).
+  struct Case {
+    const char* name;
+    std::optional<PreemptionMode> mode;
+    bool chunked_prefill;
+    bool small;
+  };
+  const Case cases[] = {{"ample pool", std::nullopt, true, false},
+                        {"small pool, recompute", PreemptionMode::recompute, true, true},
+                        {"small pool, swap", PreemptionMode::swap, true, true}};
+  const std::vector<sched::Request> requests = make_workload({.seed = 24});
+  EngineSetup plain;
+  plain.vocab_size = kSmallVocab;
+  const RunResult expected = run_workload(plain, requests);
+  for (const Case& c : cases) {
+    for (const int32_t draft_vocab : {kSmallVocab, kSmallVocab - 1}) {
+      BOOST_TEST_CONTEXT(c.name << ", draft vocabulary " << draft_vocab) {
+        EngineSetup setup = c.small ? small_pool(c.mode, c.chunked_prefill) : EngineSetup{};
+        setup.vocab_size = kSmallVocab;
+        setup.speculative = {.method = spec::SpeculativeMethod::draft_model,
+                             .num_speculative_tokens = 3,
+                             .draft_model = "scripted",
+                             .disable_by_batch_size = 0};
+        engine::ScriptedExecutorConfig draft = executor_config(setup);
+        draft.vocab_size = draft_vocab;
+        draft.eos_period = 0;
+        setup.draft = draft;
+        const RunResult run = run_workload(setup, requests);
+        check_same_tokens(expected, run);
+        check_speculation_ran(run.counters, 3);
+        BOOST_TEST(run.counters.draft_passes > 0);
+        if (c.small) BOOST_TEST(run.counters.preemptions_recompute + run.counters.preemptions_swap > 0);
+        BOOST_TEST_MESSAGE(c.name << ", draft vocabulary " << draft_vocab << ": "
+                                  << run.counters.spec_accepted_tokens << " of " << run.counters.spec_draft_tokens
+                                  << " proposals accepted, " << run.num_steps << " steps (" << expected.num_steps
+                                  << " without), " << run.counters.draft_passes << " draft passes");
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(proposals_stay_within_budget_and_max_tokens) {
   // A budget of 3 tokens a step: a decode speculates at most 2 ahead whatever k says, and a
   // request never gets past max_tokens.
