@@ -16,7 +16,8 @@ std::vector<TextOutput> generate(std::span<const TextRequest> requests, engine::
     engine::validate_request(engine_config, request.params, static_cast<int32_t>(request.prompt.size()));
   }
   engine::VirtualClock virtual_clock;
-  engine::Engine engine(engine_config, executor, config.clock != nullptr ? *config.clock : virtual_clock);
+  engine::Engine engine(engine_config, executor, config.clock != nullptr ? *config.clock : virtual_clock, nullptr,
+                        config.draft_model);
   std::vector<RequestStream> streams;
   streams.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "core/engine/executor.h"
 #include "core/frontend/request_stream.h"
 #include "core/sched/sampling_params.h"
+#include "core/spec/draft_model_proposer.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace pagedllm::frontend {
@@ -48,6 +49,7 @@ struct GenerateConfig {
   // a single request's text as it comes.
   std::function<void(size_t request, const RequestUpdate& update)> on_update{};
   engine::EngineCounters* counters = nullptr;  // when set: receives the engine's counters at the end
+  spec::DraftModelProposer* draft_model = nullptr;  // with engine.speculative's draft_model method
 };
 
 // All requests arrive at once (ids 0..n-1). Returns one output per request, in input order.

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "core/chat/chat_errors.h"
 #include "core/chat/chat_template_loader.h"
@@ -113,6 +115,32 @@ void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config)
   config.eos_token_ids = bundle.eos_token_ids;
   config.vocab_size = static_cast<int32_t>(bundle.config.vocab_size);
   config.cache.sliding_window = bundle.config.attention_window();  // blocks past the window are released
+}
+
+void check_draft_model(const ModelBundle& target, const ModelBundle& draft, int32_t max_model_len) {
+  const auto refuse = [&](const std::string& problem) {
+    throw std::invalid_argument("--speculative-config: model: " + draft.source.path + ": " + problem);
+  };
+  const std::string same_tokenizer = "; a draft model must share the target's tokenizer (" + target.source.path + ")";
+  if (draft.config.vocab_size != target.config.vocab_size) {
+    refuse("its vocabulary has " + std::to_string(draft.config.vocab_size) + " tokens, the target's " +
+           std::to_string(target.config.vocab_size) + same_tokenizer);
+  }
+  if (draft.tokenizer.num_tokens() != target.tokenizer.num_tokens()) {
+    refuse("its tokenizer has " + std::to_string(draft.tokenizer.num_tokens()) + " tokens, the target's " +
+           std::to_string(target.tokenizer.num_tokens()) + same_tokenizer);
+  }
+  for (TokenId id = 0; id < target.tokenizer.num_tokens(); ++id) {
+    if (draft.tokenizer.token_bytes(id) != target.tokenizer.token_bytes(id) ||
+        draft.tokenizer.is_special(id) != target.tokenizer.is_special(id)) {
+      refuse("token " + std::to_string(id) + " is '" + draft.tokenizer.token_text(id) + "', the target's '" +
+             target.tokenizer.token_text(id) + "'" + same_tokenizer);
+    }
+  }
+  if (context_length(draft) < max_model_len) {
+    refuse("its context length is " + std::to_string(context_length(draft)) + ", below max_model_len " +
+           std::to_string(max_model_len) + " (lower --max-model-len)");
+  }
 }
 
 }  // namespace pagedllm::frontend

@@ -50,6 +50,11 @@ int32_t context_length(const ModelBundle& bundle);
 // window (the KV cache releases the blocks before it).
 void apply_model_limits(const ModelBundle& bundle, engine::EngineConfig& config);
 
+// Speculative decoding with a draft model: the draft must share the target's tokenizer (the same
+// bytes for every token id, the same special tokens) and embedding rows, and reach max_model_len.
+// Throws std::invalid_argument naming the draft's file and the first difference.
+void check_draft_model(const ModelBundle& target, const ModelBundle& draft, int32_t max_model_len);
+
 // Renders a conversation with the model's chat template and tokenizes it without adding BOS
 // again. Throws chat::ChatTemplateError naming the problem.
 std::vector<TokenId> encode_chat(const ModelBundle& bundle, const std::vector<chat::ChatMessage>& messages,

@@ -10,7 +10,7 @@ ServingEngine::ServingEngine(ServingEngineConfig config, engine::Executor& execu
     : config_(std::move(config)), executor_(executor), tokenizer_(std::move(tokenizer)), observer_(observer) {
   config_.engine.output_kind = engine::OutputKind::delta;  // each step's new tokens, streamed as they come
   config_.engine.record_step_metrics = false;              // a server runs for weeks: no per-step history
-  engine_ = std::make_unique<engine::Engine>(config_.engine, executor_, clock_);
+  engine_ = std::make_unique<engine::Engine>(config_.engine, executor_, clock_, nullptr, config_.draft_model);
   loop_ = std::thread([this] { run_loop(); });
 }
 

@@ -56,6 +56,9 @@ nlohmann::json to_json(const EngineSummary& s) {
       {"spec_decode_num_draft_tokens", s.counters.spec_draft_tokens},
       {"spec_decode_num_accepted_tokens", s.counters.spec_accepted_tokens},
       {"spec_decode_num_accepted_tokens_per_pos", s.counters.spec_accepted_per_position},
+      {"draft_model_passes", s.counters.draft_passes},
+      {"draft_model_tokens_computed", s.counters.draft_tokens_computed},
+      {"draft_model_seconds", s.counters.draft_seconds},
   };
 }
 
@@ -112,6 +115,11 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
     summary_row(out, "Spec accepted per position:", per_position);
     // What the simulator takes to model this run (simulated_draft_rate, simulated_acceptance).
     summary_row(out, "Spec drafts per decode pass:", format("%.3f", c.spec_draft_rate()));
+    if (c.draft_passes > 0) {  // a draft model's own work, within the busy time
+      summary_row(out, "Draft model passes / tokens / time (s):",
+                  count(c.draft_passes) + " / " + count(c.draft_tokens_computed) + " / " +
+                      format("%.2f", c.draft_seconds));
+    }
   }
   out << std::string(50, '=') << '\n';
 }

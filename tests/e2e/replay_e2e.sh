@@ -148,6 +148,30 @@ section_check() {
   grep -q "the simulator's" "$work/spec_err.txt" || fail "the cpu refusal: $(cat "$work/spec_err.txt")"
   echo "ok: speculative decoding's simulated rates go to the simulator and only there"
 
+  echo "--- speculative decoding with a draft model: the tiny model's weights rounded to bf16"
+  "$pagedllm" make-model --out "$work/tiny_bf16" --safetensors-dtype bf16 > /dev/null
+  "$pagedllm" make-model --out "$work/tiny_vocab900" --vocab-size 900 > /dev/null
+  draft_spec="{\"model\": \"$work/tiny_bf16\", \"num_speculative_tokens\": 3, \"disable_by_batch_size\": null}"
+  "$pagedllm" replay --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 20 --threads 1 \
+    --quiet --speculative-config "$draft_spec" > "$work/replay_draft.txt" 2> "$work/replay_draft_err.txt" ||
+    fail "replay with a draft model: $(cat "$work/replay_draft_err.txt")"
+  grep -q "draft model $work/tiny_bf16" "$work/replay_draft_err.txt" || fail "replay did not name its draft model"
+  accepted=$(sed -n 's/^Spec drafts \/ proposed \/ accepted: *[0-9]* \/ [0-9]* \/ \([0-9]*\).*/\1/p' "$work/replay_draft.txt")
+  [ "${accepted:-0}" -gt 0 ] || fail "the draft model's proposals were never accepted: $(cat "$work/replay_draft.txt")"
+  grep -q "^Draft model passes" "$work/replay_draft.txt" || fail "no draft model line in the summary"
+  for refused in "replay --executor sim" "check"; do
+    # shellcheck disable=SC2086
+    if "$pagedllm" $refused --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 2 \
+      --speculative-config "$draft_spec" > /dev/null 2> "$work/draft_err.txt"; then fail "$refused ran a draft model"; fi
+    grep -qE "does not price a draft model|lockstep check runs one token script" "$work/draft_err.txt" ||
+      fail "$refused's refusal: $(cat "$work/draft_err.txt")"
+  done
+  if "$pagedllm" replay --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 2 \
+    --speculative-config "{\"model\": \"$work/tiny_vocab900\", \"num_speculative_tokens\": 3}" \
+    > /dev/null 2> "$work/draft_err.txt"; then fail "a draft of another vocabulary was taken"; fi
+  grep -q "must share the target's tokenizer" "$work/draft_err.txt" || fail "the vocabulary refusal: $(cat "$work/draft_err.txt")"
+  echo "ok: a draft model proposes on replay ($accepted accepted); sim, check and a foreign vocabulary refuse it"
+
   if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
     2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi
   grep -q "'cpu' is named twice" "$work/check_err.txt" || fail "the repeated executor: $(cat "$work/check_err.txt")"

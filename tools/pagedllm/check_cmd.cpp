@@ -97,6 +97,11 @@ int run_check(const std::vector<std::string>& args) {
 
   const auto model_max_len = frontend::context_length(bundle);
   engine::EngineConfig config = engine_config_from(options.engine, model_max_len);
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
+    throw po::error(
+        "--speculative-config: the lockstep check runs one token script on every executor, so a draft model has "
+        "nothing to propose from; check speculation with the ngram method");
+  }
   frontend::apply_model_limits(bundle, config);
   kv::KvCacheConfig& cache = config.cache;
   cache.num_device_blocks =

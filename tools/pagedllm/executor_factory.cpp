@@ -86,6 +86,38 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
 
 namespace {
 
+// The draft model on a CPU engine of its own: the target's block size and device blocks (a draft
+// block is smaller: fewer layers or heads), no swap tier, the same prefix caching.
+std::unique_ptr<spec::DraftModelProposer> make_cpu_draft_model(const ExecutorOptions& options,
+                                                               const frontend::ModelBundle& target,
+                                                               const engine::EngineConfig& config,
+                                                               const kv::KvCacheConfig& target_cache,
+                                                               std::string& description) {
+  const frontend::ModelBundle draft = frontend::open_model(config.speculative.draft_model);
+  frontend::check_draft_model(target, draft, config.scheduler.max_model_len);
+  engine::EngineConfig draft_config = config;
+  frontend::apply_model_limits(draft, draft_config);  // its own sliding window, if any
+  kv::KvCacheConfig cache = draft_config.cache;
+  cache.block_size = target_cache.block_size;
+  cache.num_device_blocks = target_cache.num_device_blocks;
+  cache.num_host_blocks = 0;
+  cache.watermark = 0.0;
+  const model::WeightDType dtype =
+      options.cpu_weights == "stored" ? model::WeightDType::stored : model::WeightDType::f32;
+  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(draft, {dtype}));
+  const uint64_t kv_bytes =
+      cpu_ref::kv_layout_for(draft.config, cache.block_size, cache.num_device_blocks).total_elements() * sizeof(float);
+  std::ostringstream line;
+  line << "; draft model " << draft.source.path << ", " << model::describe_weight_memory(model->weight_memory())
+       << ", KV " << (kv_bytes >> 20) << " MiB (" << cache.num_device_blocks << " blocks)";
+  description += line.str();
+  return std::make_unique<spec::DraftModelProposer>(
+      spec::DraftModelProposerConfig{.cache = cache,
+                                     .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+      std::make_unique<cpu_ref::CpuExecutor>(
+          model, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = options.num_threads}));
+}
+
 ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                                 const engine::EngineConfig& config) {
   kv::KvCacheConfig cache = config.cache;
@@ -112,6 +144,9 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
               << " (" << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
               << " tokens), swap blocks: " << cache.num_host_blocks;
   setup.description = description.str();
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
+    setup.draft_model = make_cpu_draft_model(options, bundle, config, cache, setup.description);
+  }
   return setup;
 }
 
@@ -166,6 +201,11 @@ ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::Mode
         "--speculative-config: simulated_draft_rate and simulated_acceptance are the simulator's "
         "(--executor sim); the " +
         options.executor + " executor proposes and verifies for real");
+  }
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model && options.executor != "cpu") {
+    throw po::error("--speculative-config: draft_model runs on the cpu executor only so far; the " + options.executor +
+                    (options.executor == "sim" ? " executor does not price a draft model's passes"
+                                               : " executor's draft model is not built"));
   }
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);

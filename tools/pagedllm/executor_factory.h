@@ -13,6 +13,7 @@
 #include "core/engine/engine_config.h"
 #include "core/engine/executor.h"
 #include "core/frontend/model_bundle.h"
+#include "core/spec/draft_model_proposer.h"
 #include "tools/pagedllm/cuda_setup.h"
 
 namespace pagedllm::cli {
@@ -62,7 +63,10 @@ void add_executor_options(boost::program_options::options_description& descripti
 struct ExecutorSetup {
   std::unique_ptr<engine::Executor> executor;
   kv::KvCacheConfig cache;  // the tiers it sized: the engine must run with these
-  std::string description;  // one line: what runs, on what, with how many blocks
+  std::string description;  // one line: what runs, on what, with how many blocks (and the draft)
+  // Speculative decoding with a draft model (config.speculative.method draft_model): the draft on
+  // an executor of the same kind, for the engine (null otherwise).
+  std::unique_ptr<spec::DraftModelProposer> draft_model;
 };
 
 // The GPU engine's options with the memory group's values (--gpu-memory-utilization, --swap-space).
@@ -70,7 +74,7 @@ CudaOptions cuda_options_of(const ExecutorOptions& options);
 
 // Builds the executor for `bundle` and the engine `config`, sizing its KV tiers (a
 // num_device_blocks already set, --num-gpu-blocks-override, is kept): setup.cache. Loads weights
-// for cpu and cuda.
+// for cpu and cuda, and the draft model's (cpu only so far) when the config speculates with one.
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             const engine::EngineConfig& config);
 

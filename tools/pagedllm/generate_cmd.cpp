@@ -131,6 +131,7 @@ int run_generate(const std::vector<std::string>& args) {
   config.engine.cache.num_device_blocks = options.engine.num_gpu_blocks_override;
   ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
   config.engine.cache = setup.cache;
+  config.draft_model = setup.draft_model.get();
   std::cerr << setup.description << '\n';
 
   std::vector<frontend::TextRequest> requests;

@@ -151,7 +151,7 @@ int run_replay(const std::vector<std::string>& args) {
   engine::VirtualClock virtual_clock;
   engine::WallClock wall_clock;
   engine::Clock& clock = time_mode == engine::TimeMode::real ? static_cast<engine::Clock&>(wall_clock) : virtual_clock;
-  engine::Engine engine(config, executor, clock, kv_events ? &*kv_events : nullptr);
+  engine::Engine engine(config, executor, clock, kv_events ? &*kv_events : nullptr, setup.draft_model.get());
 
   std::cerr << "replay: " << input_trace.trace.requests.size() << " requests from " << options.input.trace.path
             << " on " << setup.description << ", " << engine::to_string(time_mode) << " time\n";

@@ -184,6 +184,7 @@ int run_serve(const std::vector<std::string>& args) {
   config.max_pending_requests = options.max_pending_requests;
   ExecutorSetup setup = make_executor(options.executor, bundle, config.engine);
   config.engine.cache = setup.cache;
+  config.draft_model = setup.draft_model.get();
   // As vLLM: a context the KV cache cannot hold once is refused at start, not per request.
   const int64_t num_cache_tokens = int64_t{config.engine.cache.num_device_blocks} * config.engine.cache.block_size;
   if (config.engine.scheduler.max_model_len > num_cache_tokens) {

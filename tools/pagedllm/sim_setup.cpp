@@ -167,6 +167,12 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config) {
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
+    throw boost::program_options::error(
+        "--speculative-config: the simulator does not price a draft model's passes yet; model speculation with the "
+        "ngram method and the rates a real draft-model run measured (\"simulated_draft_rate\", "
+        "\"simulated_acceptance\"), knowing the draft's own time is left out");
+  }
   if (config.speculative.enabled() && !config.speculative.simulated) {
     throw boost::program_options::error(
         "--speculative-config: the simulator has no model to propose or verify with: give it the rates a real run "
