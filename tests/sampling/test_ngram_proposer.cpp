@@ -97,6 +97,16 @@ BOOST_AUTO_TEST_CASE(config_parses_as_vllm) {
       spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4})");
   BOOST_TEST(max_only.prompt_lookup_min == 4);
   BOOST_TEST(spec::describe(spec::SpeculativeConfig{}) == "off");
+  // A draft model: named by "model", the method inferred from it as vLLM does.
+  for (const char* json : {R"({"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 3})",
+                           R"({"model": "draft.gguf", "num_speculative_tokens": 3})"}) {
+    const spec::SpeculativeConfig draft = spec::parse_speculative_config(json);
+    BOOST_TEST((draft.method == spec::SpeculativeMethod::draft_model));
+    BOOST_TEST(draft.draft_model == "draft.gguf");
+    BOOST_TEST(draft.num_speculative_tokens == 3);
+    BOOST_TEST(spec::describe(draft) == "draft_model k=3 (draft.gguf), off above 8 requests");
+    BOOST_CHECK_NO_THROW(spec::validate(draft, 4));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_configs_name_the_field) {
@@ -113,6 +123,11 @@ BOOST_AUTO_TEST_CASE(bad_configs_name_the_field) {
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
                  "prompt_lookup_min");
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "model": "x"})", "model");
+  expect_refused(R"({"method": "draft_model", "num_speculative_tokens": 4})", "model");
+  expect_refused(R"({"model": "", "num_speculative_tokens": 4})", "model");
+  expect_refused(R"({"model": 3, "num_speculative_tokens": 4})", "model");
+  expect_refused(R"({"model": "d.gguf", "num_speculative_tokens": 4, "prompt_lookup_min": 2})", "prompt_lookup_min");
+  expect_refused(R"({"model": "d.gguf", "num_speculative_tokens": 0})", "num_speculative_tokens");
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "disable_by_batch_size": 0})",
                  "disable_by_batch_size");
   // k beyond a step's budget: the verify pass (k + 1 tokens) must fit.
