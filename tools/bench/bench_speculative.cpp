@@ -5,6 +5,10 @@
 //   bench_speculative --model M --trace T [--batch 1,8,32] [--max-tokens N] [--repeats R]
 //                     [--speculative-config JSON] [--threads T] [--quick] [--json]
 //
+// With a draft model ({"model": ..., "num_speculative_tokens": k}), the draft runs on a CpuExecutor
+// of its own; its passes are part of the steps' time, its catch-up on each prompt included (that
+// falls in the first decode step, so it counts against speculation).
+//
 // For each batch size B: B requests (the trace's prompts, cycled) run to completion, greedy,
 // stopping at EOS or N tokens; at B = 1 they run one at a time. Each repeat runs plain decoding
 // and then speculative decoding, on the same engine settings, and checks that both return the
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +93,7 @@ struct Prompt {
 
 struct RunFigures {
   int64_t decode_tokens = 0;
+  int64_t decode_steps = 0;
   double decode_seconds = 0.0;
   engine::EngineCounters counters;
   std::map<sched::RequestId, std::vector<TokenId>> outputs;
@@ -95,8 +101,14 @@ struct RunFigures {
   double decode_tokens_per_second() const { return static_cast<double>(decode_tokens) / decode_seconds; }
 };
 
-RunFigures run(const std::shared_ptr<const cpu_ref::LlamaModel>& model, const frontend::ModelBundle& bundle,
-               const std::vector<Prompt>& prompts, int32_t batch, const spec::SpeculativeConfig& speculative) {
+struct Models {
+  std::shared_ptr<const cpu_ref::LlamaModel> target;
+  std::shared_ptr<const cpu_ref::LlamaModel> draft;  // with a draft_model config
+};
+
+RunFigures run(const Models& models, const frontend::ModelBundle& bundle, const std::vector<Prompt>& prompts,
+               int32_t batch, const spec::SpeculativeConfig& speculative) {
+  const std::shared_ptr<const cpu_ref::LlamaModel>& model = models.target;
   engine::EngineConfig config;
   config.cache.block_size = 16;
   config.cache.num_device_blocks = 4096;
@@ -108,8 +120,14 @@ RunFigures run(const std::shared_ptr<const cpu_ref::LlamaModel>& model, const fr
   config.output_kind = engine::OutputKind::final_only;
   config.speculative = speculative;
   cpu_ref::CpuExecutor executor(model, {.cache = config.cache});
+  std::optional<spec::DraftModelProposer> draft;
+  if (speculative.method == spec::SpeculativeMethod::draft_model) {
+    draft.emplace(spec::DraftModelProposerConfig{.cache = config.cache,
+                                                 .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+                  std::make_unique<cpu_ref::CpuExecutor>(models.draft, cpu_ref::CpuExecutorConfig{.cache = config.cache}));
+  }
   engine::WallClock clock;
-  engine::Engine llm(config, executor, clock);
+  engine::Engine llm(config, executor, clock, nullptr, draft ? &*draft : nullptr);
   RunFigures figures;
   const auto drain = [&] {
     while (llm.has_unfinished()) {
@@ -122,6 +140,7 @@ RunFigures run(const std::shared_ptr<const cpu_ref::LlamaModel>& model, const fr
       if (llm.step_metrics().back().num_prefill_tokens == 0) {
         figures.decode_seconds += seconds;
         figures.decode_tokens += llm.counters().generation_tokens - before;
+        ++figures.decode_steps;
       }
     }
   };
@@ -148,7 +167,12 @@ int main(int argc, char** argv) {
     if (config.threads > 0) omp_set_num_threads(config.threads);
     const spec::SpeculativeConfig speculative = spec::parse_speculative_config(config.speculative_config);
     const frontend::ModelBundle bundle = frontend::open_model(config.model);
-    const auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle));
+    Models models{.target = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle)), .draft = {}};
+    if (speculative.method == spec::SpeculativeMethod::draft_model) {
+      const frontend::ModelBundle draft = frontend::open_model(speculative.draft_model);
+      frontend::check_draft_model(bundle, draft, 2048);
+      models.draft = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(draft));
+    }
     const pagedllm::trace::Trace trace =
         pagedllm::trace::read_trace_jsonl(config.trace, {.on_error = pagedllm::trace::OnError::fail});
     std::vector<Prompt> prompts;
@@ -170,9 +194,10 @@ int main(int argc, char** argv) {
       std::vector<double> spec_rates;
       std::vector<double> ratios;
       RunFigures last;
+      RunFigures last_plain;
       for (int32_t repeat = 0; repeat < config.repeats; ++repeat) {
-        const RunFigures plain = run(model, bundle, prompts, batch, {});
-        last = run(model, bundle, prompts, batch, speculative);
+        const RunFigures plain = run(models, bundle, prompts, batch, {});
+        last = run(models, bundle, prompts, batch, speculative);
         if (last.outputs != plain.outputs) {
           throw std::runtime_error("batch " + std::to_string(batch) +
                                    ": speculative decoding returned other tokens than plain decoding");
@@ -180,6 +205,7 @@ int main(int argc, char** argv) {
         plain_rates.push_back(plain.decode_tokens_per_second());
         spec_rates.push_back(last.decode_tokens_per_second());
         ratios.push_back(last.decode_tokens_per_second() / plain.decode_tokens_per_second());
+        last_plain = plain;
       }
       const engine::EngineCounters& c = last.counters;
       const double acceptance = c.spec_acceptance_rate();
@@ -196,6 +222,18 @@ int main(int argc, char** argv) {
                    batch, median(plain_rates), median(spec_rates), format_ratio(median(ratios)).c_str(), config.repeats,
                    100.0 * acceptance, static_cast<long long>(c.spec_draft_tokens), mean_length,
                    static_cast<long long>(c.spec_drafts), per_position.c_str());
+      // A draft model's cost beside the target's: its mean pass (catch-up chunks included) and a
+      // plain decode step of the same batch (the last repeat's).
+      const double draft_pass_ms = c.draft_passes > 0 ? 1e3 * c.draft_seconds / static_cast<double>(c.draft_passes) : 0.0;
+      const double plain_step_ms =
+          last_plain.decode_steps > 0 ? 1e3 * last_plain.decode_seconds / static_cast<double>(last_plain.decode_steps) : 0.0;
+      if (c.draft_passes > 0) {
+        std::fprintf(config.json ? stderr : stdout,
+                     "             draft model: %lld passes over %lld tokens (prompt catch-up included), %.2f ms each "
+                     "(%.1f%% of the decode time); a plain decode step %.2f ms\n",
+                     static_cast<long long>(c.draft_passes), static_cast<long long>(c.draft_tokens_computed), draft_pass_ms,
+                     100.0 * c.draft_seconds / last.decode_seconds, plain_step_ms);
+      }
       results.push_back({{"batch", batch},
                          {"plain_decode_tokens_per_second", median(plain_rates)},
                          {"speculative_decode_tokens_per_second", median(spec_rates)},
@@ -205,7 +243,10 @@ int main(int argc, char** argv) {
                          {"drafts", c.spec_drafts},
                          {"draft_tokens", c.spec_draft_tokens},
                          {"accepted_tokens", c.spec_accepted_tokens},
-                         {"accepted_per_position", c.spec_accepted_per_position}});
+                         {"accepted_per_position", c.spec_accepted_per_position},
+                         {"draft_passes", c.draft_passes},
+                         {"draft_pass_ms", draft_pass_ms},
+                         {"plain_decode_step_ms", plain_step_ms}});
     }
     if (config.json) {
       std::printf("%s\n", Json{{"model", config.model},
