@@ -169,42 +169,65 @@ BOOST_AUTO_TEST_CASE(no_proposals_while_the_batch_is_large) {
 
 BOOST_AUTO_TEST_CASE(aborting_and_stopping_speculating_requests_free_everything) {
   // Requests whose outputs loop (a 4-token script repeats itself), aborted or stopped between
-  // steps while they hold proposals for the next one.
-  EngineSetup setup;
-  setup.vocab_size = 4;
-  setup.eos_period = 0;
-  setup.speculative = ngram(3);
-  const engine::EngineConfig config = engine_config(setup);
-  engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
-  engine::VirtualClock clock;
-  engine::Engine llm(config, scripted, clock);
-  for (sched::RequestId id = 1; id <= 6; ++id) {
-    sched::Request request = make_request(id, 9, 60);
-    if (id == 6) request.params.n = 2;
-    llm.add_request(std::move(request));
-  }
-  std::map<sched::RequestId, engine::RequestOutput> finished;
-  const auto step = [&] {
-    for (engine::RequestOutput& output : llm.step()) {
-      if (output.finished) finished.emplace(output.id, std::move(output));
+  // steps while they hold proposals for the next one (n-gram), or are queued for the draft
+  // model's next round (a scripted draft following the target's script).
+  for (const bool with_draft : {false, true}) {
+    BOOST_TEST_CONTEXT((with_draft ? "draft model" : "ngram")) {
+      EngineSetup setup;
+      setup.vocab_size = 4;
+      setup.eos_period = 0;
+      setup.speculative = ngram(3);
+      std::optional<spec::DraftModelProposer> draft;
+      if (with_draft) {
+        setup.speculative = {.method = spec::SpeculativeMethod::draft_model,
+                             .num_speculative_tokens = 3,
+                             .draft_model = "scripted",
+                             .disable_by_batch_size = 0};
+        kv::KvCacheConfig draft_cache = engine_config(setup).cache;
+        draft_cache.num_host_blocks = 0;
+        draft.emplace(spec::DraftModelProposerConfig{.cache = draft_cache, .max_num_batched_tokens = 128},
+                      std::make_unique<engine::ScriptedExecutor>(executor_config(setup), draft_cache));
+      }
+      const engine::EngineConfig config = engine_config(setup);
+      engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
+      engine::VirtualClock clock;
+      engine::Engine llm(config, scripted, clock, nullptr, draft ? &*draft : nullptr);
+      for (sched::RequestId id = 1; id <= 6; ++id) {
+        sched::Request request = make_request(id, 9, 60);
+        if (id == 6) request.params.n = 2;
+        llm.add_request(std::move(request));
+      }
+      std::map<sched::RequestId, engine::RequestOutput> finished;
+      const auto step = [&] {
+        for (engine::RequestOutput& output : llm.step()) {
+          if (output.finished) finished.emplace(output.id, std::move(output));
+        }
+        llm.scheduler().check_invariants();
+        if (draft) draft->kv().check_invariants();
+      };
+      for (int i = 0; i < 8; ++i) step();
+      BOOST_REQUIRE(llm.counters().spec_drafts > 0);
+      BOOST_TEST(llm.abort_request(2));
+      BOOST_TEST(llm.stop_sample(6, 1));
+      step();
+      BOOST_TEST(finished.contains(2));
+      BOOST_TEST((finished.at(2).finish_reason == FinishReason::abort));
+      for (int i = 0; i < 4; ++i) step();
+      BOOST_TEST(llm.abort_request(3));
+      while (llm.has_unfinished()) step();
+      BOOST_TEST(finished.size() == 6u);
+      BOOST_TEST((finished.at(1).finish_reason == FinishReason::length));
+      BOOST_TEST(finished.at(1).completions.front().tokens.size() == 60u);
+      BOOST_TEST(llm.kv().stats().num_sequences == 0);
+      BOOST_TEST(llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
+      if (draft) {
+        BOOST_TEST(llm.counters().spec_accepted_tokens == llm.counters().spec_draft_tokens);  // the same script
+        draft->release_gone([&](SeqId seq) { return llm.kv().contains(seq); });
+        BOOST_TEST(draft->kv().stats().num_sequences == 0);
+        BOOST_TEST(draft->kv().stats().num_free_device_blocks == setup.num_device_blocks);
+      }
     }
-    llm.scheduler().check_invariants();
-  };
-  for (int i = 0; i < 8; ++i) step();
-  BOOST_REQUIRE(llm.counters().spec_drafts > 0);
-  BOOST_TEST(llm.abort_request(2));
-  BOOST_TEST(llm.stop_sample(6, 1));
-  step();
-  BOOST_TEST(finished.contains(2));
-  BOOST_TEST((finished.at(2).finish_reason == FinishReason::abort));
-  for (int i = 0; i < 4; ++i) step();
-  BOOST_TEST(llm.abort_request(3));
-  while (llm.has_unfinished()) step();
-  BOOST_TEST(finished.size() == 6u);
-  BOOST_TEST((finished.at(1).finish_reason == FinishReason::length));
-  BOOST_TEST(finished.at(1).completions.front().tokens.size() == 60u);
-  BOOST_TEST(llm.kv().stats().num_sequences == 0);
-  BOOST_TEST(llm.kv().stats().num_free_device_blocks == setup.num_device_blocks);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_simulated_drafts_and_acceptance_follow_their_rates) {
