@@ -32,10 +32,13 @@ void DraftModelProposer::release_gone(const std::function<bool(SeqId)>& alive) {
 bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, int32_t& budget) {
   const auto num_tokens = static_cast<int32_t>(query.tokens.size());
   PAGEDLLM_ASSERT(num_tokens > state.num_computed, "a sequence asks for proposals with no token new to the draft");
-  // Last round's proposals that the target kept (its tokens agree with them) keep their KV.
+  // Last round's proposals that the target kept (its tokens agree with them) keep their KV, short
+  // of the sequence's last token: the pass that samples the first proposal computes at least that
+  // one. (It could be past them all when the target did not verify them: the scheduler detached
+  // them for want of blocks and sampled one token, which agreed with the first.)
   if (state.num_tentative > 0) {
     int32_t accepted = 0;
-    while (accepted < state.num_tentative && state.num_computed + accepted < num_tokens &&
+    while (accepted < state.num_tentative && state.num_computed + accepted < num_tokens - 1 &&
            query.tokens[static_cast<size_t>(state.num_computed + accepted)] ==
                state.proposals[static_cast<size_t>(accepted)]) {
       ++accepted;
@@ -92,6 +95,7 @@ const sched::StepResult& DraftModelProposer::run_pass(DraftRoundStats& stats) {
   for (sched::ScheduledSequence& scheduled : plan_.sequences) {
     scheduled.block_table = kv_.block_table(scheduled.seq);  // after every append of the round
     const int32_t count = scheduled.num_new_tokens();
+    PAGEDLLM_ASSERT(count >= 1, "a draft pass computes at least one token of each sequence");
     plan_.num_batched_tokens += count;
     (scheduled.is_prefill() ? plan_.num_prefill_tokens : plan_.num_decode_tokens) += count;
   }

@@ -6,8 +6,10 @@
 1. SmolLM2-135M-Instruct, greedy, on the committed input-grounded prompts
    (traces/grounded_edits.jsonl): `pagedllm generate` with n-gram speculation returns the texts it
    returns without, one request at a time, batched, and batched in a KV cache of 24 blocks (far
-   too small for the batch: preempted by swap, then by recompute).
-2. `pagedllm serve --speculative-config` on the tiny model: /metrics, read by prometheus_client,
+   too small for the batch: preempted by swap, then by recompute). The same with SmolLM2 as its own
+   draft model (every greedy proposal accepted), batched and under recompute preemption.
+2. `pagedllm serve --speculative-config` on the tiny model, with n-gram proposals and with the tiny
+   model as its own draft: /metrics, read by prometheus_client,
    carries vLLM's spec_decode counters with consistent values (accepted <= proposed, the
    per-position counts summing to the accepted ones, position j + 1 never above position j), each
    equal to the `pagedllm:` series it names. Negative control: a bad --speculative-config keeps the
@@ -69,14 +71,24 @@ def check_lossless(binary, model):
         "batched, 24 KV blocks, swap": ["--num-gpu-blocks-override", "24", "--preemption-mode", "swap"],
         "batched, 24 KV blocks, recompute": ["--num-gpu-blocks-override", "24", "--preemption-mode", "recompute"],
     }
+    draft = json.dumps({"model": model, "num_speculative_tokens": 3})
+    runs["batched, draft model"] = ["--draft"]
+    runs["batched, 24 KV blocks, recompute, draft model"] = ["--draft", "--num-gpu-blocks-override", "24",
+                                                              "--preemption-mode", "recompute"]
     for name, extra in runs.items():
-        speculative = generate(binary, model, prompts, "--speculative-config", NGRAM, *extra)
+        config = draft if extra[:1] == ["--draft"] else NGRAM
+        extra = [arg for arg in extra if arg != "--draft"]
+        speculative = generate(binary, model, prompts, "--speculative-config", config, *extra)
         stderr = speculative.pop("stderr")
         differing = [i for i in plain if speculative.get(i) != plain[i]]
         check(not differing, f"SmolLM2 {name}: speculative texts equal plain ones (differing: {differing})")
         notes = re.search(r"tokens/s, cpu_ref(.*)\]", stderr)
         check(notes is not None and "speculation accepted" in notes.group(1), f"{name}: proposals were accepted "
               f"({notes.group(1).strip(', ') if notes else stderr.strip()})")
+        if config is draft:
+            accepted = re.search(r"speculation accepted (\d+) of (\d+) proposals", stderr)
+            check(accepted is not None and accepted.group(1) == accepted.group(2),
+                  f"{name}: the model as its own greedy draft has every proposal accepted")
         if "KV blocks" in name:
             kind = extra[-1]
             check(notes is not None and re.search(r"preemptions (\d+) swap / (\d+) recompute", notes.group(1)) is not None
@@ -91,13 +103,14 @@ def metric_total(families, name, **labels):
                if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
-def check_metrics(binary):
+def check_metrics(binary, speculative_config):
     bad = subprocess.run([binary, "serve", "--model", "tiny", "--port", "0", "--speculative-config",
                           '{"method": "ngram", "num_speculative_tokens": 0}'], capture_output=True, text=True,
                          timeout=120)
     check(bad.returncode != 0 and "num_speculative_tokens" in bad.stderr,
           "a bad --speculative-config stops serve, naming the field")
-    process, port = start_server(binary, "tiny", "--threads", "1", "--speculative-config", NGRAM, timeout=120)
+    process, port = start_server(binary, "tiny", "--threads", "1", "--speculative-config", speculative_config,
+                                 timeout=120)
     try:
         for prompt in ["one two three four one two three four one two", "a b c a b c a b c a b"]:
             body = {"model": "tiny", "prompt": prompt, "max_tokens": 48, "ignore_eos": True, "temperature": 0}
@@ -138,7 +151,8 @@ def main():
     parser.add_argument("--model", required=True, help="SmolLM2-135M-Instruct's GGUF")
     args = parser.parse_args()
     check_lossless(args.pagedllm, args.model)
-    check_metrics(args.pagedllm)
+    check_metrics(args.pagedllm, NGRAM)
+    check_metrics(args.pagedllm, '{"model": "tiny", "num_speculative_tokens": 4}')
     if FAILURES:
         print(f"check_speculative: {len(FAILURES)} check(s) failed")
         sys.exit(1)

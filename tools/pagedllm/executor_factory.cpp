@@ -8,6 +8,7 @@
 #include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/openmp_wait.h"
 #include "sim/sim_executor.h"
+#include "tools/pagedllm/default_model.h"
 #include "tools/pagedllm/sim_setup.h"
 
 namespace pagedllm::cli {
@@ -93,7 +94,7 @@ std::unique_ptr<spec::DraftModelProposer> make_cpu_draft_model(const ExecutorOpt
                                                                const engine::EngineConfig& config,
                                                                const kv::KvCacheConfig& target_cache,
                                                                std::string& description) {
-  const frontend::ModelBundle draft = frontend::open_model(config.speculative.draft_model);
+  const frontend::ModelBundle draft = frontend::open_model(resolve_model_argument(config.speculative.draft_model));
   frontend::check_draft_model(target, draft, config.scheduler.max_model_len);
   engine::EngineConfig draft_config = config;
   frontend::apply_model_limits(draft, draft_config);  // its own sliding window, if any
