@@ -33,8 +33,9 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
   spec::validate(config_.speculative, config_.scheduler.max_num_batched_tokens);
   const bool wants_draft = config_.speculative.method == spec::SpeculativeMethod::draft_model;
   if (wants_draft && config_.speculative.simulated) {
-    throw std::invalid_argument("--speculative-config: the simulator does not run a draft model; give it the method "
-                                "\"ngram\" with the rates a real run measured");
+    throw std::invalid_argument(
+        "--speculative-config: the simulator does not run a draft model; give it the method "
+        "\"ngram\" with the rates a real run measured");
   }
   if (wants_draft != (draft_model != nullptr)) {
     throw std::invalid_argument(wants_draft ? "--speculative-config: draft_model: the engine was given no draft model"

@@ -48,7 +48,7 @@ struct GenerateConfig {
   // Called after each step for every request with news (its index in the input), e.g. to print
   // a single request's text as it comes.
   std::function<void(size_t request, const RequestUpdate& update)> on_update{};
-  engine::EngineCounters* counters = nullptr;  // when set: receives the engine's counters at the end
+  engine::EngineCounters* counters = nullptr;       // when set: receives the engine's counters at the end
   spec::DraftModelProposer* draft_model = nullptr;  // with engine.speculative's draft_model method
 };
 

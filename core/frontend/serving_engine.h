@@ -68,7 +68,7 @@ class ServingObserver {
 
 struct ServingEngineConfig {
   engine::EngineConfig engine;
-  int32_t max_pending_requests = 1024;  // submitted and not finished; beyond it submit() refuses
+  int32_t max_pending_requests = 1024;              // submitted and not finished; beyond it submit() refuses
   spec::DraftModelProposer* draft_model = nullptr;  // with engine.speculative's draft_model method; outlives the engine
 };
 

@@ -116,9 +116,9 @@ void print_engine_summary(const EngineSummary& s, std::ostream& out) {
     // What the simulator takes to model this run (simulated_draft_rate, simulated_acceptance).
     summary_row(out, "Spec drafts per decode pass:", format("%.3f", c.spec_draft_rate()));
     if (c.draft_passes > 0) {  // a draft model's own work, within the busy time
-      summary_row(out, "Draft model passes / tokens / time (s):",
-                  count(c.draft_passes) + " / " + count(c.draft_tokens_computed) + " / " +
-                      format("%.2f", c.draft_seconds));
+      summary_row(
+          out, "Draft model passes / tokens / time (s):",
+          count(c.draft_passes) + " / " + count(c.draft_tokens_computed) + " / " + format("%.2f", c.draft_seconds));
     }
   }
   out << std::string(50, '=') << '\n';

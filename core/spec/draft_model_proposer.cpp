@@ -31,7 +31,13 @@ void DraftModelProposer::release_gone(const std::function<bool(SeqId)>& alive) {
 
 bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, int32_t& budget) {
   const auto num_tokens = static_cast<int32_t>(query.tokens.size());
-  PAGEDLLM_ASSERT(num_tokens > state.num_computed, "a sequence asks for proposals with no token new to the draft");
+  // A sequence's tokens only grow; should they not extend what the draft computed (a sequence
+  // recomputed as another), the draft starts it over.
+  if (state.num_computed >= num_tokens ||
+      !std::equal(query.tokens.begin(), query.tokens.begin() + state.num_computed, state.tokens.begin())) {
+    if (kv_.contains(query.seq)) kv_.free(query.seq);
+    state = DraftSequence{};
+  }
   // Last round's proposals that the target kept (its tokens agree with them) keep their KV, short
   // of the sequence's last token: the pass that samples the first proposal computes at least that
   // one. (It could be past them all when the target did not verify them: the scheduler detached
@@ -43,8 +49,8 @@ bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, 
                state.proposals[static_cast<size_t>(accepted)]) {
       ++accepted;
     }
-    kv_.settle_proposals(query.seq, query.tokens.subspan(static_cast<size_t>(state.num_computed),
-                                                          static_cast<size_t>(accepted)));
+    kv_.settle_proposals(query.seq,
+                         query.tokens.subspan(static_cast<size_t>(state.num_computed), static_cast<size_t>(accepted)));
     state.num_computed += accepted;
     state.num_tentative = 0;
   }

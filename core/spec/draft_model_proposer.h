@@ -73,11 +73,11 @@ class DraftModelProposer {
 
  private:
   struct DraftSequence {
-    std::vector<TokenId> tokens;       // mirror of the sequence's tokens, then this round's proposals
-    int32_t num_computed = 0;          // leading confirmed tokens whose KV the draft's cache holds
-    std::vector<TokenId> proposals;    // the last round's, whose first num_tentative have KV slots
+    std::vector<TokenId> tokens;     // mirror of the sequence's tokens, then this round's proposals
+    int32_t num_computed = 0;        // leading confirmed tokens whose KV the draft's cache holds
+    std::vector<TokenId> proposals;  // the last round's, whose first num_tentative have KV slots
     int32_t num_tentative = 0;
-    int32_t num_wanted = 0;            // this round: proposals still to sample (0: not proposing)
+    int32_t num_wanted = 0;  // this round: proposals still to sample (0: not proposing)
   };
 
   // Keeps the last round's proposals the sequence confirmed, mirrors its new tokens, and reserves
@@ -91,13 +91,13 @@ class DraftModelProposer {
   std::unique_ptr<engine::Executor> executor_;
   kv::KvCacheManager kv_;  // no event log: the target's log is the one checked across executors
   std::unordered_map<SeqId, DraftSequence> sequences_;
-  sched::SamplingParams greedy_;      // the draft's sampling: argmax
+  sched::SamplingParams greedy_;  // the draft's sampling: argmax
   struct Entry {
     const DraftQuery* query;
     DraftSequence* state;
   };
-  sched::StepPlan plan_;      // the pass being run; its buffers reused
-  sched::StepResult result_;  // the last pass's
+  sched::StepPlan plan_;        // the pass being run; its buffers reused
+  sched::StepResult result_;    // the last pass's
   std::vector<Entry> entries_;  // one per plan_.sequences entry
   std::vector<sched::ScheduledSequence> next_sequences_;
   std::vector<Entry> next_entries_;

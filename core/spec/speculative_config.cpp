@@ -75,7 +75,9 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
       if (object.contains(lookup)) refuse(lookup, "applies to the ngram method only");
     }
   } else if (name == "eagle" || name == "eagle3" || name == "medusa" || name == "mtp") {
-    refuse("method", "\"" + name + "\" is not supported yet; this build proposes by n-gram lookup (\"ngram\") or a draft model (\"draft_model\")");
+    refuse("method", "\"" + name +
+                         "\" is not supported yet; this build proposes by n-gram lookup (\"ngram\") or a draft model "
+                         "(\"draft_model\")");
   } else {
     refuse("method", "unknown method \"" + name + "\" (supported: \"ngram\", \"draft_model\")");
   }

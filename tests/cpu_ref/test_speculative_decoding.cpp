@@ -70,8 +70,8 @@ std::shared_ptr<const LlamaModel> unrelated_draft_model() {
 struct Setup {
   bool speculate = false;
   std::shared_ptr<const LlamaModel> draft{};  // speculate with this draft model instead of n-grams
-  bool batched = true;       // every request at once; false: one at a time
-  bool only_greedy = false;  // every request at temperature 0 without penalties
+  bool batched = true;                        // every request at once; false: one at a time
+  bool only_greedy = false;                   // every request at temperature 0 without penalties
   int32_t num_device_blocks = 256;
   int32_t max_num_batched_tokens = 256;
   std::optional<sched::PreemptionMode> preemption_mode{};
@@ -112,9 +112,9 @@ Run generate(const Setup& setup) {
     config.speculative.draft_model = "tiny draft";
     kv::KvCacheConfig draft_cache = config.cache;
     draft_cache.num_host_blocks = 0;
-    draft.emplace(spec::DraftModelProposerConfig{.cache = draft_cache,
-                                                 .max_num_batched_tokens = setup.max_num_batched_tokens},
-                  std::make_unique<CpuExecutor>(setup.draft, CpuExecutorConfig{.cache = draft_cache, .num_threads = 2}));
+    draft.emplace(
+        spec::DraftModelProposerConfig{.cache = draft_cache, .max_num_batched_tokens = setup.max_num_batched_tokens},
+        std::make_unique<CpuExecutor>(setup.draft, CpuExecutorConfig{.cache = draft_cache, .num_threads = 2}));
   }
   CpuExecutor executor(model, {.cache = config.cache, .num_threads = 2});
   engine::VirtualClock clock;
@@ -209,8 +209,8 @@ BOOST_AUTO_TEST_CASE(draft_model_that_is_the_target) {
   // At temperature 0 its proposals are the target's own choices, computed over the draft's cache
   // in chunks and single decodes: every one is accepted, which checks that cache's rollback.
   const Run greedy_reference = generate({.speculate = false, .batched = false, .only_greedy = true});
-  const Run greedy = generate(
-      {.speculate = true, .draft = speculation_tiny_model(), .batched = true, .only_greedy = true});
+  const Run greedy =
+      generate({.speculate = true, .draft = speculation_tiny_model(), .batched = true, .only_greedy = true});
   check_identical(greedy_reference, greedy);
   BOOST_TEST(greedy.counters.spec_drafts >= 40);
   BOOST_TEST(greedy.counters.spec_accepted_tokens == greedy.counters.spec_draft_tokens);
@@ -221,10 +221,10 @@ BOOST_AUTO_TEST_CASE(draft_model_that_is_the_target) {
   BOOST_TEST(mixed.counters.spec_accepted_tokens > 0);
   BOOST_TEST(mixed.counters.spec_accepted_tokens < mixed.counters.spec_draft_tokens);
   BOOST_TEST(mixed.counters.draft_passes > 0);
-  BOOST_TEST_MESSAGE("draft = target: greedy " << greedy.counters.spec_accepted_tokens << " of "
-                                               << greedy.counters.spec_draft_tokens << ", mixed "
-                                               << mixed.counters.spec_accepted_tokens << " of "
-                                               << mixed.counters.spec_draft_tokens << " proposals accepted");
+  BOOST_TEST_MESSAGE("draft = target: greedy "
+                     << greedy.counters.spec_accepted_tokens << " of " << greedy.counters.spec_draft_tokens
+                     << ", mixed " << mixed.counters.spec_accepted_tokens << " of " << mixed.counters.spec_draft_tokens
+                     << " proposals accepted");
 }
 
 BOOST_AUTO_TEST_CASE(draft_models_that_disagree_alone_and_batched) {
@@ -240,8 +240,8 @@ BOOST_AUTO_TEST_CASE(draft_models_that_disagree_alone_and_batched) {
       BOOST_TEST(unrelated.counters.spec_drafts >= 40);
       BOOST_TEST(unrelated.draft_blocks_held == 0);
       BOOST_TEST_MESSAGE("bf16 draft: " << rounded.counters.spec_accepted_tokens << " of "
-                                        << rounded.counters.spec_draft_tokens << ", unrelated draft: "
-                                        << unrelated.counters.spec_accepted_tokens << " of "
+                                        << rounded.counters.spec_draft_tokens
+                                        << ", unrelated draft: " << unrelated.counters.spec_accepted_tokens << " of "
                                         << unrelated.counters.spec_draft_tokens << " proposals accepted");
     }
   }
@@ -250,8 +250,8 @@ BOOST_AUTO_TEST_CASE(draft_models_that_disagree_alone_and_batched) {
 BOOST_AUTO_TEST_CASE(draft_model_catches_up_in_chunks) {
   // A 32-token step budget: prompts (55 tokens) are prefilled in chunks by the target, and the
   // draft catches up on them in chunks too, over several rounds, before it proposes.
-  const Run run = generate(
-      {.speculate = true, .draft = rounded_draft_model(), .batched = true, .max_num_batched_tokens = 32});
+  const Run run =
+      generate({.speculate = true, .draft = rounded_draft_model(), .batched = true, .max_num_batched_tokens = 32});
   check_identical(reference(), run);
   BOOST_TEST(run.counters.spec_drafts > 0);
   BOOST_TEST(run.draft_blocks_held == 0);

@@ -165,10 +165,9 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   if (setup.draft) {
     kv::KvCacheConfig draft_cache = config.cache;
     draft_cache.num_host_blocks = 0;
-    draft.emplace(
-        spec::DraftModelProposerConfig{.cache = draft_cache,
-                                       .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
-        std::make_unique<engine::ScriptedExecutor>(*setup.draft, draft_cache));
+    draft.emplace(spec::DraftModelProposerConfig{.cache = draft_cache,
+                                                 .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+                  std::make_unique<engine::ScriptedExecutor>(*setup.draft, draft_cache));
   }
   engine::Engine llm(config, recording, clock, options.event_log, draft ? &*draft : nullptr);
   const bool streaming_checked = !has_beam_search(requests);

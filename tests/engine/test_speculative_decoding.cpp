@@ -121,10 +121,10 @@ BOOST_AUTO_TEST_CASE(a_draft_model_changes_no_token_whatever_the_schedule) {
         check_speculation_ran(run.counters, 3);
         BOOST_TEST(run.counters.draft_passes > 0);
         if (c.small) BOOST_TEST(run.counters.preemptions_recompute + run.counters.preemptions_swap > 0);
-        BOOST_TEST_MESSAGE(c.name << ", draft vocabulary " << draft_vocab << ": "
-                                  << run.counters.spec_accepted_tokens << " of " << run.counters.spec_draft_tokens
-                                  << " proposals accepted, " << run.num_steps << " steps (" << expected.num_steps
-                                  << " without), " << run.counters.draft_passes << " draft passes");
+        BOOST_TEST_MESSAGE(c.name << ", draft vocabulary " << draft_vocab << ": " << run.counters.spec_accepted_tokens
+                                  << " of " << run.counters.spec_draft_tokens << " proposals accepted, "
+                                  << run.num_steps << " steps (" << expected.num_steps << " without), "
+                                  << run.counters.draft_passes << " draft passes");
       }
     }
   }

@@ -122,9 +122,10 @@ RunFigures run(const Models& models, const frontend::ModelBundle& bundle, const 
   cpu_ref::CpuExecutor executor(model, {.cache = config.cache});
   std::optional<spec::DraftModelProposer> draft;
   if (speculative.method == spec::SpeculativeMethod::draft_model) {
-    draft.emplace(spec::DraftModelProposerConfig{.cache = config.cache,
-                                                 .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
-                  std::make_unique<cpu_ref::CpuExecutor>(models.draft, cpu_ref::CpuExecutorConfig{.cache = config.cache}));
+    draft.emplace(
+        spec::DraftModelProposerConfig{.cache = config.cache,
+                                       .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+        std::make_unique<cpu_ref::CpuExecutor>(models.draft, cpu_ref::CpuExecutorConfig{.cache = config.cache}));
   }
   engine::WallClock clock;
   engine::Engine llm(config, executor, clock, nullptr, draft ? &*draft : nullptr);
@@ -224,15 +225,17 @@ int main(int argc, char** argv) {
                    static_cast<long long>(c.spec_drafts), per_position.c_str());
       // A draft model's cost beside the target's: its mean pass (catch-up chunks included) and a
       // plain decode step of the same batch (the last repeat's).
-      const double draft_pass_ms = c.draft_passes > 0 ? 1e3 * c.draft_seconds / static_cast<double>(c.draft_passes) : 0.0;
-      const double plain_step_ms =
-          last_plain.decode_steps > 0 ? 1e3 * last_plain.decode_seconds / static_cast<double>(last_plain.decode_steps) : 0.0;
+      const double draft_pass_ms =
+          c.draft_passes > 0 ? 1e3 * c.draft_seconds / static_cast<double>(c.draft_passes) : 0.0;
+      const double plain_step_ms = last_plain.decode_steps > 0
+                                       ? 1e3 * last_plain.decode_seconds / static_cast<double>(last_plain.decode_steps)
+                                       : 0.0;
       if (c.draft_passes > 0) {
         std::fprintf(config.json ? stderr : stdout,
                      "             draft model: %lld passes over %lld tokens (prompt catch-up included), %.2f ms each "
                      "(%.1f%% of the decode time); a plain decode step %.2f ms\n",
-                     static_cast<long long>(c.draft_passes), static_cast<long long>(c.draft_tokens_computed), draft_pass_ms,
-                     100.0 * c.draft_seconds / last.decode_seconds, plain_step_ms);
+                     static_cast<long long>(c.draft_passes), static_cast<long long>(c.draft_tokens_computed),
+                     draft_pass_ms, 100.0 * c.draft_seconds / last.decode_seconds, plain_step_ms);
       }
       results.push_back({{"batch", batch},
                          {"plain_decode_tokens_per_second", median(plain_rates)},

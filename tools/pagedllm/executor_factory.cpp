@@ -113,8 +113,7 @@ std::unique_ptr<spec::DraftModelProposer> make_cpu_draft_model(const ExecutorOpt
        << ", KV " << (kv_bytes >> 20) << " MiB (" << cache.num_device_blocks << " blocks)";
   description += line.str();
   return std::make_unique<spec::DraftModelProposer>(
-      spec::DraftModelProposerConfig{.cache = cache,
-                                     .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+      spec::DraftModelProposerConfig{.cache = cache, .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
       std::make_unique<cpu_ref::CpuExecutor>(
           model, cpu_ref::CpuExecutorConfig{.cache = cache, .num_threads = options.num_threads}));
 }
