@@ -412,13 +412,13 @@ double Engine::run_draft_model() {
   // The draft's KV lives only while the target's does, on the device.
   draft_model_->release_gone([this](SeqId seq) { return kv_.contains(seq) && !kv_.is_swapped(seq); });
   draft_queries_.clear();
-  std::vector<Sequence*> sequences;
+  draft_sequences_.clear();
   for (const DraftRequest& request : draft_requests_) {
     SequenceGroup* group = scheduler_.find(request.request);
     if (group == nullptr || group->state != GroupState::running) continue;
     Sequence& seq = group->seqs.at(static_cast<size_t>(request.sample_index));
     if (seq.id != request.seq || seq.finished() || !kv_.contains(seq.id) || kv_.is_swapped(seq.id)) continue;
-    sequences.push_back(&seq);
+    draft_sequences_.push_back(&seq);
     draft_queries_.push_back({.request = request.request,
                               .seq = seq.id,
                               .sample_index = request.sample_index,
@@ -434,7 +434,7 @@ double Engine::run_draft_model() {
   counters_.draft_passes += stats.num_passes;
   counters_.draft_tokens_computed += stats.num_tokens_computed;
   counters_.draft_seconds += stats.elapsed_seconds;
-  for (Sequence* seq : sequences) {
+  for (Sequence* seq : draft_sequences_) {
     for (const TokenId token : seq->proposals) {
       if (token < 0 || (config_.vocab_size > 0 && token >= config_.vocab_size)) {
         throw std::logic_error("the draft model proposed token " + std::to_string(token) +

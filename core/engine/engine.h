@@ -122,7 +122,8 @@ class Engine {
     int32_t num_proposals;
   };
   std::vector<DraftRequest> draft_requests_;
-  std::vector<spec::DraftQuery> draft_queries_;
+  std::vector<spec::DraftQuery> draft_queries_;    // the round's, reused
+  std::vector<sched::Sequence*> draft_sequences_;  // the queries' sequences
   kv::KvCacheManager kv_;
   sched::Scheduler scheduler_;
   int64_t step_ = 0;

@@ -30,6 +30,19 @@ spec::SpeculativeConfig ngram(int32_t k) {
           .disable_by_batch_size = 0};  // whatever the batch
 }
 
+// The schedules a run must not change tokens under: ample blocks, and a pool too small for the
+// workload (preemption by recompute, by swap, and vLLM's choice without chunked prefill).
+struct ScheduleCase {
+  const char* name;
+  std::optional<PreemptionMode> mode;
+  bool chunked_prefill;
+  bool small;
+};
+const ScheduleCase kScheduleCases[] = {{"ample pool", std::nullopt, true, false},
+                                       {"small pool, recompute", PreemptionMode::recompute, true, true},
+                                       {"small pool, swap", PreemptionMode::swap, true, true},
+                                       {"small pool, auto, no chunked prefill", std::nullopt, false, true}};
+
 void check_speculation_ran(const engine::EngineCounters& counters, int32_t k) {
   BOOST_TEST(counters.spec_drafts > 20);
   BOOST_TEST(counters.spec_accepted_tokens > 0);
@@ -46,23 +59,13 @@ void check_speculation_ran(const engine::EngineCounters& counters, int32_t k) {
 BOOST_AUTO_TEST_SUITE(engine_speculative_decoding)
 
 BOOST_AUTO_TEST_CASE(speculation_changes_no_token_whatever_the_schedule) {
-  struct Case {
-    const char* name;
-    std::optional<PreemptionMode> mode;
-    bool chunked_prefill;
-    bool small;
-  };
-  const Case cases[] = {{"ample pool", std::nullopt, true, false},
-                        {"small pool, recompute", PreemptionMode::recompute, true, true},
-                        {"small pool, swap", PreemptionMode::swap, true, true},
-                        {"small pool, auto, no chunked prefill", std::nullopt, false, true}};
   for (const uint64_t seed : {21, 22}) {
     // Samples (n = 2..3), beams (which do not speculate), min_tokens and ignore_eos all mixed in.
     const std::vector<sched::Request> requests = make_workload({.seed = seed});
     EngineSetup plain;
     plain.vocab_size = kSmallVocab;
     const RunResult expected = run_workload(plain, requests);
-    for (const Case& c : cases) {
+    for (const ScheduleCase& c : kScheduleCases) {
       for (const int32_t k : {1, 4}) {
         BOOST_TEST_CONTEXT("seed " << seed << ", " << c.name << ", k " << k) {
           EngineSetup setup = c.small ? small_pool(c.mode, c.chunked_prefill) : EngineSetup{};
@@ -90,20 +93,11 @@ BOOST_AUTO_TEST_CASE(a_draft_model_changes_no_token_whatever_the_schedule) {
   // The draft is a scripted executor over a paged cache of its own, whose every KV read is checked:
   // one that follows the target's script (it disagrees only where the target's min_tokens or EOS
   // differ) and one of a smaller vocabulary (it agrees about one time in six).
-  struct Case {
-    const char* name;
-    std::optional<PreemptionMode> mode;
-    bool chunked_prefill;
-    bool small;
-  };
-  const Case cases[] = {{"ample pool", std::nullopt, true, false},
-                        {"small pool, recompute", PreemptionMode::recompute, true, true},
-                        {"small pool, swap", PreemptionMode::swap, true, true}};
   const std::vector<sched::Request> requests = make_workload({.seed = 24});
   EngineSetup plain;
   plain.vocab_size = kSmallVocab;
   const RunResult expected = run_workload(plain, requests);
-  for (const Case& c : cases) {
+  for (const ScheduleCase& c : kScheduleCases) {
     for (const int32_t draft_vocab : {kSmallVocab, kSmallVocab - 1}) {
       BOOST_TEST_CONTEXT(c.name << ", draft vocabulary " << draft_vocab) {
         EngineSetup setup = c.small ? small_pool(c.mode, c.chunked_prefill) : EngineSetup{};
