@@ -220,9 +220,20 @@ BOOST_AUTO_TEST_CASE(speculation_under_a_constraint_changes_no_token) {
         check_same_tokens(plain, speculative);
         BOOST_TEST(speculative.counters.spec_drafts > 0);
         BOOST_TEST(speculative.counters.spec_accepted_tokens > 0);
-        BOOST_TEST_MESSAGE("constrained speculation: " << speculative.counters.spec_accepted_tokens << " of "
-                                                       << speculative.counters.spec_draft_tokens
-                                                       << " proposals accepted");
+        // A draft model knows nothing of the constraint: its proposals are cut where it refuses them.
+        setup.speculative = {.method = spec::SpeculativeMethod::draft_model,
+                             .num_speculative_tokens = 3,
+                             .draft_model = "scripted",
+                             .disable_by_batch_size = 0};
+        setup.draft = executor_config(setup);
+        const RunResult drafted = run_workload(setup, requests, {.requests_per_step = 3});
+        check_same_tokens(plain, drafted);
+        BOOST_TEST(drafted.counters.spec_drafts > 0);
+        BOOST_TEST(drafted.counters.spec_accepted_tokens > 0);
+        BOOST_TEST_MESSAGE("constrained speculation: n-gram "
+                           << speculative.counters.spec_accepted_tokens << " of "
+                           << speculative.counters.spec_draft_tokens << " proposals accepted, draft model "
+                           << drafted.counters.spec_accepted_tokens << " of " << drafted.counters.spec_draft_tokens);
       }
     }
   }
