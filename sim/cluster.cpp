@@ -19,7 +19,9 @@ ClusterSimulation::ClusterSimulation(ClusterConfig config)
   for (size_t i = 0; i < replicas_.size(); ++i) {
     Replica& replica = replicas_[i];
     replica.executor = config_.make_executor(static_cast<int32_t>(i));
-    replica.engine = std::make_unique<engine::Engine>(config_.engine, *replica.executor, replica.clock);
+    if (config_.make_draft_model) replica.draft_model = config_.make_draft_model(static_cast<int32_t>(i));
+    replica.engine = std::make_unique<engine::Engine>(config_.engine, *replica.executor, replica.clock, nullptr,
+                                                      replica.draft_model.get());
     engines_.push_back(replica.engine.get());
   }
 }

@@ -44,6 +44,8 @@ struct ClusterConfig {
   double serving_path_seconds = 0.0;
   // Makes replica i's executor (the cluster owns it).
   std::function<std::unique_ptr<engine::Executor>(int32_t replica)> make_executor;
+  // With speculative decoding by a draft model: makes replica i's draft (the cluster owns it).
+  std::function<std::unique_ptr<spec::DraftModelProposer>(int32_t replica)> make_draft_model;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
   // Called on each request as it arrives, before it is routed: writes the prompt tokens a trace
   // left to arrival time (trace::MaterializedTrace::fill_prompt). Optional.
@@ -82,6 +84,7 @@ class ClusterSimulation {
  private:
   struct Replica {
     std::unique_ptr<engine::Executor> executor;
+    std::unique_ptr<spec::DraftModelProposer> draft_model;  // null without one
     engine::VirtualClock clock;
     std::unique_ptr<engine::Engine> engine;
     bool busy = false;       // a step is in flight (begun, not finished)

@@ -96,14 +96,23 @@ double kv_bytes_per_block(const RooflineConfig& config) {
   return kv_bytes_per_token_per_gpu(config) * config.block_size;
 }
 
-int32_t num_device_blocks(const RooflineConfig& config, double gpu_memory_utilization,
-                          int64_t activation_reserve_bytes) {
+int32_t num_device_blocks(const RooflineConfig& config, double gpu_memory_utilization, int64_t activation_reserve_bytes,
+                          const RooflineConfig* draft) {
   validate(config);
   require_fraction(gpu_memory_utilization, "gpu_memory_utilization");
   require(activation_reserve_bytes >= 0, "activation_reserve_bytes", "must not be negative");
   const double usable = static_cast<double>(config.hardware.memory_bytes) * gpu_memory_utilization;
-  const double weights = config.model.weight_bytes() / config.tensor_parallel;
-  return blocks_that_fit(usable - weights - static_cast<double>(activation_reserve_bytes), kv_bytes_per_block(config));
+  double weights = config.model.weight_bytes() / config.tensor_parallel;
+  double bytes_per_block = kv_bytes_per_block(config);
+  if (draft != nullptr) {
+    validate(*draft);
+    require(draft->tensor_parallel == config.tensor_parallel && draft->block_size == config.block_size &&
+                draft->hardware.name == config.hardware.name,
+            "draft", "must run on the same hardware, tensor parallel size and block size");
+    weights += draft->model.weight_bytes() / draft->tensor_parallel;
+    bytes_per_block += kv_bytes_per_block(*draft);
+  }
+  return blocks_that_fit(usable - weights - static_cast<double>(activation_reserve_bytes), bytes_per_block);
 }
 
 int32_t num_host_blocks(const RooflineConfig& config, int64_t swap_space_bytes) {

@@ -62,9 +62,11 @@ double kv_bytes_per_token_per_gpu(const RooflineConfig& config);
 double kv_bytes_per_block(const RooflineConfig& config);
 
 // vLLM's sizing: floor((memory x utilization - weights / N - activation reserve) / bytes per
-// block), per GPU; 0 when the weights and reserve leave no room.
-int32_t num_device_blocks(const RooflineConfig& config, double gpu_memory_utilization,
-                          int64_t activation_reserve_bytes);
+// block), per GPU; 0 when the weights and reserve leave no room. With a draft model on the same
+// GPUs (`draft`, same hardware and N): its weights come off the memory too, and each block's bytes
+// include the draft's block (the draft's cache has as many blocks as the target's).
+int32_t num_device_blocks(const RooflineConfig& config, double gpu_memory_utilization, int64_t activation_reserve_bytes,
+                          const RooflineConfig* draft = nullptr);
 // Host (swap-space) blocks for `swap_space_bytes` per GPU (vLLM's default: 4 GiB).
 int32_t num_host_blocks(const RooflineConfig& config, int64_t swap_space_bytes);
 

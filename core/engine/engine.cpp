@@ -32,11 +32,6 @@ Engine::Engine(const EngineConfig& config, Executor& executor, Clock& clock, kv:
       step_timeline_(config.timeline_capacity) {
   spec::validate(config_.speculative, config_.scheduler.max_num_batched_tokens);
   const bool wants_draft = config_.speculative.method == spec::SpeculativeMethod::draft_model;
-  if (wants_draft && config_.speculative.simulated) {
-    throw std::invalid_argument(
-        "--speculative-config: the simulator does not run a draft model; give it the method "
-        "\"ngram\" with the rates a real run measured");
-  }
   if (wants_draft != (draft_model != nullptr)) {
     throw std::invalid_argument(wants_draft ? "--speculative-config: draft_model: the engine was given no draft model"
                                             : "a draft model was given, but speculative decoding's method is not "
@@ -389,6 +384,11 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
   const int32_t room = group.request.params.max_tokens - seq.num_output_tokens() - 1;
   const int32_t count = std::min(speculative.num_speculative_tokens, room);
   if (count <= 0) return;
+  if (draft_model_ != nullptr) {  // proposed by the draft model's round, before the next step
+    const auto sample_index = static_cast<int32_t>(&seq - group.seqs.data());
+    draft_requests_.push_back({group.request.id, sample_index, seq.id, count});
+    return;
+  }
   if (speculative.simulated) {
     // The simulator: a draft at the measured rate, of placeholder tokens (the scripted executor
     // accepts them at the measured rates); a draw per sequence and length, as reproducible as
@@ -396,11 +396,6 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
     const double u = sampling::uniform_draw(static_cast<uint64_t>(seq.id), 0x5bec, seq.num_tokens());
     if (u < speculative.simulated->draft_rate) seq.proposals.assign(static_cast<size_t>(count), seq.tokens.back());
     if (seq.matcher) keep_allowed_proposals(seq);
-    return;
-  }
-  if (draft_model_ != nullptr) {  // proposed by the draft model's round, before the next step
-    const auto sample_index = static_cast<int32_t>(&seq - group.seqs.data());
-    draft_requests_.push_back({group.request.id, sample_index, seq.id, count});
     return;
   }
   spec::propose_ngram(seq.tokens, {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max},

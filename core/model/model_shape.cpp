@@ -40,6 +40,8 @@ std::vector<ModelShape> make_presets() {
       llama_shape("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),   // meta-llama/Llama-2-70b-hf
       llama_shape("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),   // meta-llama/Meta-Llama-3-8B
       llama_shape("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),  // meta-llama/Meta-Llama-3-70B
+      // meta-llama/Llama-3.2-1B: Llama 3's tokenizer, a draft model for the 8B and 70B
+      llama_shape("llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, true),
       with_sliding_window(llama_shape("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),
                           4096),  // mistralai/Mistral-7B-v0.1 (config.json's sliding_window)
       llama_shape("smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, true),  // HuggingFaceTB/SmolLM2-135M

@@ -100,15 +100,22 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
     config.disable_by_batch_size =
         object.at("disable_by_batch_size").is_null() ? 0 : read_count(object, "disable_by_batch_size");
   }
-  if (object.contains("simulated_draft_rate") != object.contains("simulated_acceptance")) {
+  const bool draft_model = config.method == SpeculativeMethod::draft_model;
+  if (draft_model && object.contains("simulated_draft_rate")) {
+    refuse("simulated_draft_rate", "a draft model drafts at every decode step: give simulated_acceptance alone");
+  }
+  if (!draft_model && object.contains("simulated_draft_rate") != object.contains("simulated_acceptance")) {
     refuse(object.contains("simulated_draft_rate") ? "simulated_acceptance" : "simulated_draft_rate",
            "the simulator's model needs both simulated_draft_rate and simulated_acceptance");
   }
-  if (object.contains("simulated_draft_rate")) {
+  if (object.contains("simulated_acceptance")) {
     SimulatedAcceptance simulated;
-    const nlohmann::json& rate = object.at("simulated_draft_rate");
-    if (!rate.is_number()) refuse("simulated_draft_rate", "must be a number, got " + rate.dump());
-    simulated.draft_rate = rate.get<double>();
+    simulated.draft_rate = 1.0;
+    if (!draft_model) {
+      const nlohmann::json& rate = object.at("simulated_draft_rate");
+      if (!rate.is_number()) refuse("simulated_draft_rate", "must be a number, got " + rate.dump());
+      simulated.draft_rate = rate.get<double>();
+    }
     const nlohmann::json& rates = object.at("simulated_acceptance");
     if (!rates.is_array()) refuse("simulated_acceptance", "must be an array of numbers, got " + rates.dump());
     for (const nlohmann::json& entry : rates) {

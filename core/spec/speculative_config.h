@@ -27,6 +27,8 @@ enum class SpeculativeMethod : uint8_t { none, ngram, draft_model };
 // is accepted with probability accepted_per_position[j] (that of j - 1 and all before it being
 // accepted is in it: the entries are what a real run measures, EngineCounters'
 // spec_accepted_per_position / spec_drafts, and draft_rate is its spec_drafts / decode passes).
+// With a draft model the simulator runs the draft's passes for real (priced by the draft's own
+// cost model) and only the acceptance is drawn: draft_rate is 1.
 struct SimulatedAcceptance {
   double draft_rate = 0.0;                    // in [0, 1]
   std::vector<double> accepted_per_position;  // k entries in [0, 1], non-increasing
@@ -58,7 +60,8 @@ struct SpeculativeConfig {
 // Parses --speculative-config's JSON object: "method" ("ngram" or "draft_model"; a "model"
 // without a method is a draft model, as in vLLM), "model", "num_speculative_tokens",
 // "prompt_lookup_min", "prompt_lookup_max" (ngram), "disable_by_batch_size" (null: never), and for the
-// simulator "simulated_draft_rate" with "simulated_acceptance" (one rate per proposal). Throws std::invalid_argument
+// simulator "simulated_draft_rate" with "simulated_acceptance" (one rate per proposal; a draft
+// model takes "simulated_acceptance" alone). Throws std::invalid_argument
 // naming the field at fault (an unknown key, a wrong type, a value out of range, a method this build does not run).
 SpeculativeConfig parse_speculative_config(std::string_view json);
 

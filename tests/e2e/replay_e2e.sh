@@ -163,14 +163,20 @@ section_check() {
     # shellcheck disable=SC2086
     if "$pagedllm" $refused --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 2 \
       --speculative-config "$draft_spec" > /dev/null 2> "$work/draft_err.txt"; then fail "$refused ran a draft model"; fi
-    grep -qE "does not price a draft model|lockstep check runs one token script" "$work/draft_err.txt" ||
+    grep -qE "give \"simulated_acceptance\"|lockstep check runs one token script" "$work/draft_err.txt" ||
       fail "$refused's refusal: $(cat "$work/draft_err.txt")"
   done
+  # The simulator runs the draft's passes (priced by its own roofline) and draws the acceptance.
+  sim_draft_spec="{\"model\": \"$work/tiny_bf16\", \"num_speculative_tokens\": 3, \"simulated_acceptance\": [0.7, 0.5, 0.3]}"
+  "$pagedllm" replay --executor sim --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 20 \
+    --quiet --speculative-config "$sim_draft_spec" > "$work/sim_draft.txt" 2> "$work/sim_draft_err.txt" ||
+    fail "replay --executor sim with a draft model: $(cat "$work/sim_draft_err.txt")"
+  grep -q "^Draft model passes" "$work/sim_draft.txt" || fail "the simulator priced no draft pass: $(cat "$work/sim_draft.txt")"
   if "$pagedllm" replay --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 2 \
     --speculative-config "{\"model\": \"$work/tiny_vocab900\", \"num_speculative_tokens\": 3}" \
     > /dev/null 2> "$work/draft_err.txt"; then fail "a draft of another vocabulary was taken"; fi
   grep -q "must share the target's tokenizer" "$work/draft_err.txt" || fail "the vocabulary refusal: $(cat "$work/draft_err.txt")"
-  echo "ok: a draft model proposes on replay ($accepted accepted); sim, check and a foreign vocabulary refuse it"
+  echo "ok: a draft model proposes on replay ($accepted accepted) and in the simulator; check, the simulator without rates and a foreign vocabulary refuse it"
 
   if "$pagedllm" check --trace "$source_dir/traces/mooncake_like.jsonl" --executors cpu,sim,cpu > /dev/null \
     2> "$work/check_err.txt"; then fail "check accepted an executor named twice"; fi

@@ -107,6 +107,13 @@ BOOST_AUTO_TEST_CASE(config_parses_as_vllm) {
     BOOST_TEST(spec::describe(draft) == "draft_model k=3 (draft.gguf), off above 8 requests");
     BOOST_CHECK_NO_THROW(spec::validate(draft, 4));
   }
+  // In the simulator a draft model drafts at every decode; only the acceptance is drawn.
+  const spec::SpeculativeConfig simulated = spec::parse_speculative_config(
+      R"({"model": "llama-3.2-1b", "num_speculative_tokens": 2, "simulated_acceptance": [0.5, 0.4]})");
+  BOOST_TEST_REQUIRE(simulated.simulated.has_value());
+  BOOST_TEST(simulated.simulated->draft_rate == 1.0);
+  BOOST_TEST(simulated.simulated->accepted_per_position == (std::vector<double>{0.5, 0.4}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(bad_configs_name_the_field) {
@@ -128,6 +135,9 @@ BOOST_AUTO_TEST_CASE(bad_configs_name_the_field) {
   expect_refused(R"({"model": 3, "num_speculative_tokens": 4})", "model");
   expect_refused(R"({"model": "d.gguf", "num_speculative_tokens": 4, "prompt_lookup_min": 2})", "prompt_lookup_min");
   expect_refused(R"({"model": "d.gguf", "num_speculative_tokens": 0})", "num_speculative_tokens");
+  expect_refused(
+      R"({"model": "d", "num_speculative_tokens": 1, "simulated_draft_rate": 0.5, "simulated_acceptance": [0.5]})",
+      "simulated_draft_rate");
   expect_refused(R"({"method": "ngram", "num_speculative_tokens": 4, "disable_by_batch_size": 0})",
                  "disable_by_batch_size");
   // k beyond a step's budget: the verify pass (k + 1 tokens) must fit.

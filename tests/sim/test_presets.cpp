@@ -78,6 +78,7 @@ BOOST_AUTO_TEST_CASE(model_presets_have_the_published_parameter_counts) {
   BOOST_TEST(static_cast<double>(model::find_model_shape("llama-2-13b").num_params()) == 13.0e9, about);
   BOOST_TEST(static_cast<double>(model::find_model_shape("llama-2-70b").num_params()) == 69.0e9, about);
   BOOST_TEST(static_cast<double>(model::find_model_shape("llama-3-70b").num_params()) == 70.6e9, about);
+  BOOST_TEST(static_cast<double>(model::find_model_shape("llama-3.2-1b").num_params()) == 1.236e9, about);
   for (const model::ModelShape& preset : model::model_shape_presets()) {
     BOOST_TEST_CONTEXT(preset.name) { BOOST_CHECK_NO_THROW(model::validate(preset)); }
   }
@@ -136,6 +137,21 @@ BOOST_AUTO_TEST_CASE(device_blocks_follow_vllm_sizing) {
   config.tensor_parallel = 2;
   BOOST_TEST(sim::kv_bytes_per_block(config) == 16.0 * 256 * 1024);
   BOOST_TEST(sim::num_device_blocks(config, 0.9, 0) == 16825);  // (77.31e9 - 6.74e9) / 4 MiB
+}
+
+BOOST_AUTO_TEST_CASE(a_draft_model_shares_the_gpu) {
+  // llama-3-8b with llama-3.2-1b as its draft: both models' weights come off the memory, and each
+  // block holds both caches' KV (the draft's cache has the target's block count).
+  sim::RooflineConfig target;
+  target.hardware = sim::find_hardware("h100-sxm");
+  target.model = model::find_model_shape("llama-3-8b");
+  sim::RooflineConfig draft = target;
+  draft.model = model::find_model_shape("llama-3.2-1b");
+  BOOST_TEST(sim::num_device_blocks(target, 0.9, 0) == 29205);  // (77.31e9 - 16.06e9) / 2 MiB
+  // (77.31e9 - 16.06e9 - 2.47e9) / (2 MiB + 512 KiB) = 22421.7
+  BOOST_TEST(sim::num_device_blocks(target, 0.9, 0, &draft) == 22421);
+  draft.tensor_parallel = 2;
+  BOOST_CHECK_THROW(static_cast<void>(sim::num_device_blocks(target, 0.9, 0, &draft)), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(a_model_that_does_not_fit_gets_no_blocks) {

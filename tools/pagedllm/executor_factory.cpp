@@ -168,6 +168,11 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   setup.cache = backend.cache;
   setup.executor = std::make_unique<sim::SimExecutor>(sim_config, backend.cache);
   setup.description = backend.description + ", " + backend.sizing;
+  if (backend.draft_cost_model) {
+    engine::EngineConfig sized = config;
+    sized.cache = backend.cache;
+    setup.draft_model = make_sim_draft_model(sized, backend.draft_cost_model, static_cast<int32_t>(shape.vocab_size));
+  }
   return setup;
 }
 
@@ -202,10 +207,10 @@ ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::Mode
         "(--executor sim); the " +
         options.executor + " executor proposes and verifies for real");
   }
-  if (config.speculative.method == spec::SpeculativeMethod::draft_model && options.executor != "cpu") {
-    throw po::error("--speculative-config: draft_model runs on the cpu executor only so far; the " + options.executor +
-                    (options.executor == "sim" ? " executor does not price a draft model's passes"
-                                               : " executor's draft model is not built"));
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model && options.executor == "cuda") {
+    throw po::error(
+        "--speculative-config: draft_model: the cuda executor takes no draft model yet (its KV sizing does not "
+        "reserve the draft's memory); use the cpu executor, or the simulator");
   }
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);

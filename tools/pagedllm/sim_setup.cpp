@@ -48,8 +48,8 @@ sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::M
 // Device blocks from GPU memory (unless config.cache.num_device_blocks is set already), host
 // blocks from --swap-space; both capped where a small model on a large GPU would get tens of
 // millions. Fills backend.cache and backend.sizing. Throws when the weights leave no KV memory.
-void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& options,
-                    const engine::EngineConfig& config, SimBackend& backend) {
+void size_sim_cache(const sim::RooflineConfig& roofline, const sim::RooflineConfig* draft,
+                    const ExecutorOptions& options, const engine::EngineConfig& config, SimBackend& backend) {
   backend.cache = config.cache;
   kv::KvCacheConfig& cache = backend.cache;
   // A preset shape (no model files) brings its window here: the engine releases blocks past it.
@@ -57,12 +57,13 @@ void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& 
     cache.sliding_window = static_cast<int32_t>(std::min<int64_t>(roofline.model.sliding_window, INT32_MAX));
   }
   if (cache.num_device_blocks == 0) {
-    cache.num_device_blocks = sim::num_device_blocks(roofline, options.gpu_memory_utilization, 0);
+    cache.num_device_blocks = sim::num_device_blocks(roofline, options.gpu_memory_utilization, 0, draft);
     if (cache.num_device_blocks <= 0) {
-      throw std::invalid_argument("the weights of " + roofline.model.name + " (" +
-                                  std::to_string(roofline.model.weight_bytes() / 1e9) + " GB) leave no KV memory on " +
-                                  roofline.hardware.name + " at tensor parallel " +
-                                  std::to_string(roofline.tensor_parallel));
+      throw std::invalid_argument(
+          "the weights of " + roofline.model.name + (draft ? " and its draft" : "") + " (" +
+          std::to_string((roofline.model.weight_bytes() + (draft ? draft->model.weight_bytes() : 0.0)) / 1e9) +
+          " GB) leave no KV memory on " + roofline.hardware.name + " at tensor parallel " +
+          std::to_string(roofline.tensor_parallel));
     }
   }
   const auto swap_bytes = static_cast<int64_t>(gib_to_bytes(swap_space_gib_for(options, "sim")));
@@ -86,8 +87,19 @@ void size_sim_cache(const sim::RooflineConfig& roofline, const ExecutorOptions& 
 SimBackend make_roofline_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                                  const engine::EngineConfig& config) {
   const sim::RooflineConfig roofline = make_roofline(options, shape, config.cache.block_size);
+  std::optional<sim::RooflineConfig> draft;
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
+    const model::ModelShape draft_shape = resolve_sim_model(config.speculative.draft_model).shape;
+    if (draft_shape.vocab_size != shape.vocab_size) {
+      throw boost::program_options::error("--speculative-config: model: the draft " + draft_shape.name + " has " +
+                                          std::to_string(draft_shape.vocab_size) + " tokens, " + shape.name + " " +
+                                          std::to_string(shape.vocab_size) + ": a draft must share the tokenizer");
+    }
+    draft = make_roofline(options, draft_shape, config.cache.block_size);
+  }
   SimBackend backend;
-  size_sim_cache(roofline, options, config, backend);
+  size_sim_cache(roofline, draft ? &*draft : nullptr, options, config, backend);
+  if (draft) backend.draft_cost_model = std::make_shared<const sim::RooflineCostModel>(*draft);
   backend.cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   backend.model_name = shape.name;
   backend.device = roofline.hardware.name;
@@ -95,6 +107,7 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
   backend.usd_per_gpu_hour = roofline.hardware.usd_per_gpu_hour;
   backend.description = "sim (roofline), " + shape.name + " on " + roofline.hardware.name + " x" +
                         std::to_string(roofline.tensor_parallel);
+  if (draft) backend.description += ", draft model " + draft->model.name;
   return backend;
 }
 
@@ -168,10 +181,16 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config) {
   if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
-    throw boost::program_options::error(
-        "--speculative-config: the simulator does not price a draft model's passes yet; model speculation with the "
-        "ngram method and the rates a real draft-model run measured (\"simulated_draft_rate\", "
-        "\"simulated_acceptance\"), knowing the draft's own time is left out");
+    if (!options.profile.empty()) {
+      throw boost::program_options::error(
+          "--profile: a profile prices one model; a draft model is simulated on the roofline of --hardware "
+          "(drop --profile)");
+    }
+    if (!config.speculative.simulated) {
+      throw boost::program_options::error(
+          "--speculative-config: the simulator runs the draft model's passes but draws the target's acceptance: give "
+          "\"simulated_acceptance\", one rate per position (pagedllm replay prints them)");
+    }
   }
   if (config.speculative.enabled() && !config.speculative.simulated) {
     throw boost::program_options::error(
@@ -180,6 +199,19 @@ SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelSh
   }
   if (options.profile.empty()) return make_roofline_backend(options, shape, config);
   return make_profile_backend(options, shape, model_config, config);
+}
+
+std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const engine::EngineConfig& config,
+                                                               std::shared_ptr<const sim::CostModel> cost_model,
+                                                               int32_t vocab_size) {
+  kv::KvCacheConfig cache = config.cache;
+  cache.num_host_blocks = 0;
+  cache.watermark = 0.0;
+  return std::make_unique<spec::DraftModelProposer>(
+      spec::DraftModelProposerConfig{.cache = cache, .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+      std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = std::move(cost_model),
+                                                                .tokens = sim::sim_tokens_for(config, vocab_size)},
+                                         cache));
 }
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests) {
@@ -197,6 +229,11 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
     return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = spec.cost_model, .tokens = script},
                                               spec.config.cache);
   };
+  if (spec.draft_cost_model) {
+    cluster.make_draft_model = [&spec](int32_t) {
+      return make_sim_draft_model(spec.config, spec.draft_cost_model, spec.vocab_size);
+    };
+  }
   SimRunOutput output;
   output.cluster = std::make_unique<sim::ClusterSimulation>(std::move(cluster));
   output.result = output.cluster->run(std::move(requests));

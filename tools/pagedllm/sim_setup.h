@@ -45,6 +45,9 @@ struct SimBackend {
   double usd_per_gpu_hour = 0.0;  // the hardware preset's indicative price; 0 for a profile
   bool cpu_profile = false;       // a profile of the CPU engine (replicas that may share a host)
   int32_t cpu_threads = 0;        // its OpenMP threads (0 = all cores)
+  // Speculative decoding with a draft model: the roofline of the draft's shape on the same
+  // hardware, which prices its passes (null without a draft). Its weights and KV share the GPU.
+  std::shared_ptr<const sim::CostModel> draft_cost_model{};
 };
 
 // Builds the backend for `shape` and sizes the KV tiers of the engine `config` for it (a
@@ -55,11 +58,18 @@ struct SimBackend {
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config);
 
+// The simulated draft model of an engine `config` (speculative method draft_model): a SimExecutor
+// over `cost_model` with its own KV cache of the engine's block size and device blocks.
+std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const engine::EngineConfig& config,
+                                                               std::shared_ptr<const sim::CostModel> cost_model,
+                                                               int32_t vocab_size);
+
 // One simulation: `num_replicas` engines of `config`, each on a SimExecutor over `cost_model`.
 struct SimRunSpec {
   engine::EngineConfig config;
   std::shared_ptr<const sim::CostModel> cost_model;
-  int32_t vocab_size = 0;  // of the token script
+  std::shared_ptr<const sim::CostModel> draft_cost_model{};  // with a draft model (SimBackend's)
+  int32_t vocab_size = 0;                                    // of the token script
   int32_t num_replicas = 1;
   sim::RouterConfig router;
   sim::HostSharing host;              // CPU replicas sharing one host's cores
