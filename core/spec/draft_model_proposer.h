@@ -77,14 +77,15 @@ class DraftModelProposer {
     int32_t num_computed = 0;        // leading confirmed tokens whose KV the draft's cache holds
     std::vector<TokenId> proposals;  // the last round's, whose first num_tentative have KV slots
     int32_t num_tentative = 0;
-    int32_t num_wanted = 0;  // this round: proposals still to sample (0: not proposing)
+    int32_t num_wanted = 0;  // this round: the proposals to sample (0: catching up, or no room for them)
   };
 
   // Keeps the last round's proposals the sequence confirmed, mirrors its new tokens, and reserves
   // this round's slots: the catch-up chunk (within `budget`) and, when it reaches the end, the
-  // tentative slots. False (the sequence's draft state freed) when the draft's cache is full.
+  // tentative slots. False when the draft's cache has no room even for the chunk (its draft KV is
+  // freed; the caller drops its state).
   bool prepare(const DraftQuery& query, DraftSequence& state, int32_t& budget);
-  // Runs one pass over the plan built in plan_ and returns the sampled token per sampled entry.
+  // Runs one pass of the draft over plan_ (block tables and counts filled in here); its result.
   const sched::StepResult& run_pass(DraftRoundStats& stats);
 
   DraftModelProposerConfig config_;
