@@ -1,6 +1,7 @@
 #include "core/spec/draft_model_proposer.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,13 +32,15 @@ void DraftModelProposer::release_gone(const std::function<bool(SeqId)>& alive) {
 
 bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, int32_t& budget) {
   const auto num_tokens = static_cast<int32_t>(query.tokens.size());
-  // A sequence's tokens only grow; should they not extend what the draft computed (a sequence
-  // recomputed as another), the draft starts it over.
-  if (state.num_computed >= num_tokens ||
-      !std::equal(query.tokens.begin(), query.tokens.begin() + state.num_computed, state.tokens.begin())) {
-    if (kv_.contains(query.seq)) kv_.free(query.seq);
-    state = DraftSequence{};
-  }
+  // A sequence's tokens only grow (beams, which rewrite theirs, never speculate), so what the
+  // draft computed is still its prefix; at least one token is new since the last round.
+  PAGEDLLM_ASSERT(num_tokens > state.num_computed, "a sequence asks for proposals with no token new to the draft");
+  PAGEDLLM_ASSERT(state.num_computed == 0 || query.tokens[static_cast<size_t>(state.num_computed - 1)] ==
+                                                 state.tokens[static_cast<size_t>(state.num_computed - 1)],
+                  "a sequence's tokens changed under the draft");
+  PAGEDLLM_DEBUG_ASSERT(
+      std::equal(query.tokens.begin(), query.tokens.begin() + state.num_computed, state.tokens.begin()),
+      "a sequence's tokens changed under the draft");
   // Last round's proposals that the target kept (its tokens agree with them) keep their KV, short
   // of the sequence's last token: the pass that samples the first proposal computes at least that
   // one. (It could be past them all when the target did not verify them: the scheduler detached
@@ -88,7 +91,10 @@ bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, 
     }
   }
   if (!room_for_proposals) tentative = 0;
-  state.tokens.assign(query.tokens.begin(), query.tokens.end());
+  // The mirror: only the tokens new to the draft are copied (all of them the first time).
+  state.tokens.resize(first ? 0 : static_cast<size_t>(state.num_computed));
+  state.tokens.insert(state.tokens.end(), query.tokens.begin() + static_cast<std::ptrdiff_t>(state.tokens.size()),
+                      query.tokens.end());
   state.tokens.reserve(query.tokens.size() + static_cast<size_t>(query.num_proposals));
   state.num_tentative = tentative;
   state.num_wanted = room_for_proposals ? query.num_proposals : 0;

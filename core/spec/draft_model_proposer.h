@@ -73,8 +73,9 @@ class DraftModelProposer {
 
  private:
   struct DraftSequence {
-    std::vector<TokenId> tokens;     // mirror of the sequence's tokens, then this round's proposals
-    int32_t num_computed = 0;        // leading confirmed tokens whose KV the draft's cache holds
+    std::vector<TokenId>
+        tokens;                // mirror of the sequence's tokens (grown by the new ones), then this round's proposals
+    int32_t num_computed = 0;  // leading confirmed tokens whose KV the draft's cache holds
     std::vector<TokenId> proposals;  // the last round's, whose first num_tentative have KV slots
     int32_t num_tentative = 0;
     int32_t num_wanted = 0;  // this round: the proposals to sample (0: catching up, or no room for them)

@@ -105,16 +105,6 @@ BOOST_AUTO_TEST_CASE(proposals_the_target_did_not_verify) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_sequence_whose_tokens_changed_starts_over) {
-  Fixture f;
-  f.round(prompt(), 2);
-  std::vector<TokenId> other = prompt();
-  other[3] = 40;
-  other.push_back(2);
-  BOOST_TEST(f.round(other, 2) == f.continuation(other, 2), boost::test_tools::per_element());
-  BOOST_TEST(f.last.num_tokens_computed == 11 + 1);  // all of it again
-}
-
 BOOST_AUTO_TEST_CASE(catches_up_in_chunks_within_the_budget) {
   Fixture f(64, 4);  // 4 tokens a round: the 10-token prompt takes three rounds
   const std::vector<TokenId> tokens = prompt();
