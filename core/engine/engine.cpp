@@ -405,14 +405,15 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
 
 double Engine::run_draft_model() {
   // The draft's KV lives only while the target's does, on the device.
-  draft_model_->release_gone([this](SeqId seq) { return kv_.contains(seq) && !kv_.is_swapped(seq); });
+  const auto on_device = [this](SeqId seq) { return kv_.contains(seq) && !kv_.is_swapped(seq); };
+  draft_model_->release_gone(on_device);
   draft_queries_.clear();
   draft_sequences_.clear();
   for (const DraftRequest& request : draft_requests_) {
     SequenceGroup* group = scheduler_.find(request.request);
     if (group == nullptr || group->state != GroupState::running) continue;
     Sequence& seq = group->seqs.at(static_cast<size_t>(request.sample_index));
-    if (seq.id != request.seq || seq.finished() || !kv_.contains(seq.id) || kv_.is_swapped(seq.id)) continue;
+    if (seq.id != request.seq || seq.finished() || !on_device(seq.id)) continue;
     draft_sequences_.push_back(&seq);
     draft_queries_.push_back({.request = request.request,
                               .seq = seq.id,

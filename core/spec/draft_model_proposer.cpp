@@ -10,6 +10,14 @@
 
 namespace pagedllm::spec {
 
+kv::KvCacheConfig draft_cache_config(const kv::KvCacheConfig& target, int32_t draft_sliding_window) {
+  kv::KvCacheConfig cache = target;
+  cache.num_host_blocks = 0;
+  cache.watermark = 0.0;
+  cache.sliding_window = draft_sliding_window;
+  return cache;
+}
+
 DraftModelProposer::DraftModelProposer(const DraftModelProposerConfig& config,
                                        std::unique_ptr<engine::Executor> executor)
     : config_(config), executor_(std::move(executor)), kv_(config.cache) {
@@ -73,7 +81,8 @@ bool DraftModelProposer::prepare(const DraftQuery& query, DraftSequence& state, 
     placeholders_.assign(query.tokens.begin() + state.num_computed,
                          query.tokens.begin() + state.num_computed + num_confirmed);
     placeholders_.resize(static_cast<size_t>(num_confirmed + num_tentative), 0);
-    return kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = num_tentative}, copies_);
+    return kv_.try_append_slots({.seq = query.seq, .tokens = placeholders_, .num_tentative = num_tentative},
+                                plan_.copies);
   };
   // Without room for the proposals' slots the chunk is still computed (blocks an allocation
   // offered to the prefix cache must get their KV), and the sequence proposes next round.
@@ -111,12 +120,9 @@ const sched::StepResult& DraftModelProposer::run_pass(DraftRoundStats& stats) {
     plan_.num_batched_tokens += count;
     (scheduled.is_prefill() ? plan_.num_prefill_tokens : plan_.num_decode_tokens) += count;
   }
-  plan_.copies = std::move(copies_);
   if (!result_.outputs.empty()) executor_->recycle(std::move(result_));
   result_ = executor_->execute(plan_);
-  copies_ = std::move(plan_.copies);
-  copies_.clear();
-  plan_.copies.clear();
+  plan_.copies.clear();  // applied: the round's appends made them before its first pass
   ++plan_.step;
   ++stats.num_passes;
   stats.num_tokens_computed += plan_.num_batched_tokens;
@@ -128,8 +134,8 @@ DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries)
   DraftRoundStats stats;
   for (const DraftQuery& query : queries) query.proposals->clear();
   plan_.sequences.clear();
-  copies_.clear();
-  entries_.clear();
+  plan_.copies.clear();
+  round_.clear();
   // Pass 1: each sequence's catch-up, within the budget; it samples the first proposal when the
   // chunk reaches the sequence's end. A sequence left without room waits for the next round.
   int32_t budget = config_.max_num_batched_tokens;
@@ -152,16 +158,20 @@ DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries)
     scheduled.tokens = std::span<const TokenId>(state.tokens).first(static_cast<size_t>(scheduled.end));
     scheduled.params = &greedy_;
     plan_.sequences.push_back(scheduled);
-    entries_.push_back({&query, &state});
+    round_.push_back({&query, &state});
   }
   if (plan_.sequences.empty()) return stats;
   const sched::StepResult* result = &run_pass(stats);
-  for (size_t i = 0; i < entries_.size(); ++i) entries_[i].state->num_computed = plan_.sequences[i].end;
+  decoding_.clear();
+  for (size_t i = 0; i < round_.size(); ++i) {
+    round_[i].state->num_computed = plan_.sequences[i].end;
+    decoding_.push_back(round_[i].state);
+  }
   // Each sampled sequence takes its token; those wanting more decode their last proposal (its
   // slot reserved as tentative) in the next pass.
   for (;;) {
     next_sequences_.clear();
-    next_entries_.clear();
+    next_decoding_.clear();
     size_t next_output = 0;
     for (size_t i = 0; i < plan_.sequences.size(); ++i) {
       const sched::ScheduledSequence& scheduled = plan_.sequences[i];
@@ -170,7 +180,7 @@ DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries)
           result->outputs[next_output].samples.empty()) {
         throw std::logic_error("draft executor " + executor_->name() + " returned outputs that do not follow its plan");
       }
-      DraftSequence& state = *entries_[i].state;
+      DraftSequence& state = *decoding_[i];
       const TokenId token = result->outputs[next_output++].samples.front().token;
       state.proposals.push_back(token);
       state.tokens.push_back(token);
@@ -180,18 +190,17 @@ DraftRoundStats DraftModelProposer::propose(std::span<const DraftQuery> queries)
       decode.start = static_cast<int32_t>(state.tokens.size()) - 1;
       decode.end = decode.start + 1;
       next_sequences_.push_back(decode);
-      next_entries_.push_back(entries_[i]);
+      next_decoding_.push_back(&state);
     }
     if (next_sequences_.empty()) break;
     std::swap(plan_.sequences, next_sequences_);
-    std::swap(entries_, next_entries_);
+    std::swap(decoding_, next_decoding_);
     result = &run_pass(stats);
   }
-  for (const DraftQuery& query : queries) {
-    const auto it = sequences_.find(query.seq);
-    if (it == sequences_.end() || it->second.num_wanted == 0) continue;
-    query.proposals->assign(it->second.proposals.begin(), it->second.proposals.end());
-    it->second.num_wanted = 0;
+  for (const RoundEntry& entry : round_) {
+    if (entry.state->num_wanted == 0) continue;
+    entry.query->proposals->assign(entry.state->proposals.begin(), entry.state->proposals.end());
+    entry.state->num_wanted = 0;
   }
   return stats;
 }

@@ -38,6 +38,10 @@ struct DraftModelProposerConfig {
   int32_t max_num_batched_tokens = 0;  // a catch-up pass's tokens at most (the target's step budget)
 };
 
+// The draft's cache for a target's: the same block size and device-block count, no host tier, no
+// watermark, the same prefix caching, the draft model's own sliding window (0: none).
+kv::KvCacheConfig draft_cache_config(const kv::KvCacheConfig& target, int32_t draft_sliding_window);
+
 // One sequence asking for proposals this round.
 struct DraftQuery {
   sched::RequestId request = 0;
@@ -94,16 +98,18 @@ class DraftModelProposer {
   kv::KvCacheManager kv_;  // no event log: the target's log is the one checked across executors
   std::unordered_map<SeqId, DraftSequence> sequences_;
   sched::SamplingParams greedy_;  // the draft's sampling: argmax
-  struct Entry {
+  // The round's sequences (pass 1, in query order) and the ones each later pass decodes (aligned
+  // with plan_.sequences).
+  struct RoundEntry {
     const DraftQuery* query;
     DraftSequence* state;
   };
-  sched::StepPlan plan_;        // the pass being run; its buffers reused
-  sched::StepResult result_;    // the last pass's
-  std::vector<Entry> entries_;  // one per plan_.sequences entry
+  sched::StepPlan plan_;      // the pass being run; its buffers reused (copies: the round's appends')
+  sched::StepResult result_;  // the last pass's
+  std::vector<RoundEntry> round_;
+  std::vector<DraftSequence*> decoding_;
   std::vector<sched::ScheduledSequence> next_sequences_;
-  std::vector<Entry> next_entries_;
-  std::vector<kv::BlockCopy> copies_;  // copy-on-write of this round's appends
+  std::vector<DraftSequence*> next_decoding_;
   std::vector<TokenId> placeholders_;  // an append's tokens; tentative slots' are 0 (never hashed, never read)
 };
 

@@ -110,8 +110,7 @@ Run generate(const Setup& setup) {
   if (setup.draft) {
     config.speculative.method = spec::SpeculativeMethod::draft_model;
     config.speculative.draft_model = "tiny draft";
-    kv::KvCacheConfig draft_cache = config.cache;
-    draft_cache.num_host_blocks = 0;
+    const kv::KvCacheConfig draft_cache = spec::draft_cache_config(config.cache, 0);
     draft.emplace(
         spec::DraftModelProposerConfig{.cache = draft_cache, .max_num_batched_tokens = setup.max_num_batched_tokens},
         std::make_unique<CpuExecutor>(setup.draft, CpuExecutorConfig{.cache = draft_cache, .num_threads = 2}));

@@ -163,8 +163,7 @@ RunResult run_workload(const EngineSetup& setup, const std::vector<sched::Reques
   engine::VirtualClock clock;
   std::optional<spec::DraftModelProposer> draft;
   if (setup.draft) {
-    kv::KvCacheConfig draft_cache = config.cache;
-    draft_cache.num_host_blocks = 0;
+    const kv::KvCacheConfig draft_cache = spec::draft_cache_config(config.cache, 0);
     draft.emplace(spec::DraftModelProposerConfig{.cache = draft_cache,
                                                  .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
                   std::make_unique<engine::ScriptedExecutor>(*setup.draft, draft_cache));

@@ -177,8 +177,7 @@ BOOST_AUTO_TEST_CASE(aborting_and_stopping_speculating_requests_free_everything)
                              .num_speculative_tokens = 3,
                              .draft_model = "scripted",
                              .disable_by_batch_size = 0};
-        kv::KvCacheConfig draft_cache = engine_config(setup).cache;
-        draft_cache.num_host_blocks = 0;
+        const kv::KvCacheConfig draft_cache = spec::draft_cache_config(engine_config(setup).cache, 0);
         draft.emplace(spec::DraftModelProposerConfig{.cache = draft_cache, .max_num_batched_tokens = 128},
                       std::make_unique<engine::ScriptedExecutor>(executor_config(setup), draft_cache));
       }

@@ -62,7 +62,7 @@ Run simulate(bool draft_model) {
   sim::SimExecutor executor({.cost_model = roofline_on_h100("llama-3-8b"), .tokens = tokens}, config.cache);
   std::optional<spec::DraftModelProposer> draft;
   if (draft_model) {
-    kv::KvCacheConfig draft_cache = config.cache;
+    const kv::KvCacheConfig draft_cache = spec::draft_cache_config(config.cache, 0);
     draft.emplace(
         spec::DraftModelProposerConfig{.cache = draft_cache, .max_num_batched_tokens = 2048},
         std::make_unique<sim::SimExecutor>(

@@ -122,10 +122,12 @@ RunFigures run(const Models& models, const frontend::ModelBundle& bundle, const 
   cpu_ref::CpuExecutor executor(model, {.cache = config.cache});
   std::optional<spec::DraftModelProposer> draft;
   if (speculative.method == spec::SpeculativeMethod::draft_model) {
+    const pagedllm::kv::KvCacheConfig draft_cache =
+        spec::draft_cache_config(config.cache, models.draft->config().attention_window());
     draft.emplace(
-        spec::DraftModelProposerConfig{.cache = config.cache,
+        spec::DraftModelProposerConfig{.cache = draft_cache,
                                        .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
-        std::make_unique<cpu_ref::CpuExecutor>(models.draft, cpu_ref::CpuExecutorConfig{.cache = config.cache}));
+        std::make_unique<cpu_ref::CpuExecutor>(models.draft, cpu_ref::CpuExecutorConfig{.cache = draft_cache}));
   }
   engine::WallClock clock;
   engine::Engine llm(config, executor, clock, nullptr, draft ? &*draft : nullptr);

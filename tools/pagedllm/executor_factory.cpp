@@ -87,8 +87,16 @@ void add_executor_options(po::options_description& description, ExecutorOptions&
 
 namespace {
 
-// The draft model on a CPU engine of its own: the target's block size and device blocks (a draft
-// block is smaller: fewer layers or heads), no swap tier, the same prefix caching.
+// --cpu-weights as the loader's type; throws po::error for another value.
+model::WeightDType cpu_weight_dtype(const ExecutorOptions& options) {
+  if (options.cpu_weights != "fp32" && options.cpu_weights != "stored") {
+    throw po::error("--cpu-weights: expected fp32 or stored, got '" + options.cpu_weights + "'");
+  }
+  return options.cpu_weights == "stored" ? model::WeightDType::stored : model::WeightDType::f32;
+}
+
+// The draft model on a CPU engine of its own, over spec::draft_cache_config of the target's cache
+// (a draft block is smaller: fewer layers or heads).
 std::unique_ptr<spec::DraftModelProposer> make_cpu_draft_model(const ExecutorOptions& options,
                                                                const frontend::ModelBundle& target,
                                                                const engine::EngineConfig& config,
@@ -96,16 +104,8 @@ std::unique_ptr<spec::DraftModelProposer> make_cpu_draft_model(const ExecutorOpt
                                                                std::string& description) {
   const frontend::ModelBundle draft = frontend::open_model(resolve_model_argument(config.speculative.draft_model));
   frontend::check_draft_model(target, draft, config.scheduler.max_model_len);
-  engine::EngineConfig draft_config = config;
-  frontend::apply_model_limits(draft, draft_config);  // its own sliding window, if any
-  kv::KvCacheConfig cache = draft_config.cache;
-  cache.block_size = target_cache.block_size;
-  cache.num_device_blocks = target_cache.num_device_blocks;
-  cache.num_host_blocks = 0;
-  cache.watermark = 0.0;
-  const model::WeightDType dtype =
-      options.cpu_weights == "stored" ? model::WeightDType::stored : model::WeightDType::f32;
-  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(draft, {dtype}));
+  const kv::KvCacheConfig cache = spec::draft_cache_config(target_cache, draft.config.attention_window());
+  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(draft, {cpu_weight_dtype(options)}));
   const uint64_t kv_bytes =
       cpu_ref::kv_layout_for(draft.config, cache.block_size, cache.num_device_blocks).total_elements() * sizeof(float);
   std::ostringstream line;
@@ -127,12 +127,7 @@ ExecutorSetup make_cpu_executor(const ExecutorOptions& options, const frontend::
   }
   cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(bundle.config, cache.block_size,
                                                            gib_to_bytes(swap_space_gib_for(options, "cpu")));
-  if (options.cpu_weights != "fp32" && options.cpu_weights != "stored") {
-    throw po::error("--cpu-weights: expected fp32 or stored, got '" + options.cpu_weights + "'");
-  }
-  const model::WeightDType dtype =
-      options.cpu_weights == "stored" ? model::WeightDType::stored : model::WeightDType::f32;
-  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle, {dtype}));
+  auto model = std::make_shared<const cpu_ref::LlamaModel>(frontend::load_weights(bundle, {cpu_weight_dtype(options)}));
   ExecutorSetup setup;
   setup.cache = cache;
   setup.executor = std::make_unique<cpu_ref::CpuExecutor>(
@@ -168,11 +163,8 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   setup.cache = backend.cache;
   setup.executor = std::make_unique<sim::SimExecutor>(sim_config, backend.cache);
   setup.description = backend.description + ", " + backend.sizing;
-  if (backend.draft_cost_model) {
-    engine::EngineConfig sized = config;
-    sized.cache = backend.cache;
-    setup.draft_model = make_sim_draft_model(sized, backend.draft_cost_model, static_cast<int32_t>(shape.vocab_size));
-  }
+  if (backend.draft)
+    setup.draft_model = make_sim_draft_model(*backend.draft, config, static_cast<int32_t>(shape.vocab_size));
   return setup;
 }
 

@@ -346,7 +346,7 @@ int run_plan(const std::vector<std::string>& args) {
     const auto simulate = [&](std::vector<sched::Request> tiled) {
       engine::ReplayResult result = run_simulation({.config = config,
                                                     .cost_model = backend.cost_model,
-                                                    .draft_cost_model = backend.draft_cost_model,
+                                                    .draft = backend.draft,
                                                     .vocab_size = vocab_size,
                                                     .num_replicas = 1,
                                                     .router = {},

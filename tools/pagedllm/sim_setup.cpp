@@ -99,7 +99,12 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
   }
   SimBackend backend;
   size_sim_cache(roofline, draft ? &*draft : nullptr, options, config, backend);
-  if (draft) backend.draft_cost_model = std::make_shared<const sim::RooflineCostModel>(*draft);
+  if (draft) {
+    backend.draft =
+        SimDraft{.cost_model = std::make_shared<const sim::RooflineCostModel>(*draft),
+                 .cache = spec::draft_cache_config(
+                     backend.cache, static_cast<int32_t>(std::min<int64_t>(draft->model.sliding_window, INT32_MAX)))};
+  }
   backend.cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   backend.model_name = shape.name;
   backend.device = roofline.hardware.name;
@@ -201,17 +206,14 @@ SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelSh
   return make_profile_backend(options, shape, model_config, config);
 }
 
-std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const engine::EngineConfig& config,
-                                                               std::shared_ptr<const sim::CostModel> cost_model,
-                                                               int32_t vocab_size) {
-  kv::KvCacheConfig cache = config.cache;
-  cache.num_host_blocks = 0;
-  cache.watermark = 0.0;
+std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const SimDraft& draft,
+                                                               const engine::EngineConfig& config, int32_t vocab_size) {
   return std::make_unique<spec::DraftModelProposer>(
-      spec::DraftModelProposerConfig{.cache = cache, .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
-      std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = std::move(cost_model),
-                                                                .tokens = sim::sim_tokens_for(config, vocab_size)},
-                                         cache));
+      spec::DraftModelProposerConfig{.cache = draft.cache,
+                                     .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+      std::make_unique<sim::SimExecutor>(
+          sim::SimExecutorConfig{.cost_model = draft.cost_model, .tokens = sim::sim_tokens_for(config, vocab_size)},
+          draft.cache));
 }
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests) {
@@ -229,9 +231,9 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
     return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = spec.cost_model, .tokens = script},
                                               spec.config.cache);
   };
-  if (spec.draft_cost_model) {
+  if (spec.draft) {
     cluster.make_draft_model = [&spec](int32_t) {
-      return make_sim_draft_model(spec.config, spec.draft_cost_model, spec.vocab_size);
+      return make_sim_draft_model(*spec.draft, spec.config, spec.vocab_size);
     };
   }
   SimRunOutput output;

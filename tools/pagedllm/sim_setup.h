@@ -32,6 +32,14 @@ SimModel resolve_sim_model(const std::string& argument);
 // was on the command line (not its default).
 std::string simulated_model_argument(const std::string& model, bool model_given, const std::string& sim_model);
 
+// A simulated draft model (speculative method draft_model): the roofline of its shape on the
+// target's hardware, which prices its passes, and its KV cache (spec::draft_cache_config of the
+// target's, sized with it: both models' weights and KV share the GPU).
+struct SimDraft {
+  std::shared_ptr<const sim::CostModel> cost_model;
+  kv::KvCacheConfig cache;
+};
+
 // What one simulated replica runs on: the roofline of --hardware at --tensor-parallel-size, or
 // the step profile given by --profile (measured by `pagedllm profile`).
 struct SimBackend {
@@ -40,14 +48,12 @@ struct SimBackend {
   kv::KvCacheConfig cache;  // the KV tiers it sized: the engine must run with these
   std::string sizing;       // those tiers, in words
   std::string model_name;
-  std::string device;             // the hardware preset's name, or the profiled device
-  int32_t tensor_parallel = 1;    // GPUs per replica
-  double usd_per_gpu_hour = 0.0;  // the hardware preset's indicative price; 0 for a profile
-  bool cpu_profile = false;       // a profile of the CPU engine (replicas that may share a host)
-  int32_t cpu_threads = 0;        // its OpenMP threads (0 = all cores)
-  // Speculative decoding with a draft model: the roofline of the draft's shape on the same
-  // hardware, which prices its passes (null without a draft). Its weights and KV share the GPU.
-  std::shared_ptr<const sim::CostModel> draft_cost_model{};
+  std::string device;               // the hardware preset's name, or the profiled device
+  int32_t tensor_parallel = 1;      // GPUs per replica
+  double usd_per_gpu_hour = 0.0;    // the hardware preset's indicative price; 0 for a profile
+  bool cpu_profile = false;         // a profile of the CPU engine (replicas that may share a host)
+  int32_t cpu_threads = 0;          // its OpenMP threads (0 = all cores)
+  std::optional<SimDraft> draft{};  // with a draft model
 };
 
 // Builds the backend for `shape` and sizes the KV tiers of the engine `config` for it (a
@@ -58,18 +64,17 @@ struct SimBackend {
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config);
 
-// The simulated draft model of an engine `config` (speculative method draft_model): a SimExecutor
-// over `cost_model` with its own KV cache of the engine's block size and device blocks.
-std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const engine::EngineConfig& config,
-                                                               std::shared_ptr<const sim::CostModel> cost_model,
-                                                               int32_t vocab_size);
+// The draft model of an engine `config`, on a SimExecutor over draft.cost_model with the engine's
+// token script of `vocab_size` tokens.
+std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const SimDraft& draft,
+                                                               const engine::EngineConfig& config, int32_t vocab_size);
 
 // One simulation: `num_replicas` engines of `config`, each on a SimExecutor over `cost_model`.
 struct SimRunSpec {
   engine::EngineConfig config;
   std::shared_ptr<const sim::CostModel> cost_model;
-  std::shared_ptr<const sim::CostModel> draft_cost_model{};  // with a draft model (SimBackend's)
-  int32_t vocab_size = 0;                                    // of the token script
+  std::optional<SimDraft> draft{};  // with a draft model (SimBackend's)
+  int32_t vocab_size = 0;           // of the token script
   int32_t num_replicas = 1;
   sim::RouterConfig router;
   sim::HostSharing host;              // CPU replicas sharing one host's cores

@@ -150,7 +150,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const int64_t num_requests = static_cast<int64_t>(requests.requests.size());
   SimRunSpec spec{.config = config,
                   .cost_model = backend.cost_model,
-                  .draft_cost_model = backend.draft_cost_model,
+                  .draft = backend.draft,
                   .vocab_size = vocab_size,
                   .num_replicas = options.num_replicas,
                   .router = {.policy = router, .max_imbalance = options.max_imbalance},
