@@ -71,7 +71,12 @@ void ClusterSimulation::collect(std::vector<engine::RequestOutput>& outputs, eng
     if (!output.finished) continue;
     ++progress.num_finished;
     add_serving_path(output);
-    result.outputs.push_back(std::move(output));
+    ++counters_.num_outputs;
+    if (config_.on_finished) {
+      config_.on_finished(std::move(output));
+    } else {
+      result.outputs.push_back(std::move(output));
+    }
   }
   if (config_.on_progress) {
     progress.num_running = 0;
@@ -115,14 +120,19 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
       })) {
     throw std::invalid_argument("cluster: requests must be sorted by arrival time");
   }
+  engine::VectorRequestSource source(std::move(requests));
+  return run(source);
+}
+
+engine::ReplayResult ClusterSimulation::run(engine::RequestSource& source) {
+  if (static_cast<bool>(config_.on_finished) != static_cast<bool>(config_.on_refused)) {
+    throw std::invalid_argument("cluster: on_finished and on_refused go together");
+  }
   engine::ReplayResult result;
   engine::ReplayProgress progress;
-  progress.num_total = static_cast<int64_t>(requests.size());
-  for (const sched::Request& request : requests) {
-    if (request.id >= 0) replica_of_.resize(std::max(replica_of_.size(), static_cast<size_t>(request.id) + 1), -1);
-  }
+  progress.num_total = source.expected_count();
+  std::optional<sched::Request> pending = source.next();  // the next arrival
   constexpr double kNever = std::numeric_limits<double>::infinity();
-  size_t next = 0;
   for (int64_t event = 1;; ++event) {
     if (config_.should_stop && event % ClusterConfig::kStopCheckEvents == 0 && config_.should_stop()) {
       result.stopped = true;
@@ -137,8 +147,8 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
         stepping = i;
       }
     }
-    const double arrival = next < requests.size() ? requests[next].arrival_time : kNever;
-    if (stepping == replicas_.size() && next == requests.size()) break;
+    const double arrival = pending ? pending->arrival_time : kNever;
+    if (stepping == replicas_.size() && !pending) break;
     if (step_end < arrival) {  // on ties the arrival first: the next step admits it
       progress_shared_work(step_end);
       end_step(replicas_[stepping], result, progress);
@@ -146,20 +156,33 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
       continue;
     }
     progress_shared_work(arrival);
-    sched::Request& request = requests[next++];
+    sched::Request request = std::move(*pending);
+    pending = source.next();
+    if (pending && pending->arrival_time < arrival) {
+      throw std::invalid_argument("cluster: request " + std::to_string(pending->id) +
+                                  " arrives before the one before it: requests must come in arrival order");
+    }
     ++counters_.num_arrivals;
     ++progress.num_added;
     if (config_.on_arrival) config_.on_arrival(request);
     const size_t target = router_.route(request, engines_);
     Replica& replica = replicas_[target];
-    if (request.id >= 0) replica_of_[static_cast<size_t>(request.id)] = static_cast<int32_t>(target);
+    if (request.id >= 0) {
+      const auto id = static_cast<size_t>(request.id);
+      if (id >= replica_of_.size()) replica_of_.resize(id + 1, -1);
+      replica_of_[id] = static_cast<int32_t>(target);
+    }
     engine::RefusedRequest if_refused{
         request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), {}};
     try {
       replica.engine->add_request(std::move(request));  // while a step is in flight, the next one admits it
     } catch (const std::invalid_argument& error) {
       if_refused.message = error.what();
-      result.refused.push_back(std::move(if_refused));
+      if (config_.on_refused) {
+        config_.on_refused(std::move(if_refused));
+      } else {
+        result.refused.push_back(std::move(if_refused));
+      }
       ++progress.num_finished;
       continue;
     }
@@ -177,7 +200,7 @@ engine::ReplayResult ClusterSimulation::run(std::vector<sched::Request> requests
   result.start_time = 0.0;
   result.end_time = 0.0;
   for (const Replica& replica : replicas_) result.end_time = std::max(result.end_time, replica.clock.now());
-  if (!result.outputs.empty()) result.end_time += config_.serving_path_seconds;  // the last output's way out
+  if (counters_.num_outputs > 0) result.end_time += config_.serving_path_seconds;  // the last output's way out
   std::sort(result.outputs.begin(), result.outputs.end(),
             [](const engine::RequestOutput& a, const engine::RequestOutput& b) { return a.id < b.id; });
   return result;

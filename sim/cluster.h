@@ -26,6 +26,7 @@
 #include "core/engine/clock.h"
 #include "core/engine/engine.h"
 #include "core/engine/replay.h"
+#include "core/engine/request_source.h"
 #include "core/kv/kv_event_log.h"
 #include "sim/host_sharing.h"
 #include "sim/router.h"
@@ -50,6 +51,11 @@ struct ClusterConfig {
   // Called on each request as it arrives, before it is routed: writes the prompt tokens a trace
   // left to arrival time (trace::MaterializedTrace::fill_prompt). Optional.
   std::function<void(sched::Request&)> on_arrival;
+  // Optional, both or neither: each finished output (serving path added) and each request an
+  // engine refused, handed over as it ends instead of being kept in the ReplayResult, so that a
+  // long run holds only what is in flight.
+  std::function<void(engine::RequestOutput&&)> on_finished;
+  std::function<void(engine::RefusedRequest&&)> on_refused;
   // Asked every kStopCheckEvents events (arrivals or step ends); true ends the run where it
   // stands: run() returns the requests finished so far with ReplayResult::stopped set (a
   // wall-clock limit).
@@ -60,6 +66,7 @@ struct ClusterConfig {
 struct ClusterCounters {
   int64_t num_arrivals = 0;
   int64_t num_steps = 0;  // over all replicas
+  int64_t num_outputs = 0;  // finished requests (refused ones aside)
   int64_t num_events() const { return num_arrivals + num_steps; }
 };
 
@@ -74,6 +81,10 @@ class ClusterSimulation {
   // over all replicas. Each request moves into its replica when it arrives, so the run holds the
   // prompts of the requests not yet finished (and, with on_arrival, only of those that arrived).
   engine::ReplayResult run(std::vector<sched::Request> requests);
+  // The same, pulling each request from `source` when the previous one has arrived. Throws
+  // std::invalid_argument for an arrival that precedes the one before it. replica_of() then holds
+  // 4 bytes per request id.
+  engine::ReplayResult run(engine::RequestSource& source);
 
   int32_t num_replicas() const { return static_cast<int32_t>(replicas_.size()); }
   const engine::Engine& replica(int32_t index) const { return *replicas_[static_cast<size_t>(index)].engine; }

@@ -1,6 +1,7 @@
 #include "core/metrics/request_records.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace pagedllm::metrics {
 
@@ -23,20 +24,30 @@ RequestRecord to_request_record(const engine::RequestOutput& output) {
   return record;
 }
 
+RequestRecord to_request_record(engine::RequestOutput&& output) {
+  std::vector<double> token_times = std::move(output.times.token_times);
+  output.times.token_times.clear();
+  RequestRecord record = to_request_record(std::as_const(output));
+  record.chunk_times = std::move(token_times);
+  return record;
+}
+
+RequestRecord to_request_record(const engine::RefusedRequest& refused) {
+  RequestRecord record;
+  record.id = refused.id;
+  record.send_time = refused.arrival_time;
+  record.end_time = refused.arrival_time;
+  record.prompt_tokens = refused.num_prompt_tokens;
+  record.success = false;
+  record.error = "refused: " + refused.message;
+  return record;
+}
+
 namespace {
 
 void add_refused_and_sort(std::span<const engine::RefusedRequest> refused_requests,
                           std::vector<RequestRecord>& records) {
-  for (const engine::RefusedRequest& refused : refused_requests) {
-    RequestRecord record;
-    record.id = refused.id;
-    record.send_time = refused.arrival_time;
-    record.end_time = refused.arrival_time;
-    record.prompt_tokens = refused.num_prompt_tokens;
-    record.success = false;
-    record.error = "refused: " + refused.message;
-    records.push_back(std::move(record));
-  }
+  for (const engine::RefusedRequest& refused : refused_requests) records.push_back(to_request_record(refused));
   std::sort(records.begin(), records.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
 }
 
@@ -54,11 +65,7 @@ std::vector<RequestRecord> to_request_records(engine::ReplayResult&& result) {
   std::vector<RequestRecord> records;
   records.reserve(result.outputs.size() + result.refused.size());
   for (engine::RequestOutput& output : result.outputs) {
-    std::vector<double> token_times = std::move(output.times.token_times);
-    output.times.token_times.clear();
-    RequestRecord record = to_request_record(output);
-    record.chunk_times = std::move(token_times);
-    records.push_back(std::move(record));
+    records.push_back(to_request_record(std::move(output)));
     output = engine::RequestOutput{};  // its completions' tokens are not needed again
   }
   result.outputs.clear();

@@ -13,6 +13,10 @@ namespace pagedllm::metrics {
 // Send time is the arrival, chunk times are the engine steps that produced output; output tokens
 // count every returned sample. Rejected and aborted requests are failures with their reason.
 RequestRecord to_request_record(const engine::RequestOutput& output);
+// The same, taking the output's token times instead of copying them.
+RequestRecord to_request_record(engine::RequestOutput&& output);
+// A request the engine refused: a failure at its arrival, with the engine's message.
+RequestRecord to_request_record(const engine::RefusedRequest& refused);
 
 // Every finished output and every request the engine refused, by request id.
 std::vector<RequestRecord> to_request_records(const engine::ReplayResult& result);

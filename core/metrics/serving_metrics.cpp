@@ -9,26 +9,6 @@
 namespace pagedllm::metrics {
 namespace {
 
-LatencySummary summarize(std::vector<double> values, const std::vector<double>& percents) {
-  LatencySummary summary;
-  summary.percentiles.reserve(percents.size());
-  if (!values.empty()) {
-    // Mean and std in request order, before sorting: pairwise sums round by position.
-    const double count = static_cast<double>(values.size());
-    summary.count = static_cast<int64_t>(values.size());
-    summary.mean = stats::pairwise_sum(values) / count;
-    summary.stddev = std::sqrt(stats::pairwise_sum_of_squared_deviations(values, summary.mean) / count);
-    std::sort(values.begin(), values.end());
-    summary.median = median(values);
-    summary.p90 = percentile(values, 90.0);
-    summary.p99 = percentile(values, 99.0);
-    summary.min = values.front();
-    summary.max = values.back();
-  }
-  for (const double percent : percents) summary.percentiles.push_back({percent, percentile(values, percent)});
-  return summary;
-}
-
 [[noreturn]] void refuse_record(const RequestRecord& record, const std::string& message) {
   throw std::invalid_argument("request " + std::to_string(record.id) + ": " + message);
 }
@@ -62,19 +42,6 @@ void check_options(const MetricsOptions& options) {
   }
 }
 
-// max end_time - min send_time over every request, failed ones included (a failure without an
-// end time counts from its send time).
-double measured_duration(std::span<const RequestRecord> records) {
-  if (records.empty()) return 0.0;
-  double first = records.front().send_time;
-  double last = first;
-  for (const RequestRecord& record : records) {
-    first = std::min(first, record.send_time);
-    last = std::max({last, record.send_time, record.end_time});
-  }
-  return last - first;
-}
-
 // vLLM: an objective holds when slo / 1000 >= value (seconds).
 bool meets(const std::optional<double>& slo_ms, double value) {
   return !slo_ms || *slo_ms / kMillisecondsPerSecond >= value;
@@ -94,52 +61,72 @@ std::string percentile_label(double percent) {
   return std::string(buffer, result.ptr);
 }
 
-ServingMetrics compute_serving_metrics(std::span<const RequestRecord> records, const MetricsOptions& options) {
-  check_options(options);
-  ServingMetrics metrics;
-  metrics.slo = options.slo;
-  std::vector<double> ttfts;
-  std::vector<double> tpots;
-  std::vector<double> itls;
-  std::vector<double> e2els;
-  for (const RequestRecord& record : records) {
-    if (!record.success) {
-      ++metrics.num_failed;
-      ++metrics.errors[record.error];
-      continue;
-    }
-    check_successful(record);
-    ++metrics.num_completed;
-    metrics.total_input_tokens += record.prompt_tokens;
-    metrics.total_output_tokens += record.output_tokens;
-    const double ttft = record.first_token_time - record.send_time;
-    const double e2el = record.end_time - record.send_time;
-    double tpot = 0.0;  // what goodput checks for a single-token output, as vLLM
-    if (record.output_tokens > 1) {
-      tpot = (e2el - ttft) / static_cast<double>(record.output_tokens - 1);
-      tpots.push_back(tpot);
-    }
-    for (size_t i = 1; i < record.chunk_times.size(); ++i) {
-      itls.push_back(record.chunk_times[i] - record.chunk_times[i - 1]);
-    }
-    ttfts.push_back(ttft);
-    e2els.push_back(e2el);
-    if (meets(options.slo.ttft_ms, ttft) && meets(options.slo.tpot_ms, tpot) && meets(options.slo.e2el_ms, e2el)) {
-      ++metrics.num_good;
-    }
+ServingMetricsAccumulator::ServingMetricsAccumulator(MetricsOptions options)
+    : options_((check_options(options), std::move(options))),
+      ttft_(options_.max_exact_values),
+      tpot_(options_.max_exact_values),
+      itl_(options_.max_exact_values),
+      e2el_(options_.max_exact_values) {
+  metrics_.slo = options_.slo;
+}
+
+void ServingMetricsAccumulator::add(const RequestRecord& record) {
+  // The measured duration: max end_time - min send_time over every request, failed ones included
+  // (a failure without an end time counts from its send time).
+  if (num_records_++ == 0) {
+    first_send_ = record.send_time;
+    last_end_ = record.send_time;
   }
-  metrics.duration = options.duration ? *options.duration : measured_duration(records);
-  const double duration = metrics.duration;
-  metrics.request_throughput = per_second(static_cast<double>(metrics.num_completed), duration);
-  metrics.output_throughput = per_second(static_cast<double>(metrics.total_output_tokens), duration);
+  first_send_ = std::min(first_send_, record.send_time);
+  last_end_ = std::max({last_end_, record.send_time, record.end_time});
+  if (!record.success) {
+    ++metrics_.num_failed;
+    ++metrics_.errors[record.error];
+    return;
+  }
+  check_successful(record);
+  ++metrics_.num_completed;
+  metrics_.total_input_tokens += record.prompt_tokens;
+  metrics_.total_output_tokens += record.output_tokens;
+  const double ttft = record.first_token_time - record.send_time;
+  const double e2el = record.end_time - record.send_time;
+  double tpot = 0.0;  // what goodput checks for a single-token output, as vLLM
+  if (record.output_tokens > 1) {
+    tpot = (e2el - ttft) / static_cast<double>(record.output_tokens - 1);
+    tpot_.add(tpot);
+  }
+  for (size_t i = 1; i < record.chunk_times.size(); ++i) itl_.add(record.chunk_times[i] - record.chunk_times[i - 1]);
+  ttft_.add(ttft);
+  e2el_.add(e2el);
+  if (meets(options_.slo.ttft_ms, ttft) && meets(options_.slo.tpot_ms, tpot) && meets(options_.slo.e2el_ms, e2el)) {
+    ++metrics_.num_good;
+  }
+}
+
+ServingMetrics ServingMetricsAccumulator::finish(std::optional<double> duration) {
+  if (!duration) duration = options_.duration;
+  if (duration && !(std::isfinite(*duration) && *duration > 0.0)) {
+    throw std::invalid_argument("metrics: duration must be finite and > 0 seconds, got " + std::to_string(*duration));
+  }
+  ServingMetrics metrics = std::move(metrics_);
+  metrics.duration = duration ? *duration : last_end_ - first_send_;
+  const double seconds = metrics.duration;
+  metrics.request_throughput = per_second(static_cast<double>(metrics.num_completed), seconds);
+  metrics.output_throughput = per_second(static_cast<double>(metrics.total_output_tokens), seconds);
   metrics.total_token_throughput =
-      per_second(static_cast<double>(metrics.total_input_tokens + metrics.total_output_tokens), duration);
-  if (options.slo.any()) metrics.request_goodput = per_second(static_cast<double>(metrics.num_good), duration);
-  metrics.ttft = summarize(std::move(ttfts), options.percentiles);
-  metrics.tpot = summarize(std::move(tpots), options.percentiles);
-  metrics.itl = summarize(std::move(itls), options.percentiles);
-  metrics.e2el = summarize(std::move(e2els), options.percentiles);
+      per_second(static_cast<double>(metrics.total_input_tokens + metrics.total_output_tokens), seconds);
+  if (options_.slo.any()) metrics.request_goodput = per_second(static_cast<double>(metrics.num_good), seconds);
+  metrics.ttft = ttft_.summarize(options_.percentiles);
+  metrics.tpot = tpot_.summarize(options_.percentiles);
+  metrics.itl = itl_.summarize(options_.percentiles);
+  metrics.e2el = e2el_.summarize(options_.percentiles);
   return metrics;
+}
+
+ServingMetrics compute_serving_metrics(std::span<const RequestRecord> records, const MetricsOptions& options) {
+  ServingMetricsAccumulator accumulator(options);
+  for (const RequestRecord& record : records) accumulator.add(record);
+  return accumulator.finish();
 }
 
 }  // namespace pagedllm::metrics

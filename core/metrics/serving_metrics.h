@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/common/numpy_stats.h"
+#include "core/metrics/latency_values.h"
 #include "core/metrics/request_record.h"
 
 namespace pagedllm::metrics {
@@ -45,24 +46,9 @@ struct MetricsOptions {
   // Seconds the benchmark ran; absent: max end_time - min send_time over all requests.
   std::optional<double> duration;
   Slo slo;
-};
-
-struct PercentileValue {
-  double percent = 0.0;  // in [0, 100]
-  double value = 0.0;
-};
-
-// One latency distribution, in seconds; all zero when count is 0 (vLLM reports 0 then too).
-struct LatencySummary {
-  int64_t count = 0;
-  double mean = 0.0;
-  double stddev = 0.0;  // population (numpy's default ddof = 0)
-  double median = 0.0;
-  double p90 = 0.0;
-  double p99 = 0.0;
-  double min = 0.0;
-  double max = 0.0;
-  std::vector<PercentileValue> percentiles;  // MetricsOptions::percentiles, in their order
+  // Values per latency distribution kept exactly; past it, percentiles come from a histogram
+  // (LatencyValues). Only ITL, one value per output token, reaches it in practice.
+  int64_t max_exact_values = kDefaultMaxExactValues;
 };
 
 struct ServingMetrics {
@@ -89,6 +75,32 @@ struct ServingMetrics {
 // duration, a negative SLO) or an inconsistent successful record (no first token, end before
 // first token, first token before send, chunk times out of order), naming the request id.
 ServingMetrics compute_serving_metrics(std::span<const RequestRecord> records, const MetricsOptions& options = {});
+
+// The same, one record at a time, in bounded memory: a record's latencies are kept (4 doubles
+// and its inter-token gaps, up to MetricsOptions::max_exact_values per distribution), not the
+// record. Adding the records in the order compute_serving_metrics gets them gives its result.
+class ServingMetricsAccumulator {
+ public:
+  // Throws std::invalid_argument for bad options, as compute_serving_metrics does.
+  explicit ServingMetricsAccumulator(MetricsOptions options);
+  // Throws std::invalid_argument for an inconsistent successful record, naming its id.
+  void add(const RequestRecord& record);
+  int64_t num_records() const { return num_records_; }
+  // The metrics of every record added; `duration` (seconds, > 0) stands in for the options' when
+  // given. Call once.
+  ServingMetrics finish(std::optional<double> duration = std::nullopt);
+
+ private:
+  MetricsOptions options_;
+  ServingMetrics metrics_;
+  LatencyValues ttft_;
+  LatencyValues tpot_;
+  LatencyValues itl_;
+  LatencyValues e2el_;
+  int64_t num_records_ = 0;
+  double first_send_ = 0.0;  // over every record, failed ones included: the measured duration
+  double last_end_ = 0.0;
+};
 
 // numpy's statistics (core/common/numpy_stats.h), under the names the metrics use.
 using stats::median;

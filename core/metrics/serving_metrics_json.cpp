@@ -8,6 +8,8 @@ namespace {
 void add_latency(nlohmann::json& out, const std::string& name, const LatencySummary& summary) {
   const auto key = [&name](const std::string& prefix) { return prefix + "_" + name + "_ms"; };
   out["count_" + name] = summary.count;
+  // Only when true, so that reports of runs small enough to be exact keep vLLM's keys alone.
+  if (!summary.exact) out["approximate_" + name] = true;
   out[key("mean")] = summary.mean * kMillisecondsPerSecond;
   out[key("median")] = summary.median * kMillisecondsPerSecond;
   out[key("std")] = summary.stddev * kMillisecondsPerSecond;

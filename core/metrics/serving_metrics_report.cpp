@@ -45,6 +45,10 @@ void latency_section(std::ostream& out, const LatencySummary& summary, const std
     label.append(percentile_label(entry.percent)).append(" ").append(name).append(" (ms):");
     row(out, label, fixed2(entry.value * kMillisecondsPerSecond));
   }
+  if (!summary.exact) {
+    out << "(" << summary.count << " values: percentiles from a histogram, within "
+        << fixed2(100.0 * kHistogramRelativeError) << "%)\n";
+  }
 }
 
 }  // namespace

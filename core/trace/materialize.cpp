@@ -9,7 +9,8 @@
 #include "core/common/mix.h"
 
 namespace pagedllm::trace {
-namespace {
+// Types held by RequestMaterializer::Impl, so not in an anonymous namespace.
+namespace materialize_internal {
 
 // Distinct domains so that block content never coincides with per-request content by design.
 constexpr uint64_t kBlockDomain = 0x5bd1e9955bd1e995ULL;
@@ -42,6 +43,12 @@ class SyntheticTokens {
   TokenId begin_;
   uint64_t range_;
 };
+
+}  // namespace materialize_internal
+
+namespace {
+
+using materialize_internal::SyntheticTokens;
 
 // The prompt of the trace's request `index`: the named blocks' tokens first, block by block, then
 // the request's own tokens; prompt_len may be below the trace's (clipped): each position's token
@@ -106,101 +113,152 @@ void validate(const MaterializeConfig& config) {
     fail("rate_scale", "must be positive and finite");
 }
 
-MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file) {
-  validate(config);
-  const int32_t block_tokens = trace.header.prefix_block_tokens;
-  if (block_tokens < 1) throw std::invalid_argument(file + ": prefix_block_tokens must be positive");
-  const SyntheticTokens tokens(config);
-  const uint64_t content_seed = tokens.block_content_seed();
-  MaterializedTrace result;
-  result.requests.reserve(trace.requests.size());
-  std::shared_ptr<DeferredPrompts> deferred;
-  if (config.defer_synthetic_prompts) {
-    deferred = std::make_shared<DeferredPrompts>(DeferredPrompts{
-        .tokens = tokens, .block_tokens = block_tokens, .prompt_len = std::vector<int32_t>(trace.requests.size(), 0)});
+namespace materialize_internal {
+
+// One trace request as an engine request, or nullopt with the reason added to report.rejected.
+// With `defer`, a length-only prompt is left empty and its (clipped) length returned beside it.
+struct OneRequest {
+  sched::Request request;
+  int32_t deferred_prompt_len = 0;  // > 0: the prompt was left to DeferredPrompts::fill
+};
+
+class Materializer {
+ public:
+  Materializer(const MaterializeConfig& config, int32_t block_tokens, std::string file)
+      : config_(config), block_tokens_(block_tokens), file_(std::move(file)), tokens_(config) {
+    validate(config_);
+    if (block_tokens_ < 1) throw std::invalid_argument(file_ + ": prefix_block_tokens must be positive");
+    content_seed_ = tokens_.block_content_seed();
   }
-  for (size_t index = 0; index < trace.requests.size(); ++index) {
-    const TraceRequest& entry = trace.requests[index];
+
+  const SyntheticTokens& tokens() const { return tokens_; }
+  int32_t block_tokens() const { return block_tokens_; }
+
+  std::optional<OneRequest> materialize(const TraceRequest& entry, size_t index, bool defer,
+                                        MaterializeReport& report) const {
     const auto reject = [&](const std::string& field, const std::string& message) {
-      result.rejected.push_back({file, entry.source_line, field, message});
+      report.rejected.push_back({file_, entry.source_line, field, message});
+      return std::nullopt;
     };
     // A deferred prompt is known by its length only; its tokens are in range by construction.
-    const bool defer = deferred && entry.prompt_kind == PromptKind::length;
+    defer = defer && entry.prompt_kind == PromptKind::length;
     std::vector<TokenId> prompt;
     if (!defer) {
       switch (entry.prompt_kind) {
         case PromptKind::text:
-          if (!config.encode) {
-            reject("prompt", "a text prompt needs a tokenizer (give a model)");
-            continue;
-          }
-          prompt = config.encode(entry.prompt_text);
+          if (!config_.encode) return reject("prompt", "a text prompt needs a tokenizer (give a model)");
+          prompt = config_.encode(entry.prompt_text);
           break;
         case PromptKind::tokens:
           prompt = entry.prompt_tokens;
           break;
         case PromptKind::length:
-          prompt = synthesize_prompt(entry.prefix_block_ids, entry.prompt_len, index, block_tokens, tokens);
+          prompt = synthesize_prompt(entry.prefix_block_ids, entry.prompt_len, index, block_tokens_, tokens_);
           break;
       }
     }
     int64_t prompt_len = defer ? int64_t{entry.prompt_len} : static_cast<int64_t>(prompt.size());
-    if (prompt_len <= 0) {
-      reject("prompt", "the prompt has no tokens");
-      continue;
-    }
+    if (prompt_len <= 0) return reject("prompt", "the prompt has no tokens");
     const auto bad_token = std::find_if(prompt.begin(), prompt.end(),
-                                        [&](TokenId token) { return token < 0 || token >= config.vocab_size; });
+                                        [&](TokenId token) { return token < 0 || token >= config_.vocab_size; });
     if (bad_token != prompt.end()) {
-      reject("prompt_token_ids", "token " + std::to_string(*bad_token) + " is outside the model's vocabulary of " +
-                                     std::to_string(config.vocab_size));
-      continue;
+      return reject("prompt_token_ids", "token " + std::to_string(*bad_token) +
+                                            " is outside the model's vocabulary of " +
+                                            std::to_string(config_.vocab_size));
     }
     int32_t output_len = entry.output_len;
     const int64_t total = prompt_len + output_len;
-    if (total > config.max_model_len) {
-      if (config.over_length == OverLength::reject) {
-        reject("prompt_len", "prompt (" + std::to_string(prompt_len) + ") + output (" + std::to_string(output_len) +
-                                 ") tokens exceed max_model_len " + std::to_string(config.max_model_len));
-        continue;
+    if (total > config_.max_model_len) {
+      if (config_.over_length == OverLength::reject) {
+        return reject("prompt_len", "prompt (" + std::to_string(prompt_len) + ") + output (" +
+                                        std::to_string(output_len) + ") tokens exceed max_model_len " +
+                                        std::to_string(config_.max_model_len));
       }
-      const int32_t clipped_output = std::min(output_len, config.max_model_len - 1);
-      const int64_t clipped_prompt = config.max_model_len - clipped_output;
-      result.num_clipped_output_tokens += output_len - clipped_output;
+      const int32_t clipped_output = std::min(output_len, config_.max_model_len - 1);
+      const int64_t clipped_prompt = config_.max_model_len - clipped_output;
+      report.num_clipped_output_tokens += output_len - clipped_output;
       if (prompt_len > clipped_prompt) {
-        result.num_clipped_prompt_tokens += prompt_len - clipped_prompt;
+        report.num_clipped_prompt_tokens += prompt_len - clipped_prompt;
         prompt_len = clipped_prompt;
         if (!defer) prompt.resize(static_cast<size_t>(prompt_len));
       }
       output_len = clipped_output;
-      ++result.num_clipped;
+      ++report.num_clipped;
     }
-    sched::Request request;
+    OneRequest one;
+    sched::Request& request = one.request;
     request.id = static_cast<sched::RequestId>(index);
     if (entry.prompt_kind == PromptKind::length && !entry.prefix_block_ids.empty()) {
       // The named blocks' tokens are a function of (seed, id, offset): the prefix cache can hash
       // them from the ids (kv::PromptContentIds) and never read them.
       request.content_ids = {.ids = entry.prefix_block_ids,
-                             .tokens_per_id = block_tokens,
+                             .tokens_per_id = block_tokens_,
                              .num_tokens = static_cast<int32_t>(std::min<int64_t>(
-                                 prompt_len, static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens)),
-                             .seed = content_seed};
+                                 prompt_len, static_cast<int64_t>(entry.prefix_block_ids.size()) * block_tokens_)),
+                             .seed = content_seed_};
     }
     if (defer) {
-      deferred->prompt_len[index] = static_cast<int32_t>(prompt_len);
+      one.deferred_prompt_len = static_cast<int32_t>(prompt_len);
     } else {
       request.prompt_tokens = std::move(prompt);
     }
-    request.params = sampling_for(entry, output_len, index, config);
-    request.arrival_time = entry.arrival_time / config.rate_scale;
+    request.params = sampling_for(entry, output_len, index, config_);
+    request.arrival_time = entry.arrival_time / config_.rate_scale;
     request.priority = entry.priority;
-    result.requests.push_back(std::move(request));
+    return one;
+  }
+
+ private:
+  MaterializeConfig config_;
+  int32_t block_tokens_;
+  std::string file_;
+  SyntheticTokens tokens_;
+  uint64_t content_seed_ = 0;
+};
+
+}  // namespace materialize_internal
+
+using materialize_internal::Materializer;
+using materialize_internal::OneRequest;
+
+MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file) {
+  const Materializer materializer(config, trace.header.prefix_block_tokens, file);
+  MaterializedTrace result;
+  result.requests.reserve(trace.requests.size());
+  std::shared_ptr<DeferredPrompts> deferred;
+  if (config.defer_synthetic_prompts) {
+    deferred = std::make_shared<DeferredPrompts>(DeferredPrompts{.tokens = materializer.tokens(),
+                                                                 .block_tokens = materializer.block_tokens(),
+                                                                 .prompt_len = std::vector<int32_t>(
+                                                                     trace.requests.size(), 0)});
+  }
+  for (size_t index = 0; index < trace.requests.size(); ++index) {
+    std::optional<OneRequest> one = materializer.materialize(trace.requests[index], index, deferred != nullptr, result);
+    if (!one) continue;
+    if (one->deferred_prompt_len > 0) deferred->prompt_len[index] = one->deferred_prompt_len;
+    result.requests.push_back(std::move(one->request));
   }
   if (deferred) {
     result.fill_prompt = [deferred = std::shared_ptr<const DeferredPrompts>(std::move(deferred))](
                              sched::Request& request) { deferred->fill(request); };
   }
   return result;
+}
+
+struct RequestMaterializer::Impl {
+  Materializer materializer;
+};
+
+RequestMaterializer::RequestMaterializer(const MaterializeConfig& config, int32_t prefix_block_tokens, std::string file)
+    : impl_(std::make_unique<Impl>(Impl{Materializer(config, prefix_block_tokens, std::move(file))})) {}
+RequestMaterializer::~RequestMaterializer() = default;
+RequestMaterializer::RequestMaterializer(RequestMaterializer&&) noexcept = default;
+RequestMaterializer& RequestMaterializer::operator=(RequestMaterializer&&) noexcept = default;
+
+std::optional<sched::Request> RequestMaterializer::materialize(const TraceRequest& entry, size_t index) {
+  std::optional<OneRequest> one = impl_->materializer.materialize(entry, index, false, report_);
+  if (!one) return std::nullopt;
+  return std::move(one->request);
 }
 
 }  // namespace pagedllm::trace

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,14 +60,18 @@ struct MaterializeConfig {
   }
 };
 
-struct MaterializedTrace {
-  // Requests in arrival order; request.id is the request's index in the trace, so a request keeps
-  // its id (and its scripted tokens) whatever was rejected around it.
-  std::vector<sched::Request> requests;
+// What materializing left out or changed, request by request.
+struct MaterializeReport {
   std::vector<TraceIssue> rejected;       // one per request left out, naming its line and why
   int64_t num_clipped = 0;                // requests shortened to fit max_model_len
   int64_t num_clipped_prompt_tokens = 0;  // prompt tokens removed by clipping
   int64_t num_clipped_output_tokens = 0;
+};
+
+struct MaterializedTrace : MaterializeReport {
+  // Requests in arrival order; request.id is the request's index in the trace, so a request keeps
+  // its id (and its scripted tokens) whatever was rejected around it.
+  std::vector<sched::Request> requests;
   // Writes a deferred request's prompt tokens (MaterializeConfig::defer_synthetic_prompts), exactly
   // the tokens materialize_requests would have written; a request that has its tokens is left as
   // it is. Empty when nothing was deferred. Safe to call from several threads.
@@ -77,5 +83,28 @@ void validate(const MaterializeConfig& config);
 
 // `file` names the trace in the issues.
 MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file);
+
+// One request at a time, for a trace read as it is consumed (core/trace/request_stream.h): the
+// same requests materialize_requests makes, with their prompts written at once
+// (defer_synthetic_prompts does not apply).
+class RequestMaterializer {
+ public:
+  // `prefix_block_tokens` is the trace header's; throws std::invalid_argument like validate() and
+  // for a block size below 1.
+  RequestMaterializer(const MaterializeConfig& config, int32_t prefix_block_tokens, std::string file);
+  ~RequestMaterializer();
+  RequestMaterializer(RequestMaterializer&&) noexcept;
+  RequestMaterializer& operator=(RequestMaterializer&&) noexcept;
+
+  // The engine request for the trace's request number `index` (its id, counted from 0 over the
+  // requests the reader accepted), or nullopt when it is left out: then report().rejected names it.
+  std::optional<sched::Request> materialize(const TraceRequest& entry, size_t index);
+  const MaterializeReport& report() const { return report_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  MaterializeReport report_;
+};
 
 }  // namespace pagedllm::trace

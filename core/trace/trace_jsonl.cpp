@@ -55,13 +55,22 @@ void ReadContext::drop(const std::string& rule, int64_t line, const std::string&
 
 void ReadContext::remark(const std::string& rule, int64_t line, const std::string& field) { tally(rule, line, field); }
 
-void ReadContext::finish(Trace& trace) {
+void ReadContext::report_rules() {
   for (const RuleCount& rule : rules_) {
     warning(rule.first_line, rule.field,
             rule.rule + " (" + std::to_string(rule.num_records) + (rule.num_records == 1 ? " record" : " records") +
                 "; the first is on this line)");
   }
   rules_.clear();
+}
+
+void ReadContext::finish_stream(int64_t num_accepted) {
+  report_rules();
+  report_->requests_accepted = num_accepted;
+}
+
+void ReadContext::finish(Trace& trace) {
+  report_rules();
   auto& requests = trace.requests;
   const auto before = [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_time < b.arrival_time; };
   const auto first_out_of_order = std::is_sorted_until(requests.begin(), requests.end(), before);
@@ -404,45 +413,85 @@ ordered_json request_json(const TraceRequest& r) {
 
 }  // namespace
 
-Trace read_trace_jsonl(std::istream& in, const std::string& name, const ReadOptions& options, ReadReport* report) {
-  ReadContext context(name, options, report);
-  Trace trace;
-  bool seen_first = false;  // the header may only be the first non-blank, non-comment line
-  std::string text;
-  for (int64_t line_number = 1; std::getline(in, text); ++line_number) {
-    const std::string_view line = trim(text);
-    if (line.empty() || line.front() == '#') continue;
+JsonlTraceReader::JsonlTraceReader(const std::string& path, const ReadOptions& options, ReadReport* report)
+    : file_(open_trace_input(path)), in_(&file_), context_(path, options, report) {}
+
+JsonlTraceReader::JsonlTraceReader(std::istream& in, const std::string& name, const ReadOptions& options,
+                                   ReadReport* report)
+    : in_(&in), context_(name, options, report) {}
+
+bool JsonlTraceReader::next_significant_line(std::string_view& line) {
+  while (std::getline(*in_, text_)) {
+    ++line_number_;
+    line = trim(text_);
+    if (!line.empty() && line.front() != '#') return true;
+  }
+  if (in_->bad()) context_.fatal(0, "", "read error");
+  return false;
+}
+
+const TraceHeader& JsonlTraceReader::header() {
+  if (primed_) return header_;
+  primed_ = true;
+  // The header may only be the first non-blank, non-comment line; any other first line is kept
+  // for next().
+  std::string_view line;
+  if (next_significant_line(line)) {
     json value;
+    bool parsed = true;
     try {
       value = parse_line(line);
-    } catch (const FieldError& error) {
-      seen_first = true;
-      context.count_record();
-      context.error(line_number, error.field, error.message);
-      continue;
+    } catch (const FieldError&) {
+      parsed = false;  // next() reports it
     }
-    try {
-      if (!seen_first && value.is_object() && value.contains(std::string(kHeaderKey))) {
-        seen_first = true;
-        trace.header = parse_header(value);
-        continue;
+    if (parsed && value.is_object() && value.contains(std::string(kHeaderKey))) {
+      try {
+        header_ = parse_header(value);
+      } catch (const FieldError& error) {
+        context_.fatal(line_number_, error.field, error.message);
       }
-    } catch (const FieldError& error) {
-      context.fatal(line_number, error.field, error.message);
-    }
-    seen_first = true;
-    context.count_record();
-    try {
-      TraceRequest request = parse_request(value, trace.header.prefix_block_tokens);
-      request.source_line = line_number;
-      trace.requests.push_back(std::move(request));
-    } catch (const FieldError& error) {
-      context.error(line_number, error.field, error.message);
+    } else {
+      pending_first_ = true;
     }
   }
-  if (in.bad()) context.fatal(0, "", "read error");
-  if (trace.header.source.empty()) trace.header.source = "pagedllm:" + name;
-  context.finish(trace);
+  if (header_.source.empty()) header_.source = "pagedllm:" + context_.file();
+  return header_;
+}
+
+std::optional<TraceRequest> JsonlTraceReader::next() {
+  header();
+  for (;;) {
+    std::string_view line;
+    if (pending_first_) {
+      pending_first_ = false;
+      line = trim(text_);
+    } else if (!next_significant_line(line)) {
+      return std::nullopt;
+    }
+    context_.count_record();
+    try {
+      TraceRequest request = parse_request(parse_line(line), header_.prefix_block_tokens);
+      request.source_line = line_number_;
+      if (num_accepted_ > 0 && request.arrival_time < last_arrival_ && first_out_of_order_line_ == 0) {
+        first_out_of_order_line_ = line_number_;
+      }
+      last_arrival_ = request.arrival_time;
+      ++num_accepted_;
+      return request;
+    } catch (const FieldError& error) {
+      context_.error(line_number_, error.field, error.message);
+    }
+  }
+}
+
+void JsonlTraceReader::finish() { context_.finish_stream(num_accepted_); }
+
+Trace read_trace_jsonl(std::istream& in, const std::string& name, const ReadOptions& options, ReadReport* report) {
+  JsonlTraceReader reader(in, name, options, report);
+  Trace trace;
+  trace.header = reader.header();
+  while (std::optional<TraceRequest> request = reader.next()) trace.requests.push_back(std::move(*request));
+  reader.context().finish(trace);
   return trace;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,9 @@ class ReadContext {
   // OutOfOrder says (stable sort with one warning, or TraceError naming the first line whose
   // arrival precedes its predecessor's), and sets requests_accepted.
   void finish(Trace& trace);
+  // Ends a read whose requests were handed on as they came (JsonlTraceReader): the per-rule
+  // warnings and requests_accepted; the order is the caller's to check.
+  void finish_stream(int64_t num_accepted);
 
  private:
   struct RuleCount {
@@ -68,12 +72,56 @@ class ReadContext {
     int64_t first_line = 0;
   };
   void tally(const std::string& rule, int64_t line, const std::string& field);
+  void report_rules();
 
   std::string file_;
   ReadOptions options_;
   ReadReport own_report_;
   ReadReport* report_;
   std::vector<RuleCount> rules_;
+};
+
+// A JSONL trace read one request at a time, in file order, with read_trace_jsonl's checks and
+// report: it holds one line, so a trace of any length streams in constant memory. A stream
+// cannot sort: arrivals out of order are passed on as they are and first_out_of_order_line()
+// names the first, for the caller to decide (read_trace_jsonl sorts or refuses as ReadOptions
+// says). Throws TraceError as read_trace_jsonl does (an unopenable file, a bad header, the
+// first bad line under OnError::fail).
+class JsonlTraceReader {
+ public:
+  JsonlTraceReader(const std::string& path, const ReadOptions& options = {}, ReadReport* report = nullptr);
+  // Reads `in`, which must outlive the reader; `name` stands for the file in issues.
+  JsonlTraceReader(std::istream& in, const std::string& name, const ReadOptions& options = {},
+                   ReadReport* report = nullptr);
+  JsonlTraceReader(const JsonlTraceReader&) = delete;  // in_ may point at file_
+  JsonlTraceReader& operator=(const JsonlTraceReader&) = delete;
+
+  // The header line's settings (the defaults when there is none), read on the first call.
+  const TraceHeader& header();
+  // The next well-formed request (source_line set), or nullopt at the end of the input; bad
+  // lines on the way are reported (or thrown) as ReadOptions::on_error says.
+  std::optional<TraceRequest> next();
+  // The first line whose arrival precedes the request before it; 0 while there is none.
+  int64_t first_out_of_order_line() const { return first_out_of_order_line_; }
+  int64_t num_accepted() const { return num_accepted_; }
+  ReadContext& context() { return context_; }
+  // After the last next(): the per-rule warnings and requests_accepted (ReadContext::finish_stream).
+  void finish();
+
+ private:
+  bool next_significant_line(std::string_view& line);  // skips blank and comment lines
+
+  std::ifstream file_;  // when opened by path
+  std::istream* in_;
+  ReadContext context_;
+  TraceHeader header_;
+  bool primed_ = false;          // the header line (or its absence) has been read
+  bool pending_first_ = false;   // text_ holds the first data line, read while looking for a header
+  std::string text_;             // the current line
+  int64_t line_number_ = 0;      // of text_, 1-based
+  int64_t num_accepted_ = 0;
+  double last_arrival_ = 0.0;
+  int64_t first_out_of_order_line_ = 0;
 };
 
 // nlohmann's exception text without its id ("[json.exception.parse_error.101] ") and, when each

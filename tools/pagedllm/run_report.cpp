@@ -1,6 +1,8 @@
 #include "tools/pagedllm/run_report.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -87,7 +89,41 @@ nlohmann::json request_json(const metrics::RequestRecord& record) {
   return entry;
 }
 
+RequestsJsonSpill::RequestsJsonSpill(std::string path) : path_(std::move(path)) {
+  file_.open(path_, std::ios::binary | std::ios::trunc);
+  if (!file_) throw std::runtime_error(path_ + ": cannot create (the report's request entries go there first)");
+}
+
+RequestsJsonSpill::~RequestsJsonSpill() {
+  file_.close();
+  std::remove(path_.c_str());
+}
+
+void RequestsJsonSpill::add(const metrics::RequestRecord& record) {
+  // An element of a top-level array: nlohmann's dump(1) puts it two spaces in.
+  const std::string entry = request_json(record).dump(1);
+  file_ << (num_entries_++ == 0 ? "  " : ",\n  ");
+  for (const char c : entry) {
+    file_ << c;
+    if (c == '\n') file_ << "  ";
+  }
+}
+
+void RequestsJsonSpill::write_array(std::ostream& out) {
+  if (num_entries_ == 0) {
+    out << "[]";
+    return;
+  }
+  file_.flush();
+  if (!file_) throw std::runtime_error(path_ + ": write failed");
+  std::ifstream in(path_, std::ios::binary);
+  out << "[\n" << in.rdbuf() << "\n ]";
+}
+
 namespace {
+
+// Stands for the "requests" array in the document until the spill's entries replace it.
+constexpr std::string_view kRequestsPlaceholder = "\"pagedllm:requests-spliced-here\"";
 
 nlohmann::json trace_json(const RunReportInput& input) {
   const trace::ReadReport& read = *input.read_report;
@@ -107,12 +143,17 @@ nlohmann::json trace_json(const RunReportInput& input) {
 }  // namespace
 
 int write_run_report(const RunReportInput& input, const RunReportOptions& options, std::ostream& out) {
-  const metrics::MetricsOptions metric_options = metrics_options(options);
-  const std::vector<metrics::RequestRecord> records = metrics::to_request_records(std::move(*input.result));
-  metrics::MetricsOptions with_duration = metric_options;
-  const double duration = input.result->end_time - input.result->start_time;
-  if (duration > 0.0) with_duration.duration = duration;
-  const metrics::ServingMetrics serving = metrics::compute_serving_metrics(records, with_duration);
+  std::vector<metrics::RequestRecord> records;
+  metrics::ServingMetrics serving;
+  if (input.result != nullptr) {
+    records = metrics::to_request_records(std::move(*input.result));
+    metrics::MetricsOptions with_duration = metrics_options(options);
+    const double duration = input.result->end_time - input.result->start_time;
+    if (duration > 0.0) with_duration.duration = duration;
+    serving = metrics::compute_serving_metrics(records, with_duration);
+  } else {
+    serving = *input.serving;
+  }
   std::vector<metrics::EngineSummary> replicas;
   for (const engine::Engine* engine : input.engines) replicas.push_back(metrics::summarize_engine(*engine));
   const metrics::EngineSummary summary = replicas.size() == 1 ? replicas.front() : metrics::combine(replicas);
@@ -149,12 +190,21 @@ int write_run_report(const RunReportInput& input, const RunReportOptions& option
     const std::vector<metrics::TimelinePoint> timeline =
         metrics::engine_timeline(*input.engines.front(), options.timeline_points);
     document["timeline"] = metrics::to_json(timeline);
-    nlohmann::json requests = nlohmann::json::array();
-    for (const metrics::RequestRecord& record : records) requests.push_back(request_json(record));
-    document["requests"] = std::move(requests);
     for (const auto& [name, section] : input.sections.items()) document[name] = section;
     std::ofstream file(options.output_json);
-    file << document.dump(1) << '\n';
+    if (input.requests_spill == nullptr) {
+      nlohmann::json requests = nlohmann::json::array();
+      for (const metrics::RequestRecord& record : records) requests.push_back(request_json(record));
+      document["requests"] = std::move(requests);
+      file << document.dump(1) << '\n';
+    } else {
+      document["requests"] = std::string(kRequestsPlaceholder.substr(1, kRequestsPlaceholder.size() - 2));
+      const std::string text = document.dump(1);
+      const size_t at = text.find(kRequestsPlaceholder);
+      file << std::string_view(text).substr(0, at);
+      input.requests_spill->write_array(file);
+      file << std::string_view(text).substr(at + kRequestsPlaceholder.size()) << '\n';
+    }
     if (!file) throw std::runtime_error(options.output_json + ": cannot write");
     out << "wrote " << options.output_json << '\n';
   }

@@ -5,6 +5,8 @@
 
 #include <boost/program_options.hpp>
 #include <cstddef>
+#include <cstdint>
+#include <fstream>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,14 +37,41 @@ metrics::MetricsOptions metrics_options(const RunReportOptions& options);
 // One request of the JSON report's "requests" list (ms; TPOT null below two output tokens).
 nlohmann::json request_json(const metrics::RequestRecord& record);
 
+// The JSON report's "requests" entries of a long run, written to a file beside the report as the
+// records come (in the report's order) instead of held, then spliced into the report by
+// write_run_report; the file is removed when this is destroyed.
+class RequestsJsonSpill {
+ public:
+  // Throws std::runtime_error naming the file when it cannot be created.
+  explicit RequestsJsonSpill(std::string path);
+  ~RequestsJsonSpill();
+  RequestsJsonSpill(const RequestsJsonSpill&) = delete;
+  RequestsJsonSpill& operator=(const RequestsJsonSpill&) = delete;
+
+  void add(const metrics::RequestRecord& record);
+  // The entries as the JSON array the report holds, indented as nlohmann's dump(1) indents it
+  // one level down, to `out`.
+  void write_array(std::ostream& out);
+
+ private:
+  std::string path_;
+  std::ofstream file_;
+  int64_t num_entries_ = 0;
+};
+
 struct RunReportInput {
   std::string executor;  // cpu | sim
   std::string executor_description;
   std::string trace_path;
   std::string time_mode;
   const trace::ReadReport* read_report = nullptr;
-  const trace::MaterializedTrace* materialized = nullptr;  // its requests may have been moved out
-  engine::ReplayResult* result = nullptr;                  // consumed: its outputs move into the report's records
+  const trace::MaterializeReport* materialized = nullptr;
+  // The requests' outcomes: either a run's result (consumed: its outputs move into the report's
+  // records), or a streamed run's metrics (serving, with its end time in streamed_end_time) and
+  // JSON entries (requests_spill, needed only with --output-json).
+  engine::ReplayResult* result = nullptr;
+  const metrics::ServingMetrics* serving = nullptr;
+  RequestsJsonSpill* requests_spill = nullptr;
   std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
   nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
   nlohmann::json sections = nlohmann::json::object();      // further top-level JSON sections, by name

@@ -217,6 +217,11 @@ std::unique_ptr<spec::DraftModelProposer> make_sim_draft_model(const SimDraft& d
 }
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests) {
+  engine::VectorRequestSource source(std::move(requests));
+  return run_simulation(spec, source);
+}
+
+SimRunOutput run_simulation(const SimRunSpec& spec, engine::RequestSource& source) {
   sim::ClusterConfig cluster;
   cluster.num_replicas = spec.num_replicas;
   cluster.router = spec.router;
@@ -226,6 +231,8 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   cluster.on_progress = spec.on_progress;
   cluster.should_stop = spec.should_stop;
   cluster.on_arrival = spec.on_arrival;
+  cluster.on_finished = spec.on_finished;
+  cluster.on_refused = spec.on_refused;
   const engine::ScriptedExecutorConfig script = sim::sim_tokens_for(spec.config, spec.vocab_size);
   cluster.make_executor = [&spec, script](int32_t) {
     return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = spec.cost_model, .tokens = script},
@@ -238,7 +245,7 @@ SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> 
   }
   SimRunOutput output;
   output.cluster = std::make_unique<sim::ClusterSimulation>(std::move(cluster));
-  output.result = output.cluster->run(std::move(requests));
+  output.result = output.cluster->run(source);
   return output;
 }
 

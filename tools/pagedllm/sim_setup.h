@@ -82,6 +82,9 @@ struct SimRunSpec {
   std::function<void(const engine::ReplayProgress&)> on_progress;
   std::function<bool()> should_stop;                // a wall-clock limit (sim::ClusterConfig::should_stop)
   std::function<void(sched::Request&)> on_arrival;  // trace::MaterializedTrace::fill_prompt, if deferred
+  // Optional, both or neither: outputs and refusals as they end (sim::ClusterConfig::on_finished).
+  std::function<void(engine::RequestOutput&&)> on_finished{};
+  std::function<void(engine::RefusedRequest&&)> on_refused{};
 };
 
 struct SimRunOutput {
@@ -90,6 +93,8 @@ struct SimRunOutput {
 };
 
 SimRunOutput run_simulation(const SimRunSpec& spec, std::vector<sched::Request> requests);
+// The same, pulling the requests from `source` (a trace read as it is consumed).
+SimRunOutput run_simulation(const SimRunSpec& spec, engine::RequestSource& source);
 
 // --max-wall-seconds: a check that turns true once `seconds` of wall time have passed since this
 // call (SimRunSpec::should_stop); empty for 0, no limit. Throws std::invalid_argument when negative.

@@ -8,11 +8,17 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/metrics/arrival_order_records.h"
+#include "core/metrics/request_records.h"
+#include "core/metrics/serving_metrics.h"
 #include "core/trace/materialize.h"
+#include "core/trace/request_stream.h"
+#include "core/trace/trace_formats.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/engine_options.h"
 #include "tools/pagedllm/executor_factory.h"
@@ -104,8 +110,23 @@ int run_simulate(const std::vector<std::string>& args) {
   const SimModel model = resolve_sim_model(
       simulated_model_argument(options.model, !values["model"].defaulted(), options.executor.sim_model));
   const tokenizer::Tokenizer* tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr;
+  // A pagedllm JSONL trace whose arrivals are in order streams: one pass checks every line (the
+  // report and the count below), the run reads it again as it goes, so memory follows the
+  // requests in flight. Other formats, and a file out of order, are read whole (and sorted).
   trace::ReadReport read_report;
-  const trace::Trace trace = read_trace_input(options.trace, token_counter(tokenizer), read_report, std::cerr);
+  std::optional<trace::Trace> whole_trace;
+  bool streamed = false;
+  if (trace::parse_trace_format(options.trace.format) == trace::TraceFormat::pagedllm) {
+    trace::TraceScan scan = trace::scan_trace_jsonl(options.trace.path, read_options(options.trace));
+    if (scan.first_out_of_order_line == 0) {
+      streamed = true;
+      read_report = std::move(scan.report);
+      print_read_report(read_report, std::cerr);
+    }
+  }
+  if (!streamed) {
+    whole_trace = read_trace_input(options.trace, token_counter(tokenizer), read_report, std::cerr);
+  }
 
   const int64_t context = model.shape.max_position_embeddings;
   if (context <= 0 && options.engine.max_model_len <= 0) {
@@ -136,18 +157,49 @@ int run_simulate(const std::vector<std::string>& args) {
       .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
 
   const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
-  trace::MaterializedTrace requests = materialize_trace(trace, options.trace.path, options.requests,
-                                                        {.max_model_len = config.scheduler.max_model_len,
-                                                         .vocab_size = vocab_size,
-                                                         .tokenizer = tokenizer,
-                                                         .prompts_at_arrival = true},
-                                                        std::cerr);
-  if (time_mode == engine::TimeMode::fast) {
-    for (sched::Request& request : requests.requests) request.arrival_time = 0.0;
+  const RequestTarget target{.max_model_len = config.scheduler.max_model_len,
+                             .vocab_size = vocab_size,
+                             .tokenizer = tokenizer,
+                             .prompts_at_arrival = true};
+  // The requests: streamed from the file, or materialized from the whole trace (prompts written
+  // on arrival either way).
+  std::unique_ptr<engine::RequestSource> source;
+  trace::TraceRequestStream* stream = nullptr;
+  trace::MaterializedTrace materialized;
+  if (whole_trace) {
+    materialized = materialize_trace(*whole_trace, options.trace.path, options.requests, target, std::cerr);
+    whole_trace.reset();
+    if (time_mode == engine::TimeMode::fast) {
+      for (sched::Request& request : materialized.requests) request.arrival_time = 0.0;
+    }
+    source = std::make_unique<engine::VectorRequestSource>(std::move(materialized.requests));
+  } else {
+    int64_t expected = read_report.requests_accepted;
+    if (options.trace.max_requests > 0) expected = std::min(expected, options.trace.max_requests);
+    auto owned = std::make_unique<trace::TraceRequestStream>(
+        trace::TraceStreamConfig{.path = options.trace.path,
+                                 .read = read_options(options.trace),
+                                 .materialize = materialize_config(options.requests, target),
+                                 .max_requests = options.trace.max_requests,
+                                 .arrivals_at_zero = time_mode == engine::TimeMode::fast,
+                                 .expected_count = expected});
+    stream = owned.get();
+    source = std::move(owned);
   }
 
-  ProgressBar progress("simulate", static_cast<int64_t>(requests.requests.size()), !options.quiet);
-  const int64_t num_requests = static_cast<int64_t>(requests.requests.size());
+  // Each request's record is summed up (and its JSON entry spilled) once every earlier arrival
+  // has ended: the run holds the records of the requests in flight, not of the trace.
+  metrics::ServingMetricsAccumulator accumulator(metrics_options(options.report));
+  std::optional<RequestsJsonSpill> spill;
+  if (!options.report.output_json.empty()) spill.emplace(options.report.output_json + ".requests.partial");
+  metrics::ArrivalOrderRecords records([&](metrics::RequestRecord&& record) {
+    accumulator.add(record);
+    if (spill) spill->add(record);
+  });
+  int64_t output_tokens = 0;
+  int64_t num_ended = 0;
+
+  ProgressBar progress("simulate", source->expected_count(), !options.quiet);
   SimRunSpec spec{.config = config,
                   .cost_model = backend.cost_model,
                   .draft = backend.draft,
@@ -164,17 +216,40 @@ int run_simulate(const std::vector<std::string>& args) {
                         progress.update(p.num_finished, detail.str());
                       },
                   .should_stop = past_deadline,
-                  .on_arrival = requests.fill_prompt};
-  SimRunOutput run = run_simulation(spec, std::move(requests.requests));
+                  .on_arrival =
+                      [&, fill_prompt = materialized.fill_prompt](sched::Request& request) {
+                        if (fill_prompt) fill_prompt(request);
+                        records.arrived(request.id);
+                      },
+                  .on_finished =
+                      [&](engine::RequestOutput&& output) {
+                        ++num_ended;
+                        for (const engine::Completion& completion : output.completions)
+                          output_tokens += static_cast<int64_t>(completion.tokens.size());
+                        records.ended(metrics::to_request_record(std::move(output)));
+                      },
+                  .on_refused =
+                      [&](engine::RefusedRequest&& refused) {
+                        ++num_ended;
+                        records.ended(metrics::to_request_record(refused));
+                      }};
+  SimRunOutput run = run_simulation(spec, *source);
+  records.flush();
   const sim::ClusterSimulation& cluster = *run.cluster;
-  engine::ReplayResult& result = run.result;  // the report consumes its outputs
-  int64_t output_tokens = 0;
-  for (const engine::RequestOutput& output : result.outputs) {
-    for (const engine::Completion& completion : output.completions)
-      output_tokens += static_cast<int64_t>(completion.tokens.size());
-  }
-  const int64_t num_ended = static_cast<int64_t>(result.outputs.size() + result.refused.size());
+  const engine::ReplayResult& result = run.result;
+  const double duration = result.end_time - result.start_time;
+  const metrics::ServingMetrics serving =
+      accumulator.finish(duration > 0.0 ? std::optional<double>(duration) : std::nullopt);
   progress.finish(result.stopped ? "stopped by --max-wall-seconds" : "done", num_ended);
+  const trace::MaterializeReport& materialize_report =
+      stream != nullptr ? stream->materialize_report() : static_cast<const trace::MaterializeReport&>(materialized);
+  // The requests the run was given: a stream's lines less those it left out.
+  int64_t num_requests = source->expected_count();
+  if (stream != nullptr) {
+    num_requests -= static_cast<int64_t>(materialize_report.rejected.size());
+    for (const trace::TraceIssue& issue : materialize_report.rejected)
+      std::cerr << "rejected: " << issue.to_string() << '\n';
+  }
   if (result.stopped) {
     std::printf(
         "Stopped by --max-wall-seconds %g at simulated t=%.1f s: %lld of %lld requests finished; the metrics "
@@ -197,8 +272,10 @@ int run_simulate(const std::vector<std::string>& args) {
                        .trace_path = options.trace.path,
                        .time_mode = engine::to_string(time_mode),
                        .read_report = &read_report,
-                       .materialized = &requests,
-                       .result = &result,
+                       .materialized = &materialize_report,
+                       .result = nullptr,
+                       .serving = &serving,
+                       .requests_spill = spill ? &*spill : nullptr,
                        .engines = {}};
   for (int32_t i = 0; i < cluster.num_replicas(); ++i) input.engines.push_back(&cluster.replica(i));
   const double usd_per_gpu_hour = options.usd_per_gpu_hour > 0.0 ? options.usd_per_gpu_hour : backend.usd_per_gpu_hour;
@@ -224,7 +301,6 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"stopped_by_wall_limit", result.stopped},
                   {"unfinished_requests", num_requests - num_ended}};
   const int status = write_run_report(input, options.report, std::cout);
-  const double duration = result.end_time - result.start_time;
   const double gpu_hours = num_gpus * duration / 3600.0;
   if (usd_per_gpu_hour <= 0.0) {
     std::printf("Cost: %d device(s) for %.1f s; no price for %s (--usd-per-gpu-hour)\n", num_gpus, duration,

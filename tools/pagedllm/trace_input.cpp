@@ -42,12 +42,22 @@ void print_issues(const std::vector<trace::TraceIssue>& issues, const char* kind
 
 }  // namespace
 
-trace::Trace read_trace_input(const TraceInputOptions& options, std::function<int32_t(std::string_view)> count_tokens,
-                              trace::ReadReport& report, std::ostream& log, size_t max_issues) {
-  const trace::TraceFormat format = trace::parse_trace_format(options.format);
+trace::ReadOptions read_options(const TraceInputOptions& options) {
   trace::ReadOptions read;
   read.on_error = options.strict ? trace::OnError::fail : trace::OnError::skip;
   read.out_of_order = options.refuse_out_of_order ? trace::OutOfOrder::refuse : trace::OutOfOrder::sort;
+  return read;
+}
+
+void print_read_report(const trace::ReadReport& report, std::ostream& log, size_t max_issues) {
+  print_issues(report.errors, "skipped", log, max_issues);
+  print_issues(report.warnings, "warning", log, max_issues);
+}
+
+trace::Trace read_trace_input(const TraceInputOptions& options, std::function<int32_t(std::string_view)> count_tokens,
+                              trace::ReadReport& report, std::ostream& log, size_t max_issues) {
+  const trace::TraceFormat format = trace::parse_trace_format(options.format);
+  const trace::ReadOptions read = read_options(options);
   trace::ConverterOptions converters;
   converters.sharegpt.count_tokens = std::move(count_tokens);
   converters.sharegpt.filter = !options.sharegpt_no_filter;
@@ -58,8 +68,7 @@ trace::Trace read_trace_input(const TraceInputOptions& options, std::function<in
     throw po::error("--format sharegpt needs a tokenizer to count tokens (give --tokenizer or --model)");
   }
   trace::Trace result = trace::read_any_trace(options.path, format, read, &report, converters);
-  print_issues(report.errors, "skipped", log, max_issues);
-  print_issues(report.warnings, "warning", log, max_issues);
+  print_read_report(report, log, max_issues);
   if (options.max_requests > 0 && static_cast<int64_t>(result.requests.size()) > options.max_requests) {
     result.requests.resize(static_cast<size_t>(options.max_requests));
   }

@@ -30,6 +30,11 @@ struct TraceInputOptions {
 void add_trace_input_options(boost::program_options::options_description& description, TraceInputOptions& options,
                              bool path_option = true);
 
+// --strict and --refuse-out-of-order as the readers take them.
+trace::ReadOptions read_options(const TraceInputOptions& options);
+// The report's errors and warnings, at most `max_issues` of each, to `log`.
+void print_read_report(const trace::ReadReport& report, std::ostream& log, size_t max_issues = 20);
+
 // Reads the trace; `count_tokens` is the tokenizer ShareGPT needs (null: ShareGPT is refused with
 // a message saying so). Prints the report's errors and warnings (at most `max_issues` of each)
 // to `log`; throws trace::TraceError under --strict or for an unreadable file.

@@ -47,9 +47,7 @@ std::function<int32_t(std::string_view)> token_counter(const tokenizer::Tokenize
   return [tokenizer](std::string_view text) { return static_cast<int32_t>(tokenizer->encode(text).size()); };
 }
 
-trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std::string& path,
-                                           const TraceRequestOptions& options, const RequestTarget& target,
-                                           std::ostream& log) {
+trace::MaterializeConfig materialize_config(const TraceRequestOptions& options, const RequestTarget& target) {
   trace::MaterializeConfig materialize;
   materialize.max_model_len = target.max_model_len;
   materialize.over_length = parse_over_length(options.over_length);
@@ -65,7 +63,13 @@ trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std:
   materialize.rate_scale = options.rate_scale;
   materialize.ignore_eos = !options.respect_eos;
   materialize.defer_synthetic_prompts = target.prompts_at_arrival;
-  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize, path);
+  return materialize;
+}
+
+trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std::string& path,
+                                           const TraceRequestOptions& options, const RequestTarget& target,
+                                           std::ostream& log) {
+  trace::MaterializedTrace requests = trace::materialize_requests(trace, materialize_config(options, target), path);
   for (const trace::TraceIssue& issue : requests.rejected) log << "rejected: " << issue.to_string() << '\n';
   return requests;
 }

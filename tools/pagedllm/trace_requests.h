@@ -44,6 +44,9 @@ struct RequestTarget {
 // ShareGPT's reader counts tokens with this: the tokenizer's encoding, or nothing (null tokenizer).
 std::function<int32_t(std::string_view)> token_counter(const tokenizer::Tokenizer* tokenizer);
 
+// The materializer's settings for these options and this target.
+trace::MaterializeConfig materialize_config(const TraceRequestOptions& options, const RequestTarget& target);
+
 // Materializes `trace` (read from `path`, named in errors); each request left out is printed to
 // `log` with its line and why. Throws boost::program_options::error for a bad --over-length.
 trace::MaterializedTrace materialize_trace(const trace::Trace& trace, const std::string& path,
