@@ -65,7 +65,7 @@ struct ClusterConfig {
 
 struct ClusterCounters {
   int64_t num_arrivals = 0;
-  int64_t num_steps = 0;  // over all replicas
+  int64_t num_steps = 0;    // over all replicas
   int64_t num_outputs = 0;  // finished requests (refused ones aside)
   int64_t num_events() const { return num_arrivals + num_steps; }
 };

@@ -34,7 +34,7 @@ class ArrivalOrderRecords {
   void drain();
 
   std::function<void(RequestRecord&&)> emit_;
-  std::deque<int64_t> order_;                         // arrived and not yet emitted, in arrival order
+  std::deque<int64_t> order_;                        // arrived and not yet emitted, in arrival order
   std::unordered_map<int64_t, RequestRecord> held_;  // ended behind an earlier arrival still in flight
   int64_t num_emitted_ = 0;
 };

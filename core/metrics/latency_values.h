@@ -30,7 +30,7 @@ struct LatencySummary {
   double min = 0.0;
   double max = 0.0;
   std::vector<PercentileValue> percentiles;  // MetricsOptions::percentiles, in their order
-  bool exact = true;  // false: from LatencyValues' histogram (see there for the error)
+  bool exact = true;                         // false: from LatencyValues' histogram (see there for the error)
 };
 
 // Buckets per power of two: a bucket spans at most 1/1024 of its values, so its midpoint is
@@ -59,15 +59,15 @@ class LatencyValues {
 
   int64_t max_exact_;
   int64_t count_ = 0;
-  std::vector<double> values_;     // exact mode, in the order added
-  std::vector<int64_t> histogram_; // histogram mode: counts by bucket (below_range_ aside)
-  int64_t below_range_ = 0;        // values under the first bucket (zeros included)
+  std::vector<double> values_;      // exact mode, in the order added
+  std::vector<int64_t> histogram_;  // histogram mode: counts by bucket (below_range_ aside)
+  int64_t below_range_ = 0;         // values under the first bucket (zeros included)
   double min_ = 0.0;
   double max_ = 0.0;
   int64_t histogram_values_ = 0;  // values added to the histogram (the exact ones moved in included)
-  double welford_mean_ = 0.0;  // histogram mode: running mean and sum of squared deviations
+  double welford_mean_ = 0.0;     // histogram mode: running mean and sum of squared deviations
   double welford_m2_ = 0.0;
-  double sum_ = 0.0;           // histogram mode: Neumaier's compensated sum
+  double sum_ = 0.0;  // histogram mode: Neumaier's compensated sum
   double sum_compensation_ = 0.0;
 };
 

@@ -227,10 +227,10 @@ MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConf
   result.requests.reserve(trace.requests.size());
   std::shared_ptr<DeferredPrompts> deferred;
   if (config.defer_synthetic_prompts) {
-    deferred = std::make_shared<DeferredPrompts>(DeferredPrompts{.tokens = materializer.tokens(),
-                                                                 .block_tokens = materializer.block_tokens(),
-                                                                 .prompt_len = std::vector<int32_t>(
-                                                                     trace.requests.size(), 0)});
+    deferred = std::make_shared<DeferredPrompts>(
+        DeferredPrompts{.tokens = materializer.tokens(),
+                        .block_tokens = materializer.block_tokens(),
+                        .prompt_len = std::vector<int32_t>(trace.requests.size(), 0)});
   }
   for (size_t index = 0; index < trace.requests.size(); ++index) {
     std::optional<OneRequest> one = materializer.materialize(trace.requests[index], index, deferred != nullptr, result);

@@ -115,10 +115,10 @@ class JsonlTraceReader {
   std::istream* in_;
   ReadContext context_;
   TraceHeader header_;
-  bool primed_ = false;          // the header line (or its absence) has been read
-  bool pending_first_ = false;   // text_ holds the first data line, read while looking for a header
-  std::string text_;             // the current line
-  int64_t line_number_ = 0;      // of text_, 1-based
+  bool primed_ = false;         // the header line (or its absence) has been read
+  bool pending_first_ = false;  // text_ holds the first data line, read while looking for a header
+  std::string text_;            // the current line
+  int64_t line_number_ = 0;     // of text_, 1-based
   int64_t num_accepted_ = 0;
   double last_arrival_ = 0.0;
   int64_t first_out_of_order_line_ = 0;

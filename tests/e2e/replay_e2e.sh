@@ -219,6 +219,19 @@ section_simulate() {
     > /dev/null 2> "$work/sim_model_err.txt"; then fail "two models were accepted"; fi
   grep -q "^pagedllm simulate: error: --sim-model llama-3-8b and --model llama-2-7b name two models" "$work/sim_model_err.txt" ||
     fail "the two-model refusal: $(cat "$work/sim_model_err.txt")"
+  echo "--- simulate streams a trace in arrival order; one out of order is read whole and sorted: same report"
+  # The committed trace with its fifth request's line moved to the top: out of order, so read whole
+  # and stably sorted back into the same requests (same ids and prompts); only the trace section
+  # (which says it was reordered) may differ.
+  { head -n 1 "$source_dir/traces/sharegpt_like.jsonl"; sed -n 6p "$source_dir/traces/sharegpt_like.jsonl"
+    tail -n +2 "$source_dir/traces/sharegpt_like.jsonl" | sed 5d; } > "$work/moved.jsonl"
+  for input in "$source_dir/traces/sharegpt_like.jsonl" "$work/moved.jsonl"; do
+    "$pagedllm" simulate --trace "$input" --model llama-2-7b --replicas 3 --router least-outstanding -q \
+      --max-model-len 512 -o "$work/$(basename "$input" .jsonl).report.json" > /dev/null 2> "$work/stream_err.txt"
+  done
+  expect "streamed and whole-read reports agree (metrics, engine, replicas, every request)" \
+    "$(python3 -c "import json; a=json.load(open('$work/sharegpt_like.report.json')); b=json.load(open('$work/moved.report.json')); print(all(a[k] == b[k] for k in ('metrics', 'engine', 'replicas', 'requests', 'timeline')) and not a['trace']['reordered'] and b['trace']['reordered'] and len(a['requests']) == a['trace']['requests_accepted'] and a['trace']['clipped'] > 0)")" True
+
   for allocator in paged contiguous; do
     "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model llama-2-13b --hardware a100-40gb \
       --max-model-len 2048 --allocator "$allocator" --time fast -q -o "$work/$allocator.json" > /dev/null

@@ -3,7 +3,9 @@
 // progress at the processor-sharing rate; the serving path's latency reaches every client time.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/engine/replay.h"
@@ -145,6 +147,68 @@ BOOST_AUTO_TEST_CASE(prompts_written_at_arrival_route_and_run_as_if_given_up_fro
   for (int32_t r = 0; r < 3; ++r) {
     BOOST_TEST(late.replica(r).kv().stats().prefix_hit_tokens == early.replica(r).kv().stats().prefix_hit_tokens);
   }
+}
+
+// A source that hands out requests one at a time and counts how far ahead of the run it was asked.
+class CountingSource final : public engine::RequestSource {
+ public:
+  explicit CountingSource(std::vector<sched::Request> requests) : requests_(std::move(requests)) {}
+  std::optional<sched::Request> next() override {
+    if (next_ == requests_.size()) return std::nullopt;
+    ++num_pulled;
+    return std::move(requests_[next_++]);
+  }
+  int64_t num_pulled = 0;
+
+ private:
+  std::vector<sched::Request> requests_;
+  size_t next_ = 0;
+};
+
+BOOST_AUTO_TEST_CASE(requests_pulled_from_a_source_and_outputs_handed_on_run_as_a_vector_does) {
+  sim::ClusterConfig config = cluster_config(3, sim::RouterPolicy::least_outstanding);
+  std::vector<engine::RequestOutput> finished;
+  std::vector<engine::RefusedRequest> refused;
+  int64_t arrivals = 0;
+  CountingSource* source_seen = nullptr;
+  int64_t most_pulled_ahead = 0;
+  config.on_arrival = [&](sched::Request&) {
+    ++arrivals;
+    most_pulled_ahead = std::max(most_pulled_ahead, source_seen->num_pulled - arrivals);
+  };
+  config.on_finished = [&](engine::RequestOutput&& output) { finished.push_back(std::move(output)); };
+  config.on_refused = [&](engine::RefusedRequest&& request) { refused.push_back(std::move(request)); };
+  std::vector<sched::Request> input = requests(90);
+  input[17].prompt_tokens.assign(2000, 7);  // over max_model_len: refused at add_request
+  CountingSource source(input);
+  source_seen = &source;
+  sim::ClusterSimulation streamed(std::move(config));
+  const engine::ReplayResult result = streamed.run(source);
+  sim::ClusterSimulation whole(cluster_config(3, sim::RouterPolicy::least_outstanding));
+  const engine::ReplayResult given = whole.run(input);
+
+  BOOST_TEST(result.outputs.empty());  // handed on, not kept
+  BOOST_TEST(result.refused.empty());
+  BOOST_TEST(most_pulled_ahead <= 1);  // one request read ahead of the arrivals, never the whole trace
+  BOOST_REQUIRE_EQUAL(refused.size(), 1U);
+  BOOST_TEST(refused[0].id == 17);
+  BOOST_TEST(given.refused.size() == 1U);
+  BOOST_TEST(result.end_time == given.end_time);
+  std::sort(finished.begin(), finished.end(),
+            [](const engine::RequestOutput& a, const engine::RequestOutput& b) { return a.id < b.id; });
+  BOOST_REQUIRE_EQUAL(finished.size(), given.outputs.size());
+  for (size_t i = 0; i < finished.size(); ++i) {
+    BOOST_TEST(finished[i].id == given.outputs[i].id);
+    BOOST_TEST(finished[i].times.finished == given.outputs[i].times.finished);
+    BOOST_TEST(finished[i].times.token_times == given.outputs[i].times.token_times);
+    BOOST_TEST(streamed.replica_of(finished[i].id) == whole.replica_of(finished[i].id));
+  }
+  // A source out of arrival order is refused where it goes wrong.
+  std::vector<sched::Request> late = requests(5);
+  late[3].arrival_time = 0.001;
+  CountingSource out_of_order(std::move(late));
+  sim::ClusterSimulation refuses(cluster_config(1, sim::RouterPolicy::round_robin));
+  BOOST_CHECK_THROW(refuses.run(out_of_order), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(configs_without_replicas_or_executors_are_refused) {

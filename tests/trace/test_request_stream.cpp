@@ -182,7 +182,8 @@ BOOST_AUTO_TEST_CASE(arrivals_at_zero_and_a_missing_file) {
   const std::vector<sched::Request> requests = drain(stream);
   BOOST_TEST(requests.size() == 5U);
   for (const sched::Request& request : requests) BOOST_TEST(request.arrival_time == 0.0);
-  BOOST_CHECK_THROW(TraceRequestStream({.path = "/nonexistent/trace.jsonl", .materialize = config_for(64)}), TraceError);
+  BOOST_CHECK_THROW(TraceRequestStream({.path = "/nonexistent/trace.jsonl", .materialize = config_for(64)}),
+                    TraceError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <string_view>
 #include <fstream>
 #include <ostream>
 #include <sstream>
+#include <string_view>
 
 #include "core/metrics/engine_summary.h"
 #include "core/metrics/engine_summary_report.h"

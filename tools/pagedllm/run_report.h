@@ -72,9 +72,9 @@ struct RunReportInput {
   engine::ReplayResult* result = nullptr;
   const metrics::ServingMetrics* serving = nullptr;
   RequestsJsonSpill* requests_spill = nullptr;
-  std::vector<const engine::Engine*> engines;              // one per replica; the timeline is the first's
-  nlohmann::json config = nlohmann::json::object();        // echoed into the JSON
-  nlohmann::json sections = nlohmann::json::object();      // further top-level JSON sections, by name
+  std::vector<const engine::Engine*> engines;          // one per replica; the timeline is the first's
+  nlohmann::json config = nlohmann::json::object();    // echoed into the JSON
+  nlohmann::json sections = nlohmann::json::object();  // further top-level JSON sections, by name
 };
 
 // Prints the report to `out`, writes the JSON file when asked; returns the exit status (0).
