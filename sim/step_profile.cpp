@@ -182,6 +182,7 @@ void validate(const StepProfile& profile, const std::string& source) {
   }
   if (profile.executor.empty()) fail(source, "executor", "must not be empty");
   if (profile.block_size < 1) fail(source, "block_size", "must be at least 1");
+  if (profile.tensor_parallel < 1) fail(source, "tensor_parallel", "must be at least 1");
   check_grid(profile.decode, kDecodeNames, source);
   check_grid(profile.prefill, kPrefillNames, source);
   if (profile.decode.rows.front() < 1.0) fail(source, "decode.num_sequences[0]", "must be at least 1");
@@ -243,6 +244,7 @@ std::string to_json_text(const StepProfile& profile) {
       {"engine_overhead",
        {{"num_sequences", profile.engine_overhead.points}, {"seconds", profile.engine_overhead.seconds}}},
   };
+  if (profile.tensor_parallel != 1) root["tensor_parallel"] = profile.tensor_parallel;  // absent: 1
   return root.dump(1) + "\n";
 }
 
@@ -269,6 +271,7 @@ StepProfile step_profile_from_json_text(const std::string& text, const std::stri
   profile.model.intermediate_size = read.integer(model, "model", "intermediate_size");
   profile.model.vocab_size = read.integer(model, "model", "vocab_size");
   profile.num_threads = read.int32(root, "", "num_threads");
+  if (root.contains("tensor_parallel")) profile.tensor_parallel = read.int32(root, "", "tensor_parallel");
   profile.block_size = read.int32(root, "", "block_size");
   profile.statistic = read.string(root, "", "statistic");
   profile.num_repeats = read.int32(root, "", "num_repeats");

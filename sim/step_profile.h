@@ -52,8 +52,9 @@ struct StepProfile {
   std::string executor;  // the executor's name(): "cpu_ref" (later "cuda")
   std::string device;    // what it ran on, in words (CPU model, GPU name)
   ProfileModel model;
-  int32_t num_threads = 0;  // cpu_ref's OpenMP threads (0 = all cores)
-  int32_t block_size = 16;  // tokens per KV block
+  int32_t num_threads = 0;      // cpu_ref's OpenMP threads (0 = all cores)
+  int32_t tensor_parallel = 1;  // GPUs one replica's steps ran on (an imported multi-GPU profile)
+  int32_t block_size = 16;      // tokens per KV block
   // How repeated timings of one shape were reduced ("lower quartile", pooled over the passes).
   std::string statistic = "lower quartile";
   int32_t num_repeats = 0;  // timed steps per shape and pass

@@ -339,6 +339,50 @@ section_profile() {
   if "$pagedllm" plan --trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" \
     --slo ttft_p99=500 --sweep tp=1,2 > /dev/null 2> "$work/profile_err.txt"; then fail "a tp sweep on a profile was accepted"; fi
   grep -q "^pagedllm plan: error: --sweep tp" "$work/profile_err.txt" || fail "the tp sweep refusal: $(cat "$work/profile_err.txt")"
+
+  echo "--- a GPU simulator's per-operator profile (Vidur's CSV layout) imported and simulated"
+  # Two made-up profiles of llama-2-7b in that layout, the second with every time doubled: with all
+  # requests at time 0 the schedule does not depend on step times, so the simulated run takes
+  # exactly twice as long on the second.
+  python3 - "$work" <<'PY'
+import sys
+work = sys.argv[1]
+def ms(value, scale):  # the value rounded as written, then scaled (exact in binary: x2)
+    return f"{scale * round(value, 6):.6f}"
+for scale in (1, 2):
+    with open(f"{work}/mlp_{scale}.csv", "w") as mlp:
+        mlp.write("time_stats.emb.median,time_stats.attn_pre_proj.median,time_stats.mlp_up_proj.median,"
+                  "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n")
+        for tokens in (4096, 1024, 256, 64, 16, 1):
+            mlp.write(f"{ms(0.001 * tokens / 64, scale)},{ms(0.03 + 0.0002 * tokens, scale)},"
+                      f"{ms(0.06 + 0.0004 * tokens, scale)},32,32,4096,11008,32768,True,{tokens},1\n")
+    with open(f"{work}/attention_{scale}.csv", "w") as attention:
+        attention.write("time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,n_kv_head,"
+                        "block_size,num_tensor_parallel_workers,batch_size,prefill_chunk_size,kv_cache_size,is_prefill\n")
+        for batch in (1, 8, 64, 256):
+            for cached in (128, 1024, 4096):
+                attention.write(f"{ms(0.000004 * batch * cached, scale)},,4096,32,32,16,1,{batch},0,{cached},False\n")
+        for chunk in (16, 512, 2048):
+            for cached in (0, 1024, 4096):
+                attention.write(f",{ms(0.00002 * chunk * (cached + chunk / 2) / 64, scale)},4096,32,32,16,1,1,{chunk},{cached},True\n")
+PY
+  # Greedy requests only: copy-on-write copies (parallel samples) are priced by the roofline, not the files.
+  "$pagedllm" trace synth -n 80 --seed 9 -o "$work/greedy.jsonl" 2>/dev/null
+  for scale in 1 2; do
+    "$pagedllm" profile import --mlp "$work/mlp_$scale.csv" --attention "$work/attention_$scale.csv" --model llama-2-7b \
+      --hardware a100-80gb -o "$work/imported_$scale.json" > "$work/import.txt"
+    "$pagedllm" simulate --trace "$work/greedy.jsonl" --model llama-2-7b --hardware a100-80gb \
+      --profile "$work/imported_$scale.json" --time fast -q -o "$work/imported_sim_$scale.json" > "$work/imported_sim.txt"
+  done
+  grep -q "^Imported llama-2-7b: decode 4 x 3 (0 filled), prefill 3 x 3 (0 filled)" "$work/import.txt" ||
+    fail "profile import: $(cat "$work/import.txt")"
+  expect "the imported profile drives the simulator: twice the operator times, twice the run" \
+    "$(python3 -c "import json; a=json.load(open('$work/imported_sim_1.json')); b=json.load(open('$work/imported_sim_2.json')); print(a['metrics']['completed'] == 80 and abs(b['metrics']['duration'] / a['metrics']['duration'] - 2) < 1e-9 and a['config']['num_device_blocks_per_replica'] > 1000)")" True
+  sed -i 's/,32,32,4096,11008,32768,True,16,1$/,32,32,5120,11008,32768,True,16,1/' "$work/mlp_1.csv"
+  if "$pagedllm" profile import --mlp "$work/mlp_1.csv" --attention "$work/attention_1.csv" --model llama-2-7b \
+    -o "$work/bad.json" > /dev/null 2> "$work/import_err.txt"; then fail "a profile of another model was imported"; fi
+  grep -q "mlp_1.csv:6: n_embd: 5120 here, but the model simulated (llama-2-7b) has 4096" "$work/import_err.txt" ||
+    fail "the import's shape refusal: $(cat "$work/import_err.txt")"
 }
 
 section_switches() {

@@ -106,11 +106,13 @@ void print_summary(const sim::StepProfile& profile, std::ostream& out) {
 }  // namespace
 
 int run_profile(const std::vector<std::string>& args) {
+  if (!args.empty() && args.front() == "import") return run_profile_import({args.begin() + 1, args.end()});
   ProfileOptions options;
   po::options_description description(
       "pagedllm profile: time real engine steps over a grid of shapes and write the table the simulator\n"
       "interpolates (pagedllm replay --executor sim --profile FILE)\n"
       "  pagedllm profile --executor cpu [--model tiny] [--threads N] [--block-size 16] [--quick] -o profile.json\n"
+      "  pagedllm profile import ...: a GPU simulator's per-operator CSVs instead (pagedllm profile import --help)\n"
       "The timings are the executor's own step times (what a --time virtual replay advances by); the\n"
       "engine's time around each step is recorded too, for wall-clock predictions");
   // clang-format off

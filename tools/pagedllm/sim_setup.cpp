@@ -122,10 +122,12 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
 SimBackend make_profile_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                                 const model::ModelConfig* model_config, const engine::EngineConfig& config) {
   const std::string where = "--profile " + options.profile + ": ";
-  if (options.tensor_parallel != 1) {
-    throw std::invalid_argument(where + "a profile is measured on one device; --tensor-parallel-size does not apply");
-  }
   sim::StepProfile profile = sim::read_step_profile(options.profile);
+  if (options.tensor_parallel != profile.tensor_parallel) {
+    throw std::invalid_argument(where + "measured at tensor parallel " + std::to_string(profile.tensor_parallel) +
+                                ", the simulation asks for --tensor-parallel-size " +
+                                std::to_string(options.tensor_parallel));
+  }
   if (!profile.model.same_shape(sim::ProfileModel::of(shape))) {
     throw std::invalid_argument(where + "measured on model '" + profile.model.name + "', whose shape differs from " +
                                 "the model simulated ('" + shape.name + "'); give --model " + profile.model.name);
@@ -147,25 +149,33 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
     }
     cache.num_host_blocks = cpu_ref::num_kv_blocks_for_bytes(*model_config, cache.block_size,
                                                              gib_to_bytes(swap_space_gib_for(options, "cpu")));
-  } else if (cache.num_device_blocks == 0) {
-    throw std::invalid_argument(where + "a profile of '" + profile.executor +
-                                "' needs --num-gpu-blocks-override (its KV sizing is not known here)");
+  }
+  SimBackend backend;
+  const bool cpu = profile.executor == "cpu_ref";
+  if (!cpu) {
+    // A GPU's profile (measured by the cuda executor, or imported): the KV tiers as vLLM sizes
+    // them on --hardware at this tensor parallel size (or --num-gpu-blocks-override).
+    const sim::RooflineConfig gpu = make_roofline(options, shape, cache.block_size);
+    size_sim_cache(gpu, nullptr, options, config, backend);
+    cache = backend.cache;
+    backend.tensor_parallel = profile.tensor_parallel;
+    backend.usd_per_gpu_hour = gpu.hardware.usd_per_gpu_hour;
   }
   const auto cost_model = std::make_shared<const sim::ProfileCostModel>(
       sim::ProfileCostModelConfig{.profile = std::move(profile),
                                   .include_engine_overhead = options.profile_engine_overhead,
                                   .apply_load_factor = !options.profile_quiet});
   const sim::StepProfile& measured = cost_model->config().profile;
-  SimBackend backend;
   backend.cache = cache;
   backend.cost_model = cost_model;
   backend.model_name = measured.model.name;
   backend.device = measured.device;
-  backend.cpu_profile = measured.executor == "cpu_ref";
-  if (backend.cpu_profile) backend.cpu_threads = measured.num_threads;
+  backend.cpu_profile = cpu;
+  if (cpu) backend.cpu_threads = measured.num_threads;
   std::ostringstream description;
-  description << "sim (profile " << options.profile << ": " << measured.executor << ", " << measured.num_threads
-              << " threads, " << measured.device << ", ";
+  description << "sim (profile " << options.profile << ": " << measured.executor << ", ";
+  if (cpu) description << measured.num_threads << " threads, ";
+  description << measured.device << ", ";
   if (options.profile_quiet) {
     description << "quiet";
   } else {
@@ -173,11 +183,13 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
   }
   description << (options.profile_engine_overhead ? ", with engine overhead" : "") << ")";
   backend.description = description.str();
-  std::ostringstream sizing;
-  sizing << "KV blocks: " << cache.num_device_blocks << " ("
-         << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
-         << " tokens), swap blocks: " << cache.num_host_blocks;
-  backend.sizing = sizing.str();
+  if (cpu) {
+    std::ostringstream sizing;
+    sizing << "KV blocks: " << cache.num_device_blocks << " ("
+           << static_cast<int64_t>(cache.num_device_blocks) * cache.block_size
+           << " tokens), swap blocks: " << cache.num_host_blocks;
+    backend.sizing = sizing.str();
+  }
   return backend;
 }
 

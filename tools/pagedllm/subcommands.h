@@ -15,6 +15,7 @@ int run_inspect(const std::vector<std::string>& args);
 int run_kv_demo(const std::vector<std::string>& args);
 int run_make_model(const std::vector<std::string>& args);
 int run_profile(const std::vector<std::string>& args);
+int run_profile_import(const std::vector<std::string>& args);  // `profile import`
 int run_plan(const std::vector<std::string>& args);
 int run_replay(const std::vector<std::string>& args);
 int run_score(const std::vector<std::string>& args);

@@ -1,0 +1,119 @@
+// `pagedllm profile import`: per-operator GPU timings in the CSV layout GPU simulators publish
+// (Vidur's mlp.csv and attention.csv) as a step profile for `simulate --profile`, so that a user
+// with such measurements of their GPU plans with them instead of the roofline.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/sched/step_plan.h"
+#include "sim/hardware.h"
+#include "sim/operator_profile_import.h"
+#include "sim/roofline_cost_model.h"
+#include "tools/pagedllm/cli_options.h"
+#include "tools/pagedllm/sim_setup.h"
+#include "tools/pagedllm/subcommands.h"
+
+namespace pagedllm::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+struct ProfileImportOptions {
+  std::string format = "vidur";
+  std::string mlp;
+  std::string attention;
+  std::string model;
+  std::string hardware = "h100-sxm";
+  int32_t tensor_parallel = 1;
+  int32_t block_size = 16;
+  std::string statistic = "median";
+  double step_overhead_ms = 0.0;
+  std::string output;
+};
+
+std::ifstream open_input(const std::string& path, const std::string& option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw po::error(option + " " + path + ": cannot open");
+  return in;
+}
+
+// What the roofline of the GPU charges for one block swapped (each way) and one block copied:
+// the files time no block operations.
+std::pair<double, double> block_operation_seconds(const sim::RooflineConfig& roofline) {
+  const sim::RooflineCostModel model(roofline);
+  sched::StepPlan swap;
+  swap.swap_out.push_back({.src = 0, .dst = 0});
+  sched::StepPlan copy;
+  copy.copies.push_back({.src = 0, .dst = 1});
+  return {model.step_cost(swap).swap_seconds, model.step_cost(copy).copy_seconds};
+}
+
+}  // namespace
+
+int run_profile_import(const std::vector<std::string>& args) {
+  ProfileImportOptions options;
+  po::options_description description(
+      "pagedllm profile import: per-operator GPU timings in the CSV layout GPU simulators publish, as a step\n"
+      "profile for `pagedllm simulate --profile FILE` (docs/SIMULATOR.md, \"Imported operator profiles\")\n"
+      "  pagedllm profile import --mlp mlp.csv --attention attention.csv --model llama-2-7b --hardware h100-sxm "
+      "-o profile.json");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("format", po::value(&options.format)->default_value(options.format),
+       "the layout: vidur (data/profiling/compute/<gpu>/<model>/{mlp,attention}.csv)")
+      ("mlp", po::value(&options.mlp)->required(),
+       "the per-token-count table of projections, MLP, norms, rotary, add and embedding")
+      ("attention", po::value(&options.attention)->required(),
+       "the attention table: decode batches and prefill chunks over KV cache sizes")
+      ("model,m", po::value(&options.model)->required(),
+       ("the model the files were measured on: a shape preset (" + model::model_shape_names() +
+        ") or a model directory, .gguf or fetched name").c_str())
+      ("hardware", po::value(&options.hardware)->default_value(options.hardware),
+       "the GPU they were measured on, which prices swaps and copies (the files time none) and names the device")
+      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1),
+       "the rows of this tensor parallel size")
+      ("block-size", po::value(&options.block_size)->default_value(options.block_size),
+       "the attention rows of this KV block size")
+      ("statistic", po::value(&options.statistic)->default_value(options.statistic),
+       "which of each operator's columns: min, max, mean or median")
+      ("step-overhead-ms", po::value(&options.step_overhead_ms)->default_value(0.0),
+       "added to every step: the CPU's part (scheduling, input preparation, sampling), which the files do not time")
+      ("output,o", po::value(&options.output)->required(), "the step profile to write (JSON)");
+  // clang-format on
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  if (options.format != "vidur") throw po::error("--format: expected vidur, got '" + options.format + "'");
+  if (!(options.step_overhead_ms >= 0.0)) throw po::error("--step-overhead-ms: expected 0 or more");
+  const SimModel model = resolve_sim_model(options.model);
+  sim::RooflineConfig roofline;
+  roofline.hardware = sim::find_hardware(options.hardware);
+  roofline.model = model.shape;
+  roofline.tensor_parallel = options.tensor_parallel;
+  roofline.block_size = options.block_size;
+  sim::validate(roofline);
+  const auto [swap_seconds, copy_seconds] = block_operation_seconds(roofline);
+  std::ifstream mlp = open_input(options.mlp, "--mlp");
+  std::ifstream attention = open_input(options.attention, "--attention");
+  const sim::StepProfile profile = sim::import_operator_profile(
+      {.shape = model.shape,
+       .tensor_parallel = options.tensor_parallel,
+       .block_size = options.block_size,
+       .statistic = options.statistic,
+       .device = roofline.hardware.name + " x" + std::to_string(options.tensor_parallel),
+       .step_overhead_seconds = options.step_overhead_ms / 1000.0,
+       .swap_block_seconds = swap_seconds,
+       .copy_block_seconds = copy_seconds},
+      {.mlp = mlp, .mlp_name = options.mlp, .attention = attention, .attention_name = options.attention});
+  sim::write_step_profile(profile, options.output);
+  std::printf("Imported %s: decode %zu x %zu (%zu filled), prefill %zu x %zu (%zu filled); wrote %s\n",
+              model.shape.name.c_str(), profile.decode.rows.size(), profile.decode.columns.size(),
+              profile.decode.filled_cells.size(), profile.prefill.rows.size(), profile.prefill.columns.size(),
+              profile.prefill.filled_cells.size(), options.output.c_str());
+  return 0;
+}
+
+}  // namespace pagedllm::cli
