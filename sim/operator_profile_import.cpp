@@ -1,10 +1,13 @@
 #include "sim/operator_profile_import.h"
 
 #include <algorithm>
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
