@@ -43,7 +43,8 @@ struct CsvTable {
 
   int64_t integer(const trace::CsvRecord& record, const std::string& column) const {
     const std::optional<int64_t> value = trace::parse_csv_integer(record.fields[columns->at(column)]);
-    if (!value) fail(file, record.line, column, "expected a whole number, got '" + record.fields[columns->at(column)] + "'");
+    if (!value)
+      fail(file, record.line, column, "expected a whole number, got '" + record.fields[columns->at(column)] + "'");
     return *value;
   }
   // Seconds, or nullopt for an empty field (an operator the row's kind does not run).
@@ -79,15 +80,17 @@ CsvTable read_table(std::istream& in, const std::string& file, const std::vector
   for (size_t i = 0; i < header.fields.size(); ++i) {
     const std::string& name = header.fields[i];
     if (name.starts_with(kTimePrefix) && name.ends_with(suffix) && name.size() > kTimePrefix.size() + suffix.size()) {
-      table.times.push_back(
-          {.op = name.substr(kTimePrefix.size(), name.size() - kTimePrefix.size() - suffix.size()), .name = name, .index = i});
+      table.times.push_back({.op = name.substr(kTimePrefix.size(), name.size() - kTimePrefix.size() - suffix.size()),
+                             .name = name,
+                             .index = i});
     }
   }
   if (table.times.empty()) {
     fail(file, header.line, "", "no operator columns (time_stats.<op>." + statistic + ")");
   }
   for (trace::CsvRecord record; reader.next(record);) {
-    if (const std::string problem = table.columns->problem(record); !problem.empty()) fail(file, record.line, "", problem);
+    if (const std::string problem = table.columns->problem(record); !problem.empty())
+      fail(file, record.line, "", problem);
     table.records.push_back(std::move(record));
   }
   return table;
@@ -102,8 +105,8 @@ std::string list(const std::set<int64_t>& values) {
 // mlp.csv: per token count, the time of one layer's operators (the embedding aside) and of the
 // embedding, for the model's shape at the tensor parallel size.
 struct LayerTimes {
-  std::vector<double> tokens;            // ascending
-  std::vector<double> layer_seconds;     // every operator but the embedding, once
+  std::vector<double> tokens;             // ascending
+  std::vector<double> layer_seconds;      // every operator but the embedding, once
   std::vector<double> embedding_seconds;  // 0 when the file has no embedding column
 };
 
@@ -139,15 +142,15 @@ struct AttentionTimes {
 };
 
 AttentionTimes read_attention_times(const OperatorProfileImport& config, std::istream& in, const std::string& file) {
-  const CsvTable table =
-      read_table(in, file,
-                 {"n_q_head", "n_kv_head", "n_embd", "num_tensor_parallel_workers", "block_size", "batch_size",
-                  "prefill_chunk_size", "kv_cache_size", "is_prefill"},
-                 config.statistic);
+  const CsvTable table = read_table(in, file,
+                                    {"n_q_head", "n_kv_head", "n_embd", "num_tensor_parallel_workers", "block_size",
+                                     "batch_size", "prefill_chunk_size", "kv_cache_size", "is_prefill"},
+                                    config.statistic);
   AttentionTimes times;
   for (const trace::CsvRecord& record : table.records) {
     const model::ModelShape& shape = config.shape;
-    if (table.integer(record, "n_q_head") != shape.num_heads || table.integer(record, "n_kv_head") != shape.num_kv_heads ||
+    if (table.integer(record, "n_q_head") != shape.num_heads ||
+        table.integer(record, "n_kv_head") != shape.num_kv_heads ||
         table.integer(record, "n_embd") != shape.hidden_size ||
         table.integer(record, "num_tensor_parallel_workers") != config.tensor_parallel ||
         table.integer(record, "block_size") != config.block_size) {

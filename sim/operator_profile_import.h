@@ -27,11 +27,11 @@
 namespace pagedllm::sim {
 
 struct OperatorProfileImport {
-  model::ModelShape shape;           // the model simulated: the files' rows must be of its shape
-  int32_t tensor_parallel = 1;       // rows of this num_tensor_parallel_workers
-  int32_t block_size = 16;           // attention rows of this block_size
-  std::string statistic = "median";  // which column of each operator: min, max, mean or median
-  std::string device;                // what the files were measured on, in words
+  model::ModelShape shape;             // the model simulated: the files' rows must be of its shape
+  int32_t tensor_parallel = 1;         // rows of this num_tensor_parallel_workers
+  int32_t block_size = 16;             // attention rows of this block_size
+  std::string statistic = "median";    // which column of each operator: min, max, mean or median
+  std::string device;                  // what the files were measured on, in words
   double step_overhead_seconds = 0.0;  // added to every step (the files time GPU operators only)
   double swap_block_seconds = 0.0;     // per block, each way (not in the files)
   double copy_block_seconds = 0.0;

@@ -55,9 +55,8 @@ StepProfile import_text(const OperatorProfileImport& settings, const std::string
                         const std::string& attention = kAttention) {
   std::istringstream mlp_in(mlp);
   std::istringstream attention_in(attention);
-  return import_operator_profile(settings,
-                                 {.mlp = mlp_in, .mlp_name = "mlp.csv", .attention = attention_in,
-                                  .attention_name = "attention.csv"});
+  return import_operator_profile(
+      settings, {.mlp = mlp_in, .mlp_name = "mlp.csv", .attention = attention_in, .attention_name = "attention.csv"});
 }
 
 // The StepProfileError's message, or a note that none was thrown.
@@ -83,9 +82,9 @@ BOOST_AUTO_TEST_CASE(cells_are_the_operators_summed_over_the_layers) {
   BOOST_TEST(profile.prefill.columns == (std::vector<double>{0, 512}));
   const double overhead = 0.0005;
   // Decode, one sequence over 127 cached tokens: the 1-token row of mlp.csv.
-  BOOST_TEST(profile.decode.seconds[0][0] ==
-                 overhead + 0.002e-3 + kLayers * ((0.010 + 0.020) * 1e-3 + (0.005 + 0.001) * 1e-3),
-             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(
+      profile.decode.seconds[0][0] == overhead + 0.002e-3 + kLayers * ((0.010 + 0.020) * 1e-3 + (0.005 + 0.001) * 1e-3),
+      boost::test_tools::tolerance(1e-12));
   // Four sequences: the layer between the 1- and 8-token rows, 3/7 of the way.
   const double layer4 = (0.030 + (0.050 - 0.030) * 3.0 / 7.0) * 1e-3;
   const double emb4 = (0.002 + (0.004 - 0.002) * 3.0 / 7.0) * 1e-3;
@@ -116,8 +115,7 @@ BOOST_AUTO_TEST_CASE(the_profile_prices_steps_through_the_measured_cost_model) {
   const StepProfile profile = import_text(config());
   const ProfileCostModel model({.profile = profile});
   BOOST_TEST(model.decode_seconds(1, 128) == profile.decode.seconds[0][0], boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(model.prefill_seconds(64, 256) ==
-                 (profile.prefill.seconds[0][0] + profile.prefill.seconds[0][1]) / 2.0,
+  BOOST_TEST(model.prefill_seconds(64, 256) == (profile.prefill.seconds[0][0] + profile.prefill.seconds[0][1]) / 2.0,
              boost::test_tools::tolerance(1e-12));
   // Written and read back, a tensor parallel size other than 1 survives.
   OperatorProfileImport two = config();

@@ -37,16 +37,16 @@ struct Config {
 
 bench::BenchCommandLine command_line(Config& config) {
   bench::BenchCommandLine line("bench_roofline_vs_operators");
-  line.add({"--mlp", "PATH", "per-operator times (Vidur's mlp.csv layout)",
-            [&](std::string_view v) { config.mlp = v; }, true});
+  line.add({"--mlp", "PATH", "per-operator times (Vidur's mlp.csv layout)", [&](std::string_view v) { config.mlp = v; },
+            true});
   line.add({"--hardware", "NAME", "the roofline preset of the GPU measured (default h100-sxm)",
             [&](std::string_view v) { config.hardware = v; }});
   line.add({"--model", "NAME", "the shape preset measured (default llama-2-7b)",
             [&](std::string_view v) { config.model = v; }});
-  line.add({"--tensor-parallel-size", "N", "the rows of this tensor parallel size (default 1)",
-            [&](std::string_view v) {
-              config.tensor_parallel = static_cast<int32_t>(bench::parse_integer("--tensor-parallel-size", v, 1));
-            }});
+  line.add(
+      {"--tensor-parallel-size", "N", "the rows of this tensor parallel size (default 1)", [&](std::string_view v) {
+         config.tensor_parallel = static_cast<int32_t>(bench::parse_integer("--tensor-parallel-size", v, 1));
+       }});
   line.add({"--statistic", "S", "min, max, mean or median (default median)",
             [&](std::string_view v) { config.statistic = v; }});
   return line;
@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
         sim::read_operator_table(in, config.mlp, config.statistic, config.tensor_parallel, &roofline.model);
     const auto layers = static_cast<double>(roofline.model.num_layers);
     std::printf("%s on %s x%d: roofline linear term per layer against %s (%s of each operator)\n",
-                roofline.model.name.c_str(), roofline.hardware.name.c_str(), config.tensor_parallel,
-                config.mlp.c_str(), config.statistic.c_str());
+                roofline.model.name.c_str(), roofline.hardware.name.c_str(), config.tensor_parallel, config.mlp.c_str(),
+                config.statistic.c_str());
     std::printf("%8s %14s %14s %10s %6s %16s\n", "tokens", "matmuls (us)", "roofline (us)", "roofline/", "bound",
                 "other ops (us)");
     std::printf("%8s %14s %14s %10s %6s %16s\n", "", "measured", "", "measured", "", "not priced");
