@@ -55,6 +55,9 @@ void LatencyValues::move_to_histogram() {
   histogram_.assign(kNumBuckets, 0);
   std::vector<double> values = std::move(values_);
   values_ = {};
+  // Deviations are summed from the exact values' mean: small numbers, so their squares keep the
+  // variance's digits without a division per value (as Welford's method has) in the loop that takes billions.
+  shift_ = stats::pairwise_sum(values) / static_cast<double>(values.size());
   for (const double value : values) add_to_histogram(value);
 }
 
@@ -69,11 +72,9 @@ void LatencyValues::add_to_histogram(double value) {
   const double sum = sum_ + value;
   sum_compensation_ += std::fabs(sum_) >= std::fabs(value) ? (sum_ - sum) + value : (value - sum) + sum_;
   sum_ = sum;
-  // Welford, over every value added so far in histogram mode (the exact ones included).
-  const auto n = static_cast<double>(++histogram_values_);
-  const double delta = value - welford_mean_;
-  welford_mean_ += delta / n;
-  welford_m2_ += delta * (value - welford_mean_);
+  const double deviation = value - shift_;
+  deviation_sum_ += deviation;
+  squared_deviation_sum_ += deviation * deviation;
 }
 
 double LatencyValues::value_at_rank(int64_t rank) const {
@@ -123,7 +124,10 @@ LatencySummary LatencyValues::summarize(const std::vector<double>& percents) {
   summary.exact = false;
   summary.count = count_;
   summary.mean = (sum_ + sum_compensation_) / static_cast<double>(count_);
-  summary.stddev = std::sqrt(welford_m2_ / static_cast<double>(count_));
+  // Population variance about the mean, from the sums about the shift.
+  const auto n = static_cast<double>(count_);
+  const double mean_deviation = deviation_sum_ / n;
+  summary.stddev = std::sqrt(std::max(0.0, squared_deviation_sum_ / n - mean_deviation * mean_deviation));
   summary.median = percentile_of_histogram(50.0);
   summary.p90 = percentile_of_histogram(90.0);
   summary.p99 = percentile_of_histogram(99.0);

@@ -4,8 +4,9 @@
 //
 // Exact (count <= max_exact): the summary is numpy's on the values in the order added, as vLLM's
 // benchmark computes it. Past max_exact the values move into the histogram and the summary is
-// approximate: min, max and count exact; mean by compensated summation and std by Welford's
-// method (both within rounding of numpy's); percentiles within kHistogramRelativeError of the
+// approximate: min, max and count exact; mean by compensated summation and std from sums of
+// deviations about the exact values' mean (both within rounding of numpy's for latencies, whose
+// spread is not many orders below their mean); percentiles within kHistogramRelativeError of the
 // exact ones (each rank's value is the midpoint of its bucket, clamped to [min, max]).
 #pragma once
 
@@ -64,9 +65,11 @@ class LatencyValues {
   int64_t below_range_ = 0;         // values under the first bucket (zeros included)
   double min_ = 0.0;
   double max_ = 0.0;
-  int64_t histogram_values_ = 0;  // values added to the histogram (the exact ones moved in included)
-  double welford_mean_ = 0.0;     // histogram mode: running mean and sum of squared deviations
-  double welford_m2_ = 0.0;
+  // Histogram mode: sums of every value's deviation from shift_ (the exact values' mean when the
+  // histogram took over) and of its square, for the std.
+  double shift_ = 0.0;
+  double deviation_sum_ = 0.0;
+  double squared_deviation_sum_ = 0.0;
   double sum_ = 0.0;  // histogram mode: Neumaier's compensated sum
   double sum_compensation_ = 0.0;
 };

@@ -339,8 +339,14 @@ std::string_view trim(std::string_view text) {
 
 // Parses one line. JSON has no NaN or infinity, but a literal like 1e999 overflows a double:
 // nlohmann refuses it (error 406) without saying where, so the keys on the way are tracked to
-// name the field.
+// name the field. The tracking costs a callback per parse event, so it runs only once a plain
+// parse has failed (a trace of millions of lines is read twice by a streamed simulation).
 json parse_line(std::string_view line) {
+  try {
+    return json::parse(line);
+  } catch (const json::exception&) {
+    // Parsed again below, for the message.
+  }
   std::vector<std::string> path;  // key per depth
   const json::parser_callback_t track = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::key && depth >= 1) {
