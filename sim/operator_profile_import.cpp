@@ -274,7 +274,8 @@ StepProfile import_operator_profile(const OperatorProfileImport& config, const O
   // A step of `tokens` new tokens whose attention takes `attention_seconds` per layer.
   const auto step = [&](double tokens, double attention_seconds) {
     return config.step_overhead_seconds + std::max(0.0, interpolate(layers.tokens, layers.embedding_seconds, tokens)) +
-           num_layers * (std::max(0.0, interpolate(layers.tokens, layers.layer_seconds, tokens)) + attention_seconds);
+           num_layers * (std::max(0.0, interpolate(layers.tokens, layers.layer_seconds, tokens)) + attention_seconds) +
+           (config.all_reduce_seconds ? config.all_reduce_seconds(tokens) : 0.0);
   };
   StepProfile profile;
   profile.executor = "imported operator profile (" + files.mlp_name + ", " + files.attention_name + ")";

@@ -12,11 +12,13 @@
 //   prefill (n, c0) overhead + emb(n) + L (layer(n) + prefill_attention(n, c0))
 // with layer(t) every non-embedding operator once, interpolated (piecewise linear) between the
 // profiled token counts. The files time GPU operators only: the step overhead is a parameter, and
-// neither the lm_head nor the sampler is in them (sample_seconds is 0). Block operations are not
-// profiled either: their prices come from the caller (the roofline of the GPU).
+// neither the lm_head nor the sampler is in them (sample_seconds is 0). Block operations and
+// tensor parallelism's all-reduces are not profiled either: their prices come from the caller
+// (the roofline of the GPU), the all-reduces added to every cell.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -35,6 +37,9 @@ struct OperatorProfileImport {
   double step_overhead_seconds = 0.0;  // added to every step (the files time GPU operators only)
   double swap_block_seconds = 0.0;     // per block, each way (not in the files)
   double copy_block_seconds = 0.0;
+  // With tensor parallelism, a step's all-reduces for `tokens` tokens (the files time each GPU's
+  // operators, not the communication between them); empty: none (tensor parallel 1).
+  std::function<double(double tokens)> all_reduce_seconds{};
 };
 
 // The two files, as streams; the names stand for them in errors.

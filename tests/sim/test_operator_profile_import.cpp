@@ -117,16 +117,20 @@ BOOST_AUTO_TEST_CASE(the_profile_prices_steps_through_the_measured_cost_model) {
   BOOST_TEST(model.decode_seconds(1, 128) == profile.decode.seconds[0][0], boost::test_tools::tolerance(1e-12));
   BOOST_TEST(model.prefill_seconds(64, 256) == (profile.prefill.seconds[0][0] + profile.prefill.seconds[0][1]) / 2.0,
              boost::test_tools::tolerance(1e-12));
-  // Written and read back, a tensor parallel size other than 1 survives.
+  // At tensor parallel 2 the all-reduces the caller prices are added; written and read back, the
+  // tensor parallel size survives.
   OperatorProfileImport two = config();
   two.tensor_parallel = 2;
+  two.all_reduce_seconds = [](double tokens) { return 1e-6 * tokens + 2e-5; };  // added to every cell
   const std::string attention_tp2 = std::string(
       "time_stats.attn_decode.median,time_stats.attn_prefill.median,n_embd,n_q_head,n_kv_head,block_size,"
       "num_tensor_parallel_workers,batch_size,prefill_chunk_size,kv_cache_size,is_prefill\n"
       "0.004,,4096,32,32,16,2,1,0,127,False\n,0.040,4096,32,32,16,2,1,64,0,True\n");
   const StepProfile parallel = import_text(two, kMlp, attention_tp2);
   BOOST_TEST(step_profile_from_json_text(to_json_text(parallel), "p.json").tensor_parallel == 2);
-  BOOST_TEST(parallel.decode.seconds[0][0] == 0.0005 + 0.009e-3 + kLayers * (0.070e-3 + 0.004e-3),
+  BOOST_TEST(parallel.decode.seconds[0][0] == 0.0005 + 0.009e-3 + kLayers * (0.070e-3 + 0.004e-3) + 1e-6 + 2e-5,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(parallel.prefill.seconds[0][0] == 0.0005 + 0.009e-3 + kLayers * (0.070e-3 + 0.040e-3) + 64e-6 + 2e-5,
              boost::test_tools::tolerance(1e-12));
 }
 

@@ -2,9 +2,12 @@
 // (Vidur's mlp.csv and attention.csv) as a step profile for `simulate --profile`, so that a user
 // with such measurements of their GPU plans with them instead of the roofline.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,14 @@ std::pair<double, double> block_operation_seconds(const sim::RooflineConfig& roo
   return {model.step_cost(swap).swap_seconds, model.step_cost(copy).copy_seconds};
 }
 
+// The roofline's all-reduces for a step of `tokens` new tokens (its payload is tokens x hidden).
+double all_reduce_seconds(const sim::RooflineCostModel& model, double tokens) {
+  sched::StepPlan plan;
+  sched::ScheduledSequence& sequence = plan.sequences.emplace_back();
+  sequence.end = static_cast<int32_t>(std::lround(tokens));
+  return model.step_cost(plan).all_reduce_seconds;
+}
+
 }  // namespace
 
 int run_profile_import(const std::vector<std::string>& args) {
@@ -73,7 +84,8 @@ int run_profile_import(const std::vector<std::string>& args) {
        ("the model the files were measured on: a shape preset (" + model::model_shape_names() +
         ") or a model directory, .gguf or fetched name").c_str())
       ("hardware", po::value(&options.hardware)->default_value(options.hardware),
-       "the GPU they were measured on, which prices swaps and copies (the files time none) and names the device")
+       "the GPU they were measured on, which prices swaps, copies and tensor parallel all-reduces (the files "
+       "time none) and names the device")
       ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1),
        "the rows of this tensor parallel size")
       ("block-size", po::value(&options.block_size)->default_value(options.block_size),
@@ -96,6 +108,7 @@ int run_profile_import(const std::vector<std::string>& args) {
   roofline.block_size = options.block_size;
   sim::validate(roofline);
   const auto [swap_seconds, copy_seconds] = block_operation_seconds(roofline);
+  const auto all_reduce_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   std::ifstream mlp = open_input(options.mlp, "--mlp");
   std::ifstream attention = open_input(options.attention, "--attention");
   const sim::StepProfile profile = sim::import_operator_profile(
@@ -106,7 +119,12 @@ int run_profile_import(const std::vector<std::string>& args) {
        .device = roofline.hardware.name + " x" + std::to_string(options.tensor_parallel),
        .step_overhead_seconds = options.step_overhead_ms / 1000.0,
        .swap_block_seconds = swap_seconds,
-       .copy_block_seconds = copy_seconds},
+       .copy_block_seconds = copy_seconds,
+       .all_reduce_seconds = options.tensor_parallel > 1
+                                 ? std::function<double(double)>([all_reduce_model](double tokens) {
+                                     return all_reduce_seconds(*all_reduce_model, tokens);
+                                   })
+                                 : std::function<double(double)>()},
       {.mlp = mlp, .mlp_name = options.mlp, .attention = attention, .attention_name = options.attention});
   sim::write_step_profile(profile, options.output);
   std::printf("Imported %s: decode %zu x %zu (%zu filled), prefill %zu x %zu (%zu filled); wrote %s\n",
