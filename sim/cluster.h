@@ -76,7 +76,8 @@ class ClusterSimulation {
   // negative serving-path latency or invalid host sharing.
   explicit ClusterSimulation(ClusterConfig config);
 
-  // Runs `requests` (sorted by arrival_time, times relative to 0) to completion, or until
+  // Runs `requests` (sorted by arrival_time, times relative to 0; one out of order throws
+  // std::invalid_argument when it is reached) to completion, or until
   // should_stop says so. Returns every finished output and every refused request, by request id,
   // over all replicas. Each request moves into its replica when it arrives, so the run holds the
   // prompts of the requests not yet finished (and, with on_arrival, only of those that arrived).

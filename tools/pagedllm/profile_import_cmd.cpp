@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/sched/step_plan.h"
-#include "sim/hardware.h"
 #include "sim/operator_profile_import.h"
 #include "sim/roofline_cost_model.h"
 #include "tools/pagedllm/cli_options.h"
@@ -29,8 +28,7 @@ struct ProfileImportOptions {
   std::string mlp;
   std::string attention;
   std::string model;
-  std::string hardware = "h100-sxm";
-  int32_t tensor_parallel = 1;
+  ExecutorOptions gpu;  // --hardware and --tensor-parallel-size: the roofline that prices what the files lack
   int32_t block_size = 16;
   std::string statistic = "median";
   double step_overhead_ms = 0.0;
@@ -45,8 +43,7 @@ std::ifstream open_input(const std::string& path, const std::string& option) {
 
 // What the roofline of the GPU charges for one block swapped (each way) and one block copied:
 // the files time no block operations.
-std::pair<double, double> block_operation_seconds(const sim::RooflineConfig& roofline) {
-  const sim::RooflineCostModel model(roofline);
+std::pair<double, double> block_operation_seconds(const sim::RooflineCostModel& model) {
   sched::StepPlan swap;
   swap.swap_out.push_back({.src = 0, .dst = 0});
   sched::StepPlan copy;
@@ -83,10 +80,10 @@ int run_profile_import(const std::vector<std::string>& args) {
       ("model,m", po::value(&options.model)->required(),
        ("the model the files were measured on: a shape preset (" + model::model_shape_names() +
         ") or a model directory, .gguf or fetched name").c_str())
-      ("hardware", po::value(&options.hardware)->default_value(options.hardware),
+      ("hardware", po::value(&options.gpu.hardware)->default_value(options.gpu.hardware),
        "the GPU they were measured on, which prices swaps, copies and tensor parallel all-reduces (the files "
        "time none) and names the device")
-      ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(1),
+      ("tensor-parallel-size,tp", po::value(&options.gpu.tensor_parallel)->default_value(1),
        "the rows of this tensor parallel size")
       ("block-size", po::value(&options.block_size)->default_value(options.block_size),
        "the attention rows of this KV block size")
@@ -101,28 +98,23 @@ int run_profile_import(const std::vector<std::string>& args) {
   if (options.format != "vidur") throw po::error("--format: expected vidur, got '" + options.format + "'");
   if (!(options.step_overhead_ms >= 0.0)) throw po::error("--step-overhead-ms: expected 0 or more");
   const SimModel model = resolve_sim_model(options.model);
-  sim::RooflineConfig roofline;
-  roofline.hardware = sim::find_hardware(options.hardware);
-  roofline.model = model.shape;
-  roofline.tensor_parallel = options.tensor_parallel;
-  roofline.block_size = options.block_size;
-  sim::validate(roofline);
-  const auto [swap_seconds, copy_seconds] = block_operation_seconds(roofline);
-  const auto all_reduce_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+  const sim::RooflineConfig roofline = make_roofline(options.gpu, model.shape, options.block_size);
+  const auto roofline_model = std::make_shared<const sim::RooflineCostModel>(roofline);
+  const auto [swap_seconds, copy_seconds] = block_operation_seconds(*roofline_model);
   std::ifstream mlp = open_input(options.mlp, "--mlp");
   std::ifstream attention = open_input(options.attention, "--attention");
   const sim::StepProfile profile = sim::import_operator_profile(
       {.shape = model.shape,
-       .tensor_parallel = options.tensor_parallel,
+       .tensor_parallel = options.gpu.tensor_parallel,
        .block_size = options.block_size,
        .statistic = options.statistic,
-       .device = roofline.hardware.name + " x" + std::to_string(options.tensor_parallel),
+       .device = roofline.hardware.name + " x" + std::to_string(options.gpu.tensor_parallel),
        .step_overhead_seconds = options.step_overhead_ms / 1000.0,
        .swap_block_seconds = swap_seconds,
        .copy_block_seconds = copy_seconds,
-       .all_reduce_seconds = options.tensor_parallel > 1
-                                 ? std::function<double(double)>([all_reduce_model](double tokens) {
-                                     return all_reduce_seconds(*all_reduce_model, tokens);
+       .all_reduce_seconds = options.gpu.tensor_parallel > 1
+                                 ? std::function<double(double)>([roofline_model](double tokens) {
+                                     return all_reduce_seconds(*roofline_model, tokens);
                                    })
                                  : std::function<double(double)>()},
       {.mlp = mlp, .mlp_name = options.mlp, .attention = attention, .attention_name = options.attention});

@@ -32,9 +32,6 @@ std::string simulated_model_argument(const std::string& model, bool model_given,
   return sim_model;
 }
 
-namespace {
-
-// --hardware, --tensor-parallel-size on `shape`, for engines of `block_size`.
 sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::ModelShape& shape, int32_t block_size) {
   sim::RooflineConfig roofline;
   roofline.hardware = sim::find_hardware(options.hardware);
@@ -44,6 +41,8 @@ sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::M
   sim::validate(roofline);
   return roofline;
 }
+
+namespace {
 
 // Device blocks from GPU memory (unless config.cache.num_device_blocks is set already), host
 // blocks from --swap-space; both capped where a small model on a large GPU would get tens of

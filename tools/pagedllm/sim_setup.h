@@ -32,6 +32,10 @@ SimModel resolve_sim_model(const std::string& argument);
 // was on the command line (not its default).
 std::string simulated_model_argument(const std::string& model, bool model_given, const std::string& sim_model);
 
+// The roofline of --hardware at --tensor-parallel-size on `shape`, for engines of `block_size`
+// (validated: throws std::invalid_argument naming the field).
+sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::ModelShape& shape, int32_t block_size);
+
 // A simulated draft model (speculative method draft_model): the roofline of its shape on the
 // target's hardware, which prices its passes, and its KV cache (spec::draft_cache_config of the
 // target's, sized with it: both models' weights and KV share the GPU).
