@@ -269,6 +269,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> device_model, cons
                                    .gpu_memory_utilization = config.gpu_memory_utilization,
                                    .swap_space_bytes = config.swap_space_bytes,
                                    .block_bytes = kv_block_bytes(model_config, config.engine.cache.block_size),
+                                   .companion_block_bytes = config.companion_block_bytes,
                                    .block_size = config.engine.cache.block_size,
                                    .max_model_len = config.engine.scheduler.max_model_len};
   KvSizing sizing;

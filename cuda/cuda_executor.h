@@ -56,6 +56,9 @@ struct CudaExecutorConfig {
   double gpu_memory_utilization = 0.9;
   std::uint64_t swap_space_bytes = std::uint64_t{4} << 30;  // vLLM's default, 4 GiB
   bool enforce_eager = false;                               // never capture CUDA graphs
+  // Bytes of a draft model's KV block when a draft runs beside this executor on the same device
+  // with as many blocks (make_target_and_draft): memory sizing pairs each block with one of them.
+  std::uint64_t companion_block_bytes = 0;
   // Sees every logits row the executor samples from (copied to the host), before sampling.
   std::function<void(const sched::ScheduledSequence&, std::span<const float> logits)> logits_observer{};
 };

@@ -32,8 +32,9 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
   if (input.block_bytes == 0) throw std::runtime_error("KV sizing: a block of 0 bytes");
   const double budget = input.gpu_memory_utilization * static_cast<double>(input.total_memory_bytes) -
                         static_cast<double>(input.used_memory_bytes);
+  const std::uint64_t device_block_bytes = input.block_bytes + input.companion_block_bytes;
   KvSizing sizing;
-  sizing.num_device_blocks = blocks_in(budget > 0.0 ? static_cast<std::uint64_t>(budget) : 0, input.block_bytes);
+  sizing.num_device_blocks = blocks_in(budget > 0.0 ? static_cast<std::uint64_t>(budget) : 0, device_block_bytes);
   sizing.num_host_blocks = blocks_in(input.swap_space_bytes, input.block_bytes);
   if (sizing.num_device_blocks <= 0) {
     char message[512];
@@ -44,7 +45,7 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
                   static_cast<double>(input.used_memory_bytes) / kMiB,
                   input.gpu_memory_utilization * static_cast<double>(input.total_memory_bytes) / kMiB,
                   input.gpu_memory_utilization, static_cast<double>(input.total_memory_bytes) / kMiB,
-                  static_cast<double>(input.block_bytes) / kMiB);
+                  static_cast<double>(device_block_bytes) / kMiB);
     throw std::runtime_error(message);
   }
   return sizing;
@@ -52,11 +53,16 @@ KvSizing size_kv_cache(const KvSizingInput& input) {
 
 std::string describe_kv_sizing(const KvSizing& sizing, const KvSizingInput& input) {
   const int64_t tokens = sizing.device_tokens(input.block_size);
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "GPU blocks: %d (%lld tokens), CPU blocks: %d, max concurrency for max_model_len %d: %.2fx",
-                sizing.num_device_blocks, static_cast<long long>(tokens), sizing.num_host_blocks, input.max_model_len,
-                input.max_model_len > 0 ? static_cast<double>(tokens) / input.max_model_len : 0.0);
+  char line[320];
+  const int length = std::snprintf(
+      line, sizeof line, "GPU blocks: %d (%lld tokens), CPU blocks: %d, max concurrency for max_model_len %d: %.2fx",
+      sizing.num_device_blocks, static_cast<long long>(tokens), sizing.num_host_blocks, input.max_model_len,
+      input.max_model_len > 0 ? static_cast<double>(tokens) / input.max_model_len : 0.0);
+  if (input.companion_block_bytes > 0 && length > 0 && static_cast<std::size_t>(length) < sizeof line) {
+    std::snprintf(line + length, sizeof line - static_cast<std::size_t>(length),
+                  ", sized with a draft cache of as many blocks (%.3f MiB each)",
+                  static_cast<double>(input.companion_block_bytes) / kMiB);
+  }
   return line;
 }
 

@@ -18,6 +18,9 @@ struct KvSizingInput {
   double gpu_memory_utilization = 0.9;   // fraction of total memory this engine may fill
   std::uint64_t swap_space_bytes = 0;    // pinned host memory for swapped-out blocks
   std::uint64_t block_bytes = 0;         // one block across every layer, K and V
+  // Device bytes of a block of a second cache with as many blocks as this one, on the same device
+  // (a draft model's, for speculative decoding): each device block is sized with one of its own.
+  std::uint64_t companion_block_bytes = 0;
   int32_t block_size = 16;               // tokens per block
   int32_t max_model_len = 0;             // for the concurrency figure
 };
@@ -34,12 +37,15 @@ struct KvSizing {
 // Bytes of one block of `block_size` tokens across every layer, K and V, 16-bit elements.
 std::uint64_t kv_block_bytes(const model::ModelConfig& config, int32_t block_size);
 
-// Throws std::runtime_error naming the figures when not even one block fits (raise
+// Device blocks: the budget over (block_bytes + companion_block_bytes), as vLLM splits the cache
+// between a target and its draft model; host blocks: swap space over block_bytes. Throws
+// std::runtime_error naming the figures when not even one block fits (raise
 // gpu_memory_utilization, or lower max_num_batched_tokens) and when utilization is outside
 // (0, 1]. Block counts are capped at kv::kMaxBlocksPerTier.
 KvSizing size_kv_cache(const KvSizingInput& input);
 
-// "GPU blocks: N (T tokens), CPU blocks: M, max concurrency for max_model_len L: X.XXx"
+// "GPU blocks: N (T tokens), CPU blocks: M, max concurrency for max_model_len L: X.XXx" (and,
+// with a companion cache, "sized with a draft cache of as many blocks, B MiB each").
 std::string describe_kv_sizing(const KvSizing& sizing, const KvSizingInput& input);
 
 }  // namespace pagedllm::cuda

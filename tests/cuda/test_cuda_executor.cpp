@@ -35,11 +35,13 @@
 #include "core/engine/engine.h"
 #include "core/model/model_weights.h"
 #include "core/model/tensor_names.h"
+#include "core/spec/draft_model_proposer.h"
 #include "core/structured/regex_compiler.h"
 #include "core/structured/token_mask.h"
 #include "cpu_ref/cpu_executor.h"
 #include "cpu_ref/llama_model.h"
 #include "cuda/cuda_executor.h"
+#include "cuda/target_and_draft.h"
 #include "tests/cuda/gpu_test_util.h"
 #include "tools/make_model/tiny_model.h"
 #include "tools/make_model/tiny_weights.h"
@@ -156,6 +158,9 @@ struct RunOptions {
   std::optional<sched::PreemptionMode> preemption_mode{};
   bool enforce_eager = true;
   spec::SpeculativeConfig speculative{};  // off unless a test turns it on
+  // With speculative.method draft_model: the draft, on a CUDA executor of its own sized with the
+  // target's (make_target_and_draft).
+  const TinyModel* draft = nullptr;
 };
 
 // A logits row: which request, and every token before the sampled position (its context).
@@ -191,7 +196,9 @@ RunResult run(const TinyModel& model, Backend backend, const std::vector<TestReq
   config.speculative = options.speculative;
 
   std::unique_ptr<engine::Executor> executor;
+  std::unique_ptr<spec::DraftModelProposer> draft;
   if (backend == Backend::cpu) {
+    BOOST_TEST_REQUIRE(options.draft == nullptr);
     cpu_ref::CpuExecutorConfig cpu_config{.cache = config.cache, .num_threads = 0};
     cpu_config.logits_observer = observer;
     executor = std::make_unique<cpu_ref::CpuExecutor>(model.cpu, cpu_config);
@@ -201,14 +208,29 @@ RunResult run(const TinyModel& model, Backend backend, const std::vector<TestReq
     cuda_config.dtype = backend == Backend::bf16 ? DType::bf16 : DType::fp16;
     cuda_config.enforce_eager = options.enforce_eager;
     cuda_config.logits_observer = observer;
-    auto cuda_executor = std::make_unique<CudaExecutor>(model.weights, cuda_config);
+    std::unique_ptr<CudaExecutor> cuda_executor;
+    if (options.draft != nullptr) {
+      TargetAndDraft pair = make_target_and_draft(upload_model(model.weights, cuda_config),
+                                                  upload_model(options.draft->weights, cuda_config), cuda_config);
+      BOOST_TEST_REQUIRE(pair.draft_cache.num_device_blocks == options.num_device_blocks);
+      BOOST_TEST_REQUIRE(pair.draft_cache.num_host_blocks == 0);
+      BOOST_TEST_REQUIRE(pair.draft->cache_config().num_device_blocks == options.num_device_blocks);
+      BOOST_TEST_REQUIRE(pair.draft->cache_config().num_host_blocks == 0);
+      cuda_executor = std::move(pair.target);
+      draft = std::make_unique<spec::DraftModelProposer>(
+          spec::DraftModelProposerConfig{.cache = pair.draft_cache,
+                                         .max_num_batched_tokens = options.max_num_batched_tokens},
+          std::move(pair.draft));
+    } else {
+      cuda_executor = std::make_unique<CudaExecutor>(model.weights, cuda_config);
+    }
     // Block counts given explicitly are used as given: the engine and cpu_ref see the same tiers.
     BOOST_TEST_REQUIRE(cuda_executor->cache_config().num_device_blocks == options.num_device_blocks);
     BOOST_TEST_REQUIRE(cuda_executor->cache_config().num_host_blocks == options.num_host_blocks);
     executor = std::move(cuda_executor);
   }
   engine::VirtualClock clock;
-  engine::Engine engine(config, *executor, clock);
+  engine::Engine engine(config, *executor, clock, nullptr, draft.get());
   for (const TestRequest& request : requests) {
     sched::SamplingParams params;
     params.temperature = request.temperature;
@@ -437,6 +459,37 @@ BOOST_AUTO_TEST_CASE(speculative_decoding_changes_no_token) {
   BOOST_TEST_MESSAGE("speculative: " << speculative.counters.spec_accepted_tokens << " of "
                                      << speculative.counters.spec_draft_tokens << " proposals accepted in "
                                      << speculative.counters.spec_drafts << " drafts");
+}
+
+BOOST_AUTO_TEST_CASE(draft_model_speculation_changes_no_token) {
+  // A draft model on a CUDA executor of its own beside the target's (make_target_and_draft): the
+  // tied-embedding model drafting for itself (its proposals are all accepted: the draft's paged
+  // cache and catch-up passes) and the llama model drafting for it (most rejected: rollback of the
+  // draft's tentative slots, then catch-up). The tokens of plain decoding either way, with CUDA
+  // graphs on for the plain decodes and the draft's single-token passes.
+  if (skip_without_gpu()) return;
+  const TinyModel& model = qwen2_model();
+  const std::vector<TestRequest> requests = prompts_of(kPromptLengths, 512, kEmulated ? 10 : 40);
+  const RunResult plain = run(model, Backend::bf16, requests, RunOptions{.enforce_eager = false});
+  const spec::SpeculativeConfig speculative{.method = spec::SpeculativeMethod::draft_model,
+                                            .num_speculative_tokens = 3,
+                                            .draft_model = "in memory",
+                                            .disable_by_batch_size = 0};
+  for (const TinyModel* draft : {&qwen2_model(), &llama_model()}) {
+    const RunResult speculated =
+        run(model, Backend::bf16, requests,
+            RunOptions{.enforce_eager = false, .speculative = speculative, .draft = draft});
+    const std::string label = "draft " + draft->weights.source + " vs plain";
+    // cuBLAS is not batch-invariant: on a GPU a near tie may flip (the emulation is bitwise).
+    check_tokens(plain, speculated, label, kEmulated ? 0.0 : 0.05);
+    BOOST_TEST(speculated.counters.spec_drafts > 0, label);
+    if (draft == &model) {
+      BOOST_TEST(speculated.counters.spec_accepted_tokens == speculated.counters.spec_draft_tokens, label);
+    }
+    BOOST_TEST_MESSAGE(label << ": " << speculated.counters.spec_accepted_tokens << " of "
+                             << speculated.counters.spec_draft_tokens << " proposals accepted in "
+                             << speculated.counters.spec_drafts << " drafts");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(cuda_graphs_match_eager) {

@@ -312,6 +312,46 @@ BOOST_AUTO_TEST_CASE(kv_sizing_follows_vllm) {
   BOOST_CHECK_THROW(cuda::size_kv_cache(bad), std::runtime_error);
 }
 
+BOOST_AUTO_TEST_CASE(kv_sizing_with_a_draft_model_gives_both_caches_the_same_block_count) {
+  // Llama-3-8B's 2 MiB blocks beside Llama-3.2-1B's (16 layers, 8 KV heads of 64: 0.5 MiB), as
+  // vLLM splits the cache between a target and its draft: each device block is paired with one of
+  // the draft's; the host tier (the target's swap space) is the target's alone.
+  model::ModelConfig llama8b;
+  llama8b.num_layers = 32;
+  llama8b.num_kv_heads = 8;
+  llama8b.head_dim = 128;
+  model::ModelConfig llama1b;
+  llama1b.num_layers = 16;
+  llama1b.num_kv_heads = 8;
+  llama1b.head_dim = 64;
+  const uint64_t gib = 1ull << 30;
+  const cuda::KvSizingInput input{.total_memory_bytes = 80 * gib,
+                                  .used_memory_bytes = 20 * gib,
+                                  .gpu_memory_utilization = 0.9,
+                                  .swap_space_bytes = 4 * gib,
+                                  .block_bytes = cuda::kv_block_bytes(llama8b, 16),
+                                  .companion_block_bytes = cuda::kv_block_bytes(llama1b, 16),
+                                  .block_size = 16,
+                                  .max_model_len = 8192};
+  BOOST_TEST(input.companion_block_bytes == 512ull * 1024);
+  const cuda::KvSizing sizing = cuda::size_kv_cache(input);
+  // 0.9 * 80 - 20 = 52 GiB of 2.5 MiB pairs; 4 GiB of 2 MiB swap blocks.
+  BOOST_TEST(sizing.num_device_blocks == static_cast<int32_t>(52 * gib / (2.5 * 1024 * 1024)));
+  BOOST_TEST(sizing.num_host_blocks == 4 * 512);
+  const std::string line = cuda::describe_kv_sizing(sizing, input);
+  BOOST_TEST(line.find("GPU blocks: 21299 (340784 tokens), CPU blocks: 2048") == 0u, line);
+  BOOST_TEST(line.find("sized with a draft cache of as many blocks (0.500 MiB each)") != std::string::npos, line);
+
+  cuda::KvSizingInput full = input;
+  full.used_memory_bytes = 72 * gib - 2 * 1024 * 1024;  // room for one 2 MiB block, not for the pair
+  try {
+    cuda::size_kv_cache(full);
+    BOOST_FAIL("expected no room for a block and its draft block");
+  } catch (const std::runtime_error& error) {
+    BOOST_TEST(std::string(error.what()).find("one block needs 2.50 MiB") != std::string::npos, error.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(decode_graph_sizes_cover_every_batch_up_to_the_limit) {
   BOOST_TEST(cuda::decode_graph_batch_sizes(1) == (std::vector<int32_t>{1}), boost::test_tools::per_element());
   BOOST_TEST(cuda::decode_graph_batch_sizes(5) == (std::vector<int32_t>{1, 2, 4, 5}), boost::test_tools::per_element());

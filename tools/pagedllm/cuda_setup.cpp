@@ -1,7 +1,11 @@
 #include "tools/pagedllm/cuda_setup.h"
 
 #ifdef PAGEDLLM_HAVE_CUDA
+#include <sstream>
+
 #include "cuda/cuda_executor.h"
+#include "cuda/device_model.h"
+#include "cuda/target_and_draft.h"
 #endif
 
 namespace pagedllm::cli {
@@ -72,6 +76,27 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::Mo
   return make_cuda_executor(options, upload_cuda_model(options, weights, config), config);
 }
 
+CudaTargetAndDraftSetup make_cuda_executor_with_draft(const CudaOptions& options,
+                                                      const std::shared_ptr<const CudaModel>& target,
+                                                      const std::shared_ptr<const CudaModel>& draft,
+                                                      const engine::EngineConfig& config) {
+  cuda::TargetAndDraft pair =
+      cuda::make_target_and_draft(target->device_model, draft->device_model, executor_config(options, config));
+  CudaTargetAndDraftSetup setup;
+  setup.target.cache = pair.target->cache_config();
+  setup.target.description = "cuda, " + pair.target->sizing_description();
+  setup.target.executor = std::move(pair.target);
+  setup.draft_cache = pair.draft_cache;
+  std::ostringstream line;
+  line << draft->device_model->weight_bytes() / (1 << 20) << " MiB of weights on the GPU, KV "
+       << static_cast<uint64_t>(pair.draft_cache.num_device_blocks) *
+              cuda::kv_block_bytes(draft->device_model->config(), pair.draft_cache.block_size) / (1 << 20)
+       << " MiB (" << pair.draft_cache.num_device_blocks << " blocks)";
+  setup.draft_description = line.str();
+  setup.draft = std::move(pair.draft);
+  return setup;
+}
+
 #else
 
 struct CudaModel {};
@@ -91,6 +116,13 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions&, const std::shared_ptr<c
 }
 
 CudaExecutorSetup make_cuda_executor(const CudaOptions&, const model::ModelWeights&, const engine::EngineConfig&) {
+  require_cuda_executor();
+  return {};
+}
+
+CudaTargetAndDraftSetup make_cuda_executor_with_draft(const CudaOptions&, const std::shared_ptr<const CudaModel>&,
+                                                      const std::shared_ptr<const CudaModel>&,
+                                                      const engine::EngineConfig&) {
   require_cuda_executor();
   return {};
 }

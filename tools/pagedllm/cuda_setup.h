@@ -63,4 +63,17 @@ CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const model::Mo
 CudaExecutorSetup make_cuda_executor(const CudaOptions& options, const std::shared_ptr<const CudaModel>& model,
                                      const engine::EngineConfig& config);
 
+// Speculative decoding with a draft model: the target's executor and the draft's on one GPU, the
+// KV blocks sized for both caches at once (cuda/target_and_draft.h).
+struct CudaTargetAndDraftSetup {
+  CudaExecutorSetup target;
+  std::unique_ptr<engine::Executor> draft;
+  kv::KvCacheConfig draft_cache;  // the draft's tiers: the target's block count, no host tier
+  std::string draft_description;  // the draft's weights and KV on the device
+};
+CudaTargetAndDraftSetup make_cuda_executor_with_draft(const CudaOptions& options,
+                                                      const std::shared_ptr<const CudaModel>& target,
+                                                      const std::shared_ptr<const CudaModel>& draft,
+                                                      const engine::EngineConfig& config);
+
 }  // namespace pagedllm::cli

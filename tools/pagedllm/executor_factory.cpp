@@ -168,17 +168,35 @@ ExecutorSetup make_sim_executor(const ExecutorOptions& options, const frontend::
   return setup;
 }
 
-// The GPU engine: bf16 weights on the host (fp32 when the device runs fp16, rounded once there).
+// The GPU engine: bf16 weights on the host (fp32 when the device runs fp16, rounded once there),
+// each model's released once it is on the device. With a draft model, both executors are sized
+// together (cuda/target_and_draft.h).
 ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                                 const engine::EngineConfig& config) {
   const CudaOptions cuda = cuda_options_of(options);
   require_cuda_executor();
-  CudaExecutorSetup cuda_setup =
-      make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_weight_dtype(cuda)}), config);
+  const model::WeightDType host_dtype = host_weight_dtype(cuda);
   ExecutorSetup setup;
-  setup.cache = cuda_setup.cache;
-  setup.executor = std::move(cuda_setup.executor);
-  setup.description = cuda_setup.description + ", " + bundle.source.path;
+  if (config.speculative.method != spec::SpeculativeMethod::draft_model) {
+    CudaExecutorSetup cuda_setup = make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+    setup.cache = cuda_setup.cache;
+    setup.executor = std::move(cuda_setup.executor);
+    setup.description = cuda_setup.description + ", " + bundle.source.path;
+    return setup;
+  }
+  const frontend::ModelBundle draft = frontend::open_model(resolve_model_argument(config.speculative.draft_model));
+  frontend::check_draft_model(bundle, draft, config.scheduler.max_model_len);
+  const auto target_model = upload_cuda_model(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+  const auto draft_model = upload_cuda_model(cuda, frontend::load_weights(draft, {.dtype = host_dtype}), config);
+  CudaTargetAndDraftSetup pair = make_cuda_executor_with_draft(cuda, target_model, draft_model, config);
+  setup.cache = pair.target.cache;
+  setup.executor = std::move(pair.target.executor);
+  setup.description = pair.target.description + ", " + bundle.source.path + "; draft model " + draft.source.path +
+                      ", " + pair.draft_description;
+  setup.draft_model = std::make_unique<spec::DraftModelProposer>(
+      spec::DraftModelProposerConfig{.cache = pair.draft_cache,
+                                     .max_num_batched_tokens = config.scheduler.max_num_batched_tokens},
+      std::move(pair.draft));
   return setup;
 }
 
@@ -198,11 +216,6 @@ ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::Mode
         "--speculative-config: simulated_draft_rate and simulated_acceptance are the simulator's "
         "(--executor sim); the " +
         options.executor + " executor proposes and verifies for real");
-  }
-  if (config.speculative.method == spec::SpeculativeMethod::draft_model && options.executor == "cuda") {
-    throw po::error(
-        "--speculative-config: draft_model: the cuda executor takes no draft model yet (its KV sizing does not "
-        "reserve the draft's memory); use the cpu executor, or the simulator");
   }
   if (options.executor == "cpu") return make_cpu_executor(options, bundle, config);
   if (options.executor == "sim") return make_sim_executor(options, bundle, config);

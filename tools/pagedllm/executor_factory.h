@@ -74,7 +74,7 @@ CudaOptions cuda_options_of(const ExecutorOptions& options);
 
 // Builds the executor for `bundle` and the engine `config`, sizing its KV tiers (a
 // num_device_blocks already set, --num-gpu-blocks-override, is kept): setup.cache. Loads weights
-// for cpu and cuda, and the draft model's (cpu only so far) when the config speculates with one.
+// for cpu and cuda, and the draft model's too when the config speculates with one.
 ExecutorSetup make_executor(const ExecutorOptions& options, const frontend::ModelBundle& bundle,
                             const engine::EngineConfig& config);
 
