@@ -163,6 +163,12 @@ phase_executor() {
   step executor generate 60 "$bin" generate -m "$model" --executor cuda -p "The capital of France is" -n 32
   step executor replay 120 "$bin" replay --trace traces/sharegpt_like.jsonl --model "$model" --executor cuda -q \
     -o "$out/replay_cuda.json"
+  # Speculative decoding with the model as its own draft: both KV caches sized from the device's memory
+  # (cuda/target_and_draft.h). The trace samples, so a proposal is kept with the target's probability of it:
+  # about a third on this model (the cpu executor's run of the same command: 33.6%).
+  step executor replay_draft 120 "$bin" replay --trace traces/sharegpt_like.jsonl --model "$model" --executor cuda \
+    --max-requests 32 --speculative-config "{\"model\": \"$model\", \"num_speculative_tokens\": 4}" \
+    -o "$out/replay_cuda_draft.json"
   for trace in traces/*.jsonl; do
     local name; name=$(basename "$trace" .jsonl)
     step executor "check_$name" 120 "$bin" check --trace "$trace" --model "$model" --executors sim,cpu,cuda
