@@ -21,8 +21,8 @@ struct KvSizingInput {
   // Device bytes of a block of a second cache with as many blocks as this one, on the same device
   // (a draft model's, for speculative decoding): each device block is sized with one of its own.
   std::uint64_t companion_block_bytes = 0;
-  int32_t block_size = 16;               // tokens per block
-  int32_t max_model_len = 0;             // for the concurrency figure
+  int32_t block_size = 16;    // tokens per block
+  int32_t max_model_len = 0;  // for the concurrency figure
 };
 
 struct KvSizing {

@@ -28,7 +28,10 @@ inline engine::ScriptedExecutorConfig default_sim_tokens() {
 inline engine::ScriptedExecutorConfig sim_tokens_for(const engine::EngineConfig& config, int32_t vocab_size) {
   engine::ScriptedExecutorConfig tokens = default_sim_tokens();
   tokens.vocab_size = vocab_size;
-  if (config.speculative.simulated) tokens.accepted_per_position = config.speculative.simulated->accepted_per_position;
+  if (config.speculative.simulated) {
+    tokens.accepted_per_position = config.speculative.simulated->accepted_per_position;
+    tokens.acceptance_seed = config.speculative.simulated->seed;
+  }
   return tokens;
 }
 

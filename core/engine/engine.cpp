@@ -292,7 +292,10 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       it->second.push_back(&output);
       continue;
     }
-    if (!scheduled.is_prefill()) ++counters_.decode_passes;
+    if (!scheduled.is_prefill()) {
+      ++counters_.decode_passes;
+      ++group.speculation.decode_passes;
+    }
     if (scheduled.num_proposed_tokens > 0) {
       apply_verified(group, seq, scheduled, output);
     } else {
@@ -361,6 +364,7 @@ void Engine::apply_verified(SequenceGroup& group, Sequence& seq, const Scheduled
   if (per_position.size() < static_cast<size_t>(num_proposed))
     per_position.resize(static_cast<size_t>(num_proposed), 0);
   for (int32_t j = 0; j < num_accepted; ++j) ++per_position[static_cast<size_t>(j)];
+  group.speculation.add_verify(num_proposed, num_accepted);
 
   scheduler_.take_proposals(seq);
   // The tokens in order, as if sampled one step at a time: a stop ends the sequence there, and
@@ -393,8 +397,13 @@ void Engine::propose(const SequenceGroup& group, Sequence& seq) {
     // The simulator: a draft at the measured rate, of placeholder tokens (the scripted executor
     // accepts them at the measured rates); a draw per sequence and length, as reproducible as
     // the script.
-    const double u = sampling::uniform_draw(static_cast<uint64_t>(seq.id), 0x5bec, seq.num_tokens());
-    if (u < speculative.simulated->draft_rate) seq.proposals.assign(static_cast<size_t>(count), seq.tokens.back());
+    // A measured trace's request brings its own rates (SamplingParams::simulated_speculation).
+    const spec::SimulatedAcceptance& rates = group.request.params.simulated_speculation != nullptr
+                                                 ? *group.request.params.simulated_speculation
+                                                 : *speculative.simulated;
+    const double u = sampling::uniform_draw(
+        static_cast<uint64_t>(seq.id) + speculative.simulated->seed * 0x9e3779b97f4a7c15ULL, 0x5bec, seq.num_tokens());
+    if (u < rates.draft_rate) seq.proposals.assign(static_cast<size_t>(count), seq.tokens.back());
     if (seq.matcher) keep_allowed_proposals(seq);
     return;
   }
@@ -605,6 +614,11 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
   output.finished = group.state == GroupState::finished;
   output.finish_reason = group.finish_reason;
   output.message = group.finish_message;
+  if (output.finished && config_.speculative.enabled()) {
+    output.speculation = group.speculation;
+  } else {
+    output.speculation.reset();
+  }
   const bool delta = config_.output_kind == OutputKind::delta;
   if (delta) {
     // O(1) per report: everything but the token times (a streaming client keeps its own).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,8 @@ struct RequestOutput {
   sched::FinishReason finish_reason = sched::FinishReason::none;
   std::string message;  // why a request was rejected
   sched::RequestTimes times;
+  // Final reports of an engine that speculates: the request's drafts and acceptance.
+  std::optional<spec::SpeculationTally> speculation;
 };
 
 }  // namespace pagedllm::engine

@@ -162,22 +162,28 @@ void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::
   // proposal (as the real samplers accept a proposal their own draw equals).
   const std::span<const TokenId> tokens = scheduled.tokens;
   const size_t confirmed = scheduled.confirmed_tokens().size();
-  const std::vector<double>& rates = config_.accepted_per_position;
+  // A request of a measured trace brings its own rates (a position it has none for is rejected).
+  const bool per_request = scheduled.params != nullptr && scheduled.params->simulated_speculation != nullptr;
+  const std::vector<double>& rates =
+      per_request ? scheduled.params->simulated_speculation->accepted_per_position : config_.accepted_per_position;
+  const auto rate = [&rates](size_t j) { return j < rates.size() ? rates[j] : 0.0; };
   for (size_t j = 0;; ++j) {
     const auto position = static_cast<int32_t>(confirmed + j);
     const bool last = j == static_cast<size_t>(scheduled.num_proposed_tokens);
-    if (!last && j < rates.size()) {
+    if (!last && (j < rates.size() || per_request)) {
       // The simulator's acceptance: given the ones before it, proposal j is kept with
       // probability rates[j] / rates[j - 1]; a rejection yields a token other than the proposal
       // (the script's, else the next allowed id), unless the proposal is all that is allowed.
       const TokenId proposal = tokens[confirmed + j];
       const TokenId previous = tokens[confirmed + j - 1];
-      const double given = j == 0 ? 1.0 : rates[j - 1];
+      const double given = j == 0 ? 1.0 : rate(j - 1);
+      const uint64_t stream = config_.acceptance_seed == 0 ? 0 : mix64(config_.acceptance_seed);
       const double u =
-          static_cast<double>(script_hash(scheduled.request, scheduled.sample_index + 0x5bec, position, 0) >> 11) *
+          static_cast<double>((script_hash(scheduled.request, scheduled.sample_index + 0x5bec, position, 0) ^ stream) >>
+                              11) *
           0x1.0p-53;
       TokenId token = proposal;
-      if (!(given > 0.0 && u < rates[j] / given)) {
+      if (!(given > 0.0 && u < rate(j) / given)) {
         token =
             allowed(scheduled, position, scripted_token(scheduled.request, scheduled.sample_index, position, previous));
         if (token == proposal) token = allowed(scheduled, position, (proposal + 1) % config_.vocab_size);

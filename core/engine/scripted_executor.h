@@ -29,6 +29,7 @@ struct ScriptedExecutorConfig {
   // accepted with probability accepted_per_position[j] overall (a drawn fraction of the drafts
   // that got that far), whatever it is; empty: accepted only where the script agrees with it.
   std::vector<double> accepted_per_position;
+  uint64_t acceptance_seed = 0;  // the acceptance draws' stream (SimulatedAcceptance::seed)
 };
 
 class ScriptedExecutor final : public Executor {

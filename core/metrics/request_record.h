@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/spec/speculation_tally.h"
 
 namespace pagedllm::metrics {
 
@@ -20,6 +23,8 @@ struct RequestRecord {
   int32_t output_tokens = 0;  // generated tokens, all samples of the request together
   bool success = true;        // false: rejected, aborted or failed; excluded from latencies
   std::string error;          // why it failed
+  // Speculative decoding (an engine run that speculates): the request's drafts and acceptance.
+  std::optional<spec::SpeculationTally> speculation;
 };
 
 }  // namespace pagedllm::metrics

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/common/types.h"
+#include "core/spec/speculative_config.h"
 #include "core/structured/token_mask.h"
 
 namespace pagedllm::sched {
@@ -47,6 +48,9 @@ struct SamplingParams {
   // must match, or null. Shared by the request's samples and beams, and by requests with the same
   // constraint; used on the engine's thread only (its masks are computed there, lazily).
   std::shared_ptr<structured::TokenMaskCache> output_constraint;
+  // The simulator only: this request's measured speculation (a trace's simulated_speculation),
+  // used instead of SpeculativeConfig::simulated's engine-wide rates. Null: those.
+  std::shared_ptr<const spec::SimulatedAcceptance> simulated_speculation;
 
   bool use_beam_search() const { return beam_width > 0; }
   // Whether the token after num_output_tokens must not be a stop token (min_tokens not yet out).

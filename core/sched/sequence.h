@@ -11,6 +11,7 @@
 #include "core/common/types.h"
 #include "core/kv/block_hash.h"
 #include "core/sched/request.h"
+#include "core/spec/speculation_tally.h"
 #include "core/structured/token_mask.h"
 
 namespace pagedllm::sched {
@@ -66,6 +67,7 @@ struct SequenceGroup {
   FinishReason finish_reason = FinishReason::none;
   std::string finish_message;  // why a group was rejected
   RequestTimes times;
+  spec::SpeculationTally speculation;  // its verify passes' counts (speculative decoding)
   // Block hashes of the admitted sequence's tokens: cached while it waits, then kept while its
   // prompt is computed, for a group not forked since (the KV manager then need not hash again).
   std::vector<kv::BlockHash> admission_hashes;

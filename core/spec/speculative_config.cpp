@@ -44,10 +44,10 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
   for (const auto& [key, value] : object.items()) {
     if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
         key != "prompt_lookup_max" && key != "disable_by_batch_size" && key != "simulated_draft_rate" &&
-        key != "simulated_acceptance") {
+        key != "simulated_acceptance" && key != "simulated_seed") {
       refuse(key,
              "unknown key (known: method, model, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max, "
-             "disable_by_batch_size, simulated_draft_rate, simulated_acceptance)");
+             "disable_by_batch_size, simulated_draft_rate, simulated_acceptance, simulated_seed)");
     }
   }
   SpeculativeConfig config;
@@ -122,7 +122,14 @@ SpeculativeConfig parse_speculative_config(std::string_view json) {
       if (!entry.is_number()) refuse("simulated_acceptance", "must be an array of numbers, got " + rates.dump());
       simulated.accepted_per_position.push_back(entry.get<double>());
     }
+    if (object.contains("simulated_seed")) {
+      const nlohmann::json& seed = object.at("simulated_seed");
+      if (!seed.is_number_unsigned()) refuse("simulated_seed", "must be a non-negative integer, got " + seed.dump());
+      simulated.seed = seed.get<uint64_t>();
+    }
     config.simulated = std::move(simulated);
+  } else if (object.contains("simulated_seed")) {
+    refuse("simulated_seed", "seeds the simulator's draws: give it with simulated_acceptance");
   }
   if (config.prompt_lookup_min > config.prompt_lookup_max) {
     refuse("prompt_lookup_min", std::to_string(config.prompt_lookup_min) + " is above prompt_lookup_max (" +
@@ -184,6 +191,7 @@ std::string describe(const SpeculativeConfig& config) {
     text += ", off above " + std::to_string(config.disable_by_batch_size) + " requests";
   if (config.simulated) {
     text += ", simulated: drafts at " + std::to_string(config.simulated->draft_rate).substr(0, 5) + " of decodes";
+    if (config.simulated->seed != 0) text += ", seed " + std::to_string(config.simulated->seed);
   }
   return text;
 }

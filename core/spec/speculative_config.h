@@ -32,6 +32,9 @@ enum class SpeculativeMethod : uint8_t { none, ngram, draft_model };
 struct SimulatedAcceptance {
   double draft_rate = 0.0;                    // in [0, 1]
   std::vector<double> accepted_per_position;  // k entries in [0, 1], non-increasing
+  // The draws' stream ("simulated_seed"; the engine-wide config's only): runs that differ in it
+  // show the spread the draws alone cause. 0 is the default stream.
+  uint64_t seed = 0;
 };
 const char* to_string(SpeculativeMethod method);
 
@@ -61,7 +64,7 @@ struct SpeculativeConfig {
 // without a method is a draft model, as in vLLM), "model", "num_speculative_tokens",
 // "prompt_lookup_min", "prompt_lookup_max" (ngram), "disable_by_batch_size" (null: never), and for the
 // simulator "simulated_draft_rate" with "simulated_acceptance" (one rate per proposal; a draft
-// model takes "simulated_acceptance" alone). Throws std::invalid_argument
+// model takes "simulated_acceptance" alone) and "simulated_seed". Throws std::invalid_argument
 // naming the field at fault (an unknown key, a wrong type, a value out of range, a method this build does not run).
 SpeculativeConfig parse_speculative_config(std::string_view json);
 

@@ -88,6 +88,9 @@ sched::SamplingParams sampling_for(const TraceRequest& request, int32_t output_l
                                    const MaterializeConfig& config) {
   sched::SamplingParams params = request.sampling.value_or(config.default_sampling);
   params.max_tokens = output_len;
+  if (request.simulated_speculation) {
+    params.simulated_speculation = std::make_shared<const spec::SimulatedAcceptance>(*request.simulated_speculation);
+  }
   params.ignore_eos = params.ignore_eos || config.ignore_eos;
   // A sampled request without a seed still replays the same way twice.
   if (params.temperature > 0.0f && !params.seed) params.seed = mix64(config.seed ^ mix64(index + 1));

@@ -13,6 +13,7 @@
 
 #include "core/common/types.h"
 #include "core/sched/sampling_params.h"
+#include "core/spec/speculative_config.h"
 
 namespace pagedllm::trace {
 
@@ -38,6 +39,10 @@ struct TraceRequest {
   // Per-request sampling (n, beam_width, temperature, top_p, top_k, min_p, penalties, seed,
   // logprobs); absent = the replay's defaults. max_tokens is output_len, not taken from here.
   std::optional<sched::SamplingParams> sampling;
+  // The simulator only: this request's speculative decoding as a real run measured it (replay's
+  // per-request spec_decode): drafts per decode pass and each position's acceptance. A simulator
+  // that speculates uses it instead of --speculative-config's engine-wide simulated rates.
+  std::optional<spec::SimulatedAcceptance> simulated_speculation;
   std::string session_id;   // multi-turn conversation this request belongs to
   int32_t priority = 0;     // priority scheduling: lower runs first
   int64_t source_line = 0;  // 1-based line (or record) it came from; 0 = synthesized

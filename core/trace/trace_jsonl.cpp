@@ -278,11 +278,38 @@ void parse_prompt(const json& line, TraceRequest& request) {
   }
 }
 
+// {"draft_rate": r, "acceptance": [a0, a1, ...]}: r and every a_j in [0, 1], non-increasing a_j.
+spec::SimulatedAcceptance parse_simulated_speculation(const json& value) {
+  const std::string field = "simulated_speculation";
+  if (!value.is_object()) bad(field, "expected an object, found " + describe(value));
+  refuse_unknown_keys(value, {"draft_rate", "acceptance"}, field + ".");
+  const json* rate = find(value, "draft_rate");
+  const json* acceptance = find(value, "acceptance");
+  if (rate == nullptr) bad(field + ".draft_rate", "missing (drafts per decode pass)");
+  if (acceptance == nullptr) bad(field + ".acceptance", "missing (each proposal position's acceptance)");
+  spec::SimulatedAcceptance simulated;
+  simulated.draft_rate = finite_number(*rate, field + ".draft_rate");
+  if (simulated.draft_rate < 0.0 || simulated.draft_rate > 1.0) {
+    bad(field + ".draft_rate", "must be in [0, 1], found " + rate->dump());
+  }
+  array_value(*acceptance, field + ".acceptance", "rates");
+  for (size_t j = 0; j < acceptance->size(); ++j) {
+    const std::string entry = field + ".acceptance[" + std::to_string(j) + "]";
+    const double a = finite_number((*acceptance)[j], entry);
+    const double limit = j == 0 ? 1.0 : simulated.accepted_per_position.back();
+    if (a < 0.0 || a > limit)
+      bad(entry,
+          "must be in [0, " + std::string(j == 0 ? "1" : "the entry before") + "], found " + (*acceptance)[j].dump());
+    simulated.accepted_per_position.push_back(a);
+  }
+  return simulated;
+}
+
 TraceRequest parse_request(const json& line, int32_t prefix_block_tokens) {
   if (!line.is_object()) bad("", "expected a JSON object, found " + describe(line));
   refuse_unknown_keys(line,
                       {"arrival_time", "prompt", "prompt_token_ids", "prompt_len", "output_len", "prefix_block_ids",
-                       "sampling", "session_id", "priority"},
+                       "sampling", "session_id", "priority", "simulated_speculation"},
                       "");
   TraceRequest request;
   const json* arrival = find(line, "arrival_time");
@@ -307,6 +334,9 @@ TraceRequest parse_request(const json& line, int32_t prefix_block_tokens) {
     }
   }
   if (const json* sampling = find(line, "sampling")) request.sampling = parse_sampling(*sampling);
+  if (const json* speculation = find(line, "simulated_speculation")) {
+    request.simulated_speculation = parse_simulated_speculation(*speculation);
+  }
   if (const json* session = find(line, "session_id")) request.session_id = string_value(*session, "session_id");
   if (const json* priority = find(line, "priority")) {
     request.priority = int32_in(*priority, "priority", std::numeric_limits<int32_t>::min(), "an integer");
@@ -414,6 +444,10 @@ ordered_json request_json(const TraceRequest& r) {
   if (r.sampling) out["sampling"] = sampling_json(*r.sampling);
   if (!r.session_id.empty()) out["session_id"] = r.session_id;
   if (r.priority != 0) out["priority"] = r.priority;
+  if (r.simulated_speculation) {
+    out["simulated_speculation"] = {{"draft_rate", r.simulated_speculation->draft_rate},
+                                    {"acceptance", r.simulated_speculation->accepted_per_position}};
+  }
   return out;
 }
 

@@ -476,9 +476,8 @@ BOOST_AUTO_TEST_CASE(draft_model_speculation_changes_no_token) {
                                             .draft_model = "in memory",
                                             .disable_by_batch_size = 0};
   for (const TinyModel* draft : {&qwen2_model(), &llama_model()}) {
-    const RunResult speculated =
-        run(model, Backend::bf16, requests,
-            RunOptions{.enforce_eager = false, .speculative = speculative, .draft = draft});
+    const RunResult speculated = run(model, Backend::bf16, requests,
+                                     RunOptions{.enforce_eager = false, .speculative = speculative, .draft = draft});
     const std::string label = "draft " + draft->weights.source + " vs plain";
     // cuBLAS is not batch-invariant: on a GPU a near tie may flip (the emulation is bitwise).
     check_tokens(plain, speculated, label, kEmulated ? 0.0 : 0.05);

@@ -148,6 +148,53 @@ section_check() {
   grep -q "the simulator's" "$work/spec_err.txt" || fail "the cpu refusal: $(cat "$work/spec_err.txt")"
   echo "ok: speculative decoding's simulated rates go to the simulator and only there"
 
+  echo "--- a measured trace: the run's output lengths and each request's speculation, replayed by the simulator"
+  "$pagedllm" replay --model tiny --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 20 --threads 1 \
+    --quiet --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1,
+    "prompt_lookup_max": 3, "disable_by_batch_size": null}' -o "$work/measured_run.json" > /dev/null 2>&1 ||
+    fail "the speculating replay to measure"
+  "$pagedllm" trace measured --trace "$source_dir/traces/sharegpt_like.jsonl" --report "$work/measured_run.json" \
+    -o "$work/measured.jsonl" 2> "$work/measured_err.txt" || fail "trace measured: $(cat "$work/measured_err.txt")"
+  grep -q "^20 of 100 requests measured (20 with their speculation)" "$work/measured_err.txt" ||
+    fail "trace measured's count: $(cat "$work/measured_err.txt")"
+  python3 - "$work/measured_run.json" "$work/measured.jsonl" <<'PY' || fail "the measured trace does not hold the run"
+import json, sys
+run = json.load(open(sys.argv[1]))["requests"]
+lines = [json.loads(line) for line in open(sys.argv[2])][1:]
+for entry in run:
+    line = lines[entry["id"]]
+    n = (line.get("sampling") or {}).get("n", 1)
+    assert line["output_len"] == entry["output_tokens"] // n, (entry, line["output_len"])
+    spec, sim = entry["spec_decode"], line["simulated_speculation"]
+    drafts, passes = spec["num_drafts"], spec["decode_passes"]
+    assert abs(sim["draft_rate"] - (drafts / passes if passes else 0.0)) < 1e-12, (spec, sim)
+    accepted = spec["num_accepted_tokens_per_pos"]
+    assert sim["acceptance"] == [a / drafts if drafts else 0.0 for a in accepted], (spec, sim)
+assert all("simulated_speculation" not in line for line in lines[20:])
+PY
+  "$pagedllm" replay --executor sim --model tiny --trace "$work/measured.jsonl" --max-requests 20 --quiet \
+    --speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "disable_by_batch_size": null,
+    "simulated_draft_rate": 0.5, "simulated_acceptance": [0.5, 0.3, 0.1]}' -o "$work/measured_sim.json" \
+    > /dev/null 2>&1 || fail "the simulator on the measured trace"
+  python3 - "$work/measured.jsonl" "$work/measured_sim.json" <<'PY' || fail "the simulator did not follow the measured rates"
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])][1:]
+sim = json.load(open(sys.argv[2]))["requests"]
+for entry in sim:
+    line, spec = lines[entry["id"]], entry["spec_decode"]
+    assert entry["output_tokens"] == line["output_len"] * (line.get("sampling") or {}).get("n", 1)
+    rate = line["simulated_speculation"]["draft_rate"]
+    if rate == 0.0: assert spec["num_drafts"] == 0, (line, spec)   # never drafted for real: never in the sim
+    if rate == 1.0: assert spec["num_drafts"] > 0, (line, spec)
+drafts = sum(entry["spec_decode"]["num_drafts"] for entry in sim)
+assert drafts > 0
+PY
+  if "$pagedllm" trace measured --trace "$source_dir/traces/grounded_edits.jsonl" --report "$work/measured_run.json" \
+    -o "$work/wrong.jsonl" 2> "$work/measured_err.txt"; then fail "a report of another trace was taken"; fi
+  grep -q "measured_run.json: requests\[[0-9]*\]: id [0-9]* is not in the trace (8 requests)" "$work/measured_err.txt" ||
+    fail "the refusal of another trace's report: $(cat "$work/measured_err.txt")"
+  echo "ok: trace measured writes the run's lengths and rates, and the simulator follows them"
+
   echo "--- speculative decoding with a draft model: the tiny model's weights rounded to bf16"
   "$pagedllm" make-model --out "$work/tiny_bf16" --safetensors-dtype bf16 > /dev/null
   "$pagedllm" make-model --out "$work/tiny_vocab900" --vocab-size 900 > /dev/null

@@ -3,9 +3,11 @@
 // tokens of a run without, whatever the schedule; every KV read is checked on the way.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -247,6 +249,126 @@ BOOST_AUTO_TEST_CASE(the_simulated_drafts_and_acceptance_follow_their_rates) {
   }
   for (const auto& [id, output] : run.outputs) BOOST_TEST(output.completions.front().tokens.size() == 200u);
   BOOST_TEST_MESSAGE("simulated: " << c.spec_drafts << " drafts in " << c.decode_passes << " decode passes");
+}
+
+BOOST_AUTO_TEST_CASE(each_request_reports_its_own_speculation) {
+  // The engine's counters, request by request (RequestOutput::speculation): summed over the
+  // requests they are the engine's; a request's accepted counts never rise with the position.
+  std::vector<sched::Request> requests;
+  for (int32_t i = 1; i <= 12; ++i) requests.push_back(make_request(i, 10 + 3 * i, 30 + 4 * i));
+  EngineSetup setup;
+  setup.vocab_size = kSmallVocab;
+  setup.speculative = ngram(3);
+  const RunResult run = run_workload(setup, requests);
+  check_speculation_ran(run.counters, 3);
+  spec::SpeculationTally sum;
+  for (const auto& [id, output] : run.outputs) {
+    BOOST_TEST_REQUIRE(output.speculation.has_value(), "request " << id);
+    const spec::SpeculationTally& tally = *output.speculation;
+    sum.decode_passes += tally.decode_passes;
+    sum.drafts += tally.drafts;
+    sum.draft_tokens += tally.draft_tokens;
+    sum.accepted_per_position.resize(std::max(sum.accepted_per_position.size(), tally.accepted_per_position.size()));
+    for (size_t j = 0; j < tally.accepted_per_position.size(); ++j) {
+      sum.accepted_per_position[j] += tally.accepted_per_position[j];
+      if (j > 0) BOOST_TEST(tally.accepted_per_position[j] <= tally.accepted_per_position[j - 1]);
+    }
+    const spec::SimulatedAcceptance rates = tally.rates();
+    BOOST_TEST(rates.draft_rate >= 0.0);
+    BOOST_TEST(rates.draft_rate <= 1.0);
+  }
+  BOOST_TEST(sum.decode_passes == run.counters.decode_passes);
+  BOOST_TEST(sum.drafts == run.counters.spec_drafts);
+  BOOST_TEST(sum.draft_tokens == run.counters.spec_draft_tokens);
+  BOOST_TEST(sum.accepted_per_position == run.counters.spec_accepted_per_position, boost::test_tools::per_element());
+
+  setup.speculative = {};
+  for (const auto& [id, output] : run_workload(setup, requests).outputs) {
+    BOOST_TEST(!output.speculation.has_value(), "request " << id << " without speculation");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_request_with_its_own_simulated_rates_follows_them) {
+  // A measured trace's requests bring their own rates (SamplingParams::simulated_speculation),
+  // which replace the engine-wide ones: here never drafting, or always drafting and always right;
+  // the rest follow the config's.
+  EngineSetup setup;
+  setup.eos_period = 0;
+  setup.max_model_len = 256;
+  setup.speculative = ngram(4);
+  setup.speculative.simulated =
+      spec::SimulatedAcceptance{.draft_rate = 0.5, .accepted_per_position = {0.5, 0.4, 0.3, 0.2}};
+  const auto never = std::make_shared<const spec::SimulatedAcceptance>(
+      spec::SimulatedAcceptance{.draft_rate = 0.0, .accepted_per_position = {1.0, 1.0, 1.0, 1.0}});
+  const auto always = std::make_shared<const spec::SimulatedAcceptance>(
+      spec::SimulatedAcceptance{.draft_rate = 1.0, .accepted_per_position = {1.0, 1.0, 1.0, 1.0}});
+  // Measured at k = 2: positions 3 and 4 have no rate, so they are rejected.
+  const auto shorter = std::make_shared<const spec::SimulatedAcceptance>(
+      spec::SimulatedAcceptance{.draft_rate = 1.0, .accepted_per_position = {1.0, 1.0}});
+  std::vector<sched::Request> requests;
+  for (sched::RequestId id = 1; id <= 12; ++id) {
+    sched::Request request = make_request(id, 20, 101);
+    if (id % 4 == 1) request.params.simulated_speculation = never;
+    if (id % 4 == 2) request.params.simulated_speculation = always;
+    if (id % 4 == 3) request.params.simulated_speculation = shorter;
+    requests.push_back(std::move(request));
+  }
+  const RunResult run = run_workload(setup, requests);
+  for (const auto& [id, output] : run.outputs) {
+    BOOST_TEST_REQUIRE(output.speculation.has_value());
+    const spec::SpeculationTally& tally = *output.speculation;
+    BOOST_TEST(output.completions.front().tokens.size() == 101u);
+    if (id % 4 == 1) {
+      BOOST_TEST(tally.drafts == 0, "request " << id);
+    } else if (id % 4 == 2) {
+      // 1 token from the prompt's pass, then passes of 5 (the last one cut to what max_tokens leaves).
+      BOOST_TEST(tally.drafts == tally.decode_passes, "request " << id);
+      BOOST_TEST(tally.decode_passes == 20, "request " << id);
+      BOOST_TEST(tally.accepted_per_position.front() == tally.drafts, "request " << id);
+    } else if (id % 4 == 3) {
+      // Passes of 3 tokens: 1 + 33 x 3 = 100, then no room for a proposal (one plain decode).
+      BOOST_TEST(tally.decode_passes == 34, "request " << id);
+      BOOST_TEST(tally.drafts == 33, "request " << id);
+      BOOST_TEST_REQUIRE(tally.accepted_per_position.size() >= 2u);
+      BOOST_TEST(tally.accepted_per_position[1] == tally.drafts, "request " << id);
+      if (tally.accepted_per_position.size() > 2) BOOST_TEST(tally.accepted_per_position[2] == 0, "request " << id);
+    } else {
+      BOOST_TEST(tally.drafts > 0, "request " << id);
+      BOOST_TEST(tally.drafts < tally.decode_passes, "request " << id);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_simulated_draws_follow_their_seed) {
+  // simulated_seed picks the draws' stream: seed 0 is the default; another seed gives other
+  // drafts and acceptances at the same rates.
+  std::vector<sched::Request> requests;
+  for (sched::RequestId id = 1; id <= 8; ++id) requests.push_back(make_request(id, 20, 120));
+  EngineSetup setup;
+  setup.eos_period = 0;
+  setup.max_model_len = 256;
+  const auto run_with = [&](const std::string& seed_field) {
+    setup.speculative = spec::parse_speculative_config(
+        R"({"method": "ngram", "num_speculative_tokens": 3, "disable_by_batch_size": null, )"
+        R"("simulated_draft_rate": 0.5, "simulated_acceptance": [0.6, 0.4, 0.2])" +
+        seed_field + "}");
+    return run_workload(setup, requests).counters;
+  };
+  const engine::EngineCounters plain = run_with("");
+  const engine::EngineCounters zero = run_with(R"(, "simulated_seed": 0)");
+  const engine::EngineCounters seven = run_with(R"(, "simulated_seed": 7)");
+  BOOST_TEST(zero.spec_drafts == plain.spec_drafts);
+  BOOST_TEST(zero.spec_accepted_per_position == plain.spec_accepted_per_position, boost::test_tools::per_element());
+  BOOST_TEST(
+      (seven.spec_drafts != plain.spec_drafts || seven.spec_accepted_per_position != plain.spec_accepted_per_position));
+  BOOST_TEST(std::abs(static_cast<double>(seven.spec_drafts) / static_cast<double>(seven.decode_passes) - 0.5) < 0.1);
+  BOOST_CHECK_THROW(spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 3, )"
+                                                   R"("simulated_seed": 3})"),
+                    std::invalid_argument);
+  BOOST_CHECK_THROW(spec::parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 3, )"
+                                                   R"("simulated_draft_rate": 0.5, "simulated_acceptance": )"
+                                                   R"([0.6, 0.4, 0.2], "simulated_seed": -1})"),
+                    std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(simulated_rates_are_checked) {

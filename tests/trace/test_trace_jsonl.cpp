@@ -66,6 +66,12 @@ void check_same_request(const TraceRequest& a, const TraceRequest& b) {
   if (a.sampling && b.sampling) BOOST_TEST(same_sampling(*a.sampling, *b.sampling));
   BOOST_TEST(a.session_id == b.session_id);
   BOOST_TEST(a.priority == b.priority);
+  BOOST_TEST(a.simulated_speculation.has_value() == b.simulated_speculation.has_value());
+  if (a.simulated_speculation && b.simulated_speculation) {
+    BOOST_TEST(a.simulated_speculation->draft_rate == b.simulated_speculation->draft_rate);
+    BOOST_TEST(a.simulated_speculation->accepted_per_position == b.simulated_speculation->accepted_per_position,
+               boost::test_tools::per_element());
+  }
 }
 
 Trace sample_trace() {
@@ -108,7 +114,9 @@ Trace sample_trace() {
   length.output_len = 2000;
   length.prefix_block_ids = {0, 18446744073709551615ULL, 5};
   length.sampling = sched::SamplingParams{};  // set, all defaults
-  TraceRequest unmeasured_text;               // text with no measured length
+  length.simulated_speculation =
+      spec::SimulatedAcceptance{.draft_rate = 13.0 / 15.0, .accepted_per_position = {1.0, 0.9230769230769231, 0.0}};
+  TraceRequest unmeasured_text;  // text with no measured length
   unmeasured_text.arrival_time = 12345.678901234567;
   unmeasured_text.prompt_kind = PromptKind::text;
   unmeasured_text.prompt_text = "";
@@ -298,6 +306,21 @@ BOOST_AUTO_TEST_CASE(each_bad_line_is_reported_with_its_line_and_field_and_the_r
       {R"({"arrival_time": 1e999, "prompt_len": 3, "output_len": 1})", "arrival_time", "must be finite"},
       {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "sampling": {"top_p": -1e400}})", "sampling.top_p",
        "must be finite"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": [0.5]})",
+       "simulated_speculation", "expected an object"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": {"acceptance": [0.5]}})",
+       "simulated_speculation.draft_rate", "missing"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": {"draft_rate": 0.5}})",
+       "simulated_speculation.acceptance", "missing"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": )"
+       R"({"draft_rate": 1.5, "acceptance": [0.5]}})",
+       "simulated_speculation.draft_rate", "must be in [0, 1]"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": )"
+       R"({"draft_rate": 0.5, "acceptance": [0.5, 0.7]}})",
+       "simulated_speculation.acceptance[1]", "the entry before"},
+      {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "simulated_speculation": )"
+       R"({"draft_rate": 0.5, "acceptance": [0.5], "rate": 1}})",
+       "simulated_speculation.rate", "unknown key"},
       {R"({"arrival_time": 1, "prompt_len": 3, "output_len": 1, "sampling": {"temperature": 1e300}})",
        "sampling.temperature", "out of range for a 32-bit float"},
       {R"({"arival_time": 1, "prompt_len": 3, "output_len": 1})", "arival_time", "unknown key"},

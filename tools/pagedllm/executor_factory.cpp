@@ -178,7 +178,8 @@ ExecutorSetup make_gpu_executor(const ExecutorOptions& options, const frontend::
   const model::WeightDType host_dtype = host_weight_dtype(cuda);
   ExecutorSetup setup;
   if (config.speculative.method != spec::SpeculativeMethod::draft_model) {
-    CudaExecutorSetup cuda_setup = make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
+    CudaExecutorSetup cuda_setup =
+        make_cuda_executor(cuda, frontend::load_weights(bundle, {.dtype = host_dtype}), config);
     setup.cache = cuda_setup.cache;
     setup.executor = std::move(cuda_setup.executor);
     setup.description = cuda_setup.description + ", " + bundle.source.path;

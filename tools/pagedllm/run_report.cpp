@@ -86,6 +86,14 @@ nlohmann::json request_json(const metrics::RequestRecord& record) {
   entry["e2el_ms"] = 1e3 * e2el;
   entry["tpot_ms"] = record.output_tokens > 1 ? nlohmann::json(1e3 * (e2el - ttft) / (record.output_tokens - 1))
                                               : nlohmann::json(nullptr);
+  if (record.speculation) {
+    // vLLM's counter names, for this request; a trace's simulated_speculation is made from them.
+    const spec::SpeculationTally& tally = *record.speculation;
+    entry["spec_decode"] = {{"decode_passes", tally.decode_passes},
+                            {"num_drafts", tally.drafts},
+                            {"num_draft_tokens", tally.draft_tokens},
+                            {"num_accepted_tokens_per_pos", tally.accepted_per_position}};
+  }
   return entry;
 }
 

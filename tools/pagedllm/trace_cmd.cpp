@@ -1,5 +1,5 @@
-// `pagedllm trace convert|synth|stats`: traces in pagedllm's JSONL format from public formats or
-// from distributions, and what a trace holds.
+// `pagedllm trace convert|synth|stats|measured`: traces in pagedllm's JSONL format from public
+// formats, from distributions or from a real run's report, and what a trace holds.
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include "core/trace/trace_synth.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/default_model.h"
+#include "tools/pagedllm/measured_trace.h"
 #include "tools/pagedllm/subcommands.h"
 #include "tools/pagedllm/trace_input.h"
 #include "tools/pagedllm/trace_requests.h"
@@ -238,14 +239,53 @@ int run_stats(const std::vector<std::string>& args) {
   return 0;
 }
 
+int run_measured(const std::vector<std::string>& args) {
+  std::string trace_path;
+  std::string report_path;
+  std::string output;
+  po::options_description description(
+      "pagedllm trace measured: the trace a replay ran, as it ran: each request's output length is what it\n"
+      "generated and, with speculative decoding, its own drafts and acceptance (simulated_speculation), for\n"
+      "`replay --executor sim` to replay that run (docs/SIMULATOR.md)\n"
+      "  pagedllm replay --trace T.jsonl ... --speculative-config '{...}' -o run.json\n"
+      "  pagedllm trace measured --trace T.jsonl --report run.json -o measured.jsonl");
+  // clang-format off
+  description.add_options()
+      ("help,h", "show this help")
+      ("trace", po::value(&trace_path)->required(), "the pagedllm JSONL trace the replay ran")
+      ("report", po::value(&report_path)->required(), "the replay's JSON report (replay -o)")
+      ("output,o", po::value(&output)->required(), "the JSONL trace to write ('-' = stdout)");
+  // clang-format on
+  po::variables_map values;
+  if (!parse_options(args, description, values)) return 0;
+  const trace::Trace trace = trace::read_trace_jsonl(trace_path);
+  std::ifstream in(report_path);
+  if (!in) throw po::error("--report: cannot open " + report_path);
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw po::error("--report: " + report_path + ": not JSON: " + error.what());
+  }
+  MeasuredTraceReport counts;
+  trace::Trace result = measured_trace(trace, report, report_path, counts);
+  result.header.command = command_line("measured", args);
+  std::cerr << counts.num_measured << " of " << trace.requests.size() << " requests measured ("
+            << counts.num_speculating << " with their speculation); " << counts.num_failed
+            << " failed in the run, kept as the trace had them\n";
+  write_output(result, output);
+  return 0;
+}
+
 }  // namespace
 
 int run_trace(const std::vector<std::string>& args) {
   static const char* kUsage =
-      "usage: pagedllm trace <convert|synth|stats> [options]   (pagedllm trace <command> --help)\n"
+      "usage: pagedllm trace <convert|synth|stats|measured> [options]   (pagedllm trace <command> --help)\n"
       "  convert  a public trace (ShareGPT, Azure, BurstGPT, Mooncake) to pagedllm's JSONL\n"
       "  synth    a trace from arrival and length distributions, sessions and a sampling mix\n"
-      "  stats    counts, rates, length percentiles and prefix sharing of a trace\n";
+      "  stats    counts, rates, length percentiles and prefix sharing of a trace\n"
+      "  measured the trace a replay ran, with each request's output length and speculation as measured\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
@@ -254,6 +294,7 @@ int run_trace(const std::vector<std::string>& args) {
   if (args[0] == "convert") return run_convert(rest);
   if (args[0] == "synth") return run_synth(rest);
   if (args[0] == "stats") return run_stats(rest);
+  if (args[0] == "measured") return run_measured(rest);
   std::cerr << "pagedllm trace: unknown command '" << args[0] << "'\n" << kUsage;
   return 2;
 }
