@@ -167,6 +167,7 @@ void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::
   const std::vector<double>& rates =
       per_request ? scheduled.params->simulated_speculation->accepted_per_position : config_.accepted_per_position;
   const auto rate = [&rates](size_t j) { return j < rates.size() ? rates[j] : 0.0; };
+  const uint64_t stream = config_.acceptance_seed == 0 ? 0 : mix64(config_.acceptance_seed);
   for (size_t j = 0;; ++j) {
     const auto position = static_cast<int32_t>(confirmed + j);
     const bool last = j == static_cast<size_t>(scheduled.num_proposed_tokens);
@@ -177,7 +178,6 @@ void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::
       const TokenId proposal = tokens[confirmed + j];
       const TokenId previous = tokens[confirmed + j - 1];
       const double given = j == 0 ? 1.0 : rate(j - 1);
-      const uint64_t stream = config_.acceptance_seed == 0 ? 0 : mix64(config_.acceptance_seed);
       const double u =
           static_cast<double>((script_hash(scheduled.request, scheduled.sample_index + 0x5bec, position, 0) ^ stream) >>
                               11) *

@@ -387,6 +387,29 @@ section_profile() {
     --slo ttft_p99=500 --sweep tp=1,2 > /dev/null 2> "$work/profile_err.txt"; then fail "a tp sweep on a profile was accepted"; fi
   grep -q "^pagedllm plan: error: --sweep tp" "$work/profile_err.txt" || fail "the tp sweep refusal: $(cat "$work/profile_err.txt")"
 
+  echo "--- a draft model on a profile of its own (--draft-profile): the tiny model drafting for itself"
+  draft_sim_spec='{"model": "tiny", "num_speculative_tokens": 3, "disable_by_batch_size": null, "simulated_acceptance": [1, 1, 1]}'
+  "$pagedllm" replay --executor sim --profile "$work/profile.json" --draft-profile "$work/profile.json" \
+    --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 20 -q --speculative-config "$draft_sim_spec" \
+    > "$work/profile_draft.txt" 2> "$work/profile_draft_err.txt" || fail "--draft-profile: $(cat "$work/profile_draft_err.txt")"
+  grep -q "draft model .*(profile $work/profile.json)" "$work/profile_draft_err.txt" || fail "the draft's profile is not named"
+  grep -q "^Spec acceptance rate (%): *100.00" "$work/profile_draft.txt" || fail "$(cat "$work/profile_draft.txt")"
+  draft_seconds=$(sed -n 's/^Draft model passes \/ tokens \/ time (s): *[0-9]* \/ [0-9]* \/ \([0-9.]*\).*/\1/p' "$work/profile_draft.txt")
+  python3 -c "import sys; sys.exit(0 if float('${draft_seconds:-0}') > 0 else 1)" ||
+    fail "the draft's passes were not priced: $(cat "$work/profile_draft.txt")"
+  "$pagedllm" make-model --out "$work/tiny_deeper" --layers 3 > /dev/null
+  for refused in "--profile $work/profile.json" "--draft-profile $work/profile.json" \
+    "--profile $work/profile.json --draft-profile $work/profile.json --deeper"; do
+    spec=$draft_sim_spec
+    [[ "$refused" == *--deeper ]] && spec=${draft_sim_spec/\"tiny\"/\"$work/tiny_deeper\"} && refused=${refused% --deeper}
+    [[ "$refused" == "--draft-profile"* ]] && spec='{"method": "ngram", "num_speculative_tokens": 3, "simulated_draft_rate": 0.5, "simulated_acceptance": [1, 1, 1]}'
+    # shellcheck disable=SC2086
+    if "$pagedllm" replay --executor sim $refused --trace "$source_dir/traces/sharegpt_like.jsonl" --max-requests 2 -q \
+      --speculative-config "$spec" > /dev/null 2> "$work/profile_err.txt"; then fail "took $refused with $spec"; fi
+    grep -qE "give the draft model's own with --draft-profile|goes with --profile and a draft model|--draft-profile .*whose shape differs" \
+      "$work/profile_err.txt" || fail "the refusal of $refused: $(cat "$work/profile_err.txt")"
+  done
+
   echo "--- a GPU simulator's per-operator profile (Vidur's CSV layout) imported and simulated"
   # Two made-up profiles of llama-2-7b in that layout, the second with every time doubled: with all
   # requests at time 0 the schedule does not depend on step times, so the simulated run takes

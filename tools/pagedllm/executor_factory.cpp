@@ -51,6 +51,9 @@ void add_sim_options(po::options_description& description, ExecutorOptions& opti
       ("profile", po::value(&options.profile),
        "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
        "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")
+      ("draft-profile", po::value(&options.draft_profile),
+       "sim with --profile and a draft model (--speculative-config's \"model\"): the draft's own profile "
+       "(pagedllm profile on the draft model, same executor and block size)")
       ("profile-engine-overhead", po::bool_switch(&options.profile_engine_overhead),
        "sim with --profile: add the engine's own time per step that the profile measured (to predict --time real)")
       ("profile-quiet", po::bool_switch(&options.profile_quiet),

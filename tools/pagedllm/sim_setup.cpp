@@ -115,26 +115,57 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
   return backend;
 }
 
-// The simulator on a measured profile: the profile must come from this model shape and block
-// size, and the KV tiers are those the profiled executor would have, so that the simulated run
-// has the real run's blocks.
-SimBackend make_profile_backend(const ExecutorOptions& options, const model::ModelShape& shape,
-                                const model::ModelConfig* model_config, const engine::EngineConfig& config) {
-  const std::string where = "--profile " + options.profile + ": ";
-  sim::StepProfile profile = sim::read_step_profile(options.profile);
+// A measured profile read from `path` (named by `option` in errors), checked against the model
+// shape simulated, the tensor parallel size and the block size.
+sim::StepProfile read_checked_profile(const std::string& option, const std::string& path,
+                                      const ExecutorOptions& options, const model::ModelShape& shape,
+                                      int32_t block_size) {
+  const std::string where = option + " " + path + ": ";
+  sim::StepProfile profile = sim::read_step_profile(path);
   if (options.tensor_parallel != profile.tensor_parallel) {
     throw std::invalid_argument(where + "measured at tensor parallel " + std::to_string(profile.tensor_parallel) +
                                 ", the simulation asks for --tensor-parallel-size " +
                                 std::to_string(options.tensor_parallel));
   }
   if (!profile.model.same_shape(sim::ProfileModel::of(shape))) {
+    const std::string remedy = option == "--profile"
+                                   ? "give --model " + profile.model.name
+                                   : "profile the draft itself (pagedllm profile --model " + shape.name + ")";
     throw std::invalid_argument(where + "measured on model '" + profile.model.name + "', whose shape differs from " +
-                                "the model simulated ('" + shape.name + "'); give --model " + profile.model.name);
+                                "the model simulated ('" + shape.name + "'); " + remedy);
   }
-  kv::KvCacheConfig cache = config.cache;
-  if (profile.block_size != cache.block_size) {
+  if (profile.block_size != block_size) {
     throw std::invalid_argument(where + "measured with block size " + std::to_string(profile.block_size) +
-                                ", the engine has --block-size " + std::to_string(cache.block_size));
+                                ", the engine has --block-size " + std::to_string(block_size));
+  }
+  return profile;
+}
+
+// The simulator on a measured profile: the profile must come from this model shape and block
+// size, and the KV tiers are those the profiled executor would have, so that the simulated run
+// has the real run's blocks. A draft model runs on its own profile (--draft-profile), from the
+// same kind of executor.
+SimBackend make_profile_backend(const ExecutorOptions& options, const model::ModelShape& shape,
+                                const model::ModelConfig* model_config, const engine::EngineConfig& config) {
+  const std::string where = "--profile " + options.profile + ": ";
+  kv::KvCacheConfig cache = config.cache;
+  sim::StepProfile profile = read_checked_profile("--profile", options.profile, options, shape, cache.block_size);
+  std::optional<model::ModelShape> draft_shape;
+  std::optional<sim::StepProfile> draft_profile;
+  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
+    draft_shape = resolve_sim_model(config.speculative.draft_model).shape;
+    if (draft_shape->vocab_size != shape.vocab_size) {
+      throw boost::program_options::error("--speculative-config: model: the draft " + draft_shape->name + " has " +
+                                          std::to_string(draft_shape->vocab_size) + " tokens, " + shape.name + " " +
+                                          std::to_string(shape.vocab_size) + ": a draft must share the tokenizer");
+    }
+    draft_profile =
+        read_checked_profile("--draft-profile", options.draft_profile, options, *draft_shape, cache.block_size);
+    if (draft_profile->executor != profile.executor) {
+      throw std::invalid_argument("--draft-profile " + options.draft_profile + ": measured on " +
+                                  draft_profile->executor + ", the target's profile on " + profile.executor +
+                                  ": the two models run on one kind of executor");
+    }
   }
   if (profile.executor == "cpu_ref") {
     if (model_config == nullptr) {
@@ -155,7 +186,9 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
     // A GPU's profile (measured by the cuda executor, or imported): the KV tiers as vLLM sizes
     // them on --hardware at this tensor parallel size (or --num-gpu-blocks-override).
     const sim::RooflineConfig gpu = make_roofline(options, shape, cache.block_size);
-    size_sim_cache(gpu, nullptr, options, config, backend);
+    std::optional<sim::RooflineConfig> draft_gpu;
+    if (draft_shape) draft_gpu = make_roofline(options, *draft_shape, cache.block_size);
+    size_sim_cache(gpu, draft_gpu ? &*draft_gpu : nullptr, options, config, backend);
     cache = backend.cache;
     backend.tensor_parallel = profile.tensor_parallel;
     backend.usd_per_gpu_hour = gpu.hardware.usd_per_gpu_hour;
@@ -181,6 +214,17 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
     description << "load factor " << std::setprecision(3) << measured.load_factor;
   }
   description << (options.profile_engine_overhead ? ", with engine overhead" : "") << ")";
+  if (draft_profile) {
+    // The draft's passes run beside the engine's steps, not through them: no engine overhead.
+    backend.draft =
+        SimDraft{.cost_model = std::make_shared<const sim::ProfileCostModel>(
+                     sim::ProfileCostModelConfig{.profile = std::move(*draft_profile),
+                                                 .include_engine_overhead = false,
+                                                 .apply_load_factor = !options.profile_quiet}),
+                 .cache = spec::draft_cache_config(
+                     cache, static_cast<int32_t>(std::min<int64_t>(draft_shape->sliding_window, INT32_MAX)))};
+    description << ", draft model " << draft_shape->name << " (profile " << options.draft_profile << ")";
+  }
   backend.description = description.str();
   if (cpu) {
     std::ostringstream sizing;
@@ -196,11 +240,16 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
 
 SimBackend make_sim_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                             const model::ModelConfig* model_config, const engine::EngineConfig& config) {
-  if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
-    if (!options.profile.empty()) {
+  const bool draft_model = config.speculative.method == spec::SpeculativeMethod::draft_model;
+  if (!options.draft_profile.empty() && (!draft_model || options.profile.empty())) {
+    throw boost::program_options::error(
+        "--draft-profile: the draft model's profile goes with --profile and a draft model in --speculative-config");
+  }
+  if (draft_model) {
+    if (!options.profile.empty() && options.draft_profile.empty()) {
       throw boost::program_options::error(
-          "--profile: a profile prices one model; a draft model is simulated on the roofline of --hardware "
-          "(drop --profile)");
+          "--profile: a profile prices one model; give the draft model's own with --draft-profile (pagedllm profile "
+          "on the draft), or drop --profile to simulate both on the roofline of --hardware");
     }
     if (!config.speculative.simulated) {
       throw boost::program_options::error(
