@@ -38,7 +38,7 @@ struct ExecutorOptions {
   CudaOptions cuda;
   // sim with a measured profile (`pagedllm profile`) instead of the roofline
   std::string profile;
-  std::string draft_profile;  // with --profile and a draft model: the draft's own measured profile
+  std::string draft_profile;             // with --profile and a draft model: the draft's own measured profile
   bool profile_engine_overhead = false;  // add the engine's own time per step (wall-clock replays)
   bool profile_quiet = false;            // the tables as measured, without the profile's load factor
 };
