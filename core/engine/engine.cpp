@@ -264,6 +264,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
   // prompt scheduled alone, and releasing a sample keeps it in its group.)
   std::vector<std::pair<SequenceGroup*, std::vector<const SequenceOutput*>>> beam_groups;
   size_t next_output = 0;
+  const bool speculating = config_.speculative.enabled();
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& scheduled = plan.sequences[i];
     SequenceGroup& group = *groups[i];
@@ -294,7 +295,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
     }
     if (!scheduled.is_prefill()) {
       ++counters_.decode_passes;
-      ++group.speculation.decode_passes;
+      if (speculating) ++group.speculation.decode_passes;
     }
     if (scheduled.num_proposed_tokens > 0) {
       apply_verified(group, seq, scheduled, output);
@@ -615,8 +616,8 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
   output.finish_reason = group.finish_reason;
   output.message = group.finish_message;
   if (output.finished && config_.speculative.enabled()) {
-    output.speculation = group.speculation;
-  } else {
+    output.speculation = std::make_shared<const spec::SpeculationTally>(group.speculation);
+  } else if (output.speculation != nullptr) {
     output.speculation.reset();
   }
   const bool delta = config_.output_kind == OutputKind::delta;

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,8 +30,9 @@ struct RequestOutput {
   sched::FinishReason finish_reason = sched::FinishReason::none;
   std::string message;  // why a request was rejected
   sched::RequestTimes times;
-  // Final reports of an engine that speculates: the request's drafts and acceptance.
-  std::optional<spec::SpeculationTally> speculation;
+  // Final reports of an engine that speculates: the request's drafts and acceptance (null
+  // otherwise: a pointer, since outputs are moved every step and this is rarely set).
+  std::shared_ptr<const spec::SpeculationTally> speculation;
 };
 
 }  // namespace pagedllm::engine

@@ -13,7 +13,7 @@ RequestRecord to_request_record(const engine::RequestOutput& output) {
   record.end_time = output.times.finished;
   record.chunk_times = output.times.token_times;
   record.prompt_tokens = output.num_prompt_tokens;
-  record.speculation = output.speculation;
+  if (output.speculation != nullptr) record.speculation = *output.speculation;
   for (const engine::Completion& completion : output.completions) {
     record.output_tokens += static_cast<int32_t>(completion.tokens.size());
   }

@@ -67,13 +67,15 @@ struct SequenceGroup {
   FinishReason finish_reason = FinishReason::none;
   std::string finish_message;  // why a group was rejected
   RequestTimes times;
-  spec::SpeculationTally speculation;  // its verify passes' counts (speculative decoding)
   // Block hashes of the admitted sequence's tokens: cached while it waits, then kept while its
   // prompt is computed, for a group not forked since (the KV manager then need not hash again).
   std::vector<kv::BlockHash> admission_hashes;
   int64_t last_scheduled_step = -1;          // the scheduler's mark: scheduled in this step
   int64_t last_sampled_step = -1;            // the engine's mark: sampled in this step
   std::vector<int32_t> num_reported_tokens;  // per sequence: output tokens already reported (delta)
+  // Its decode and verify passes' counts, under speculative decoding only. Last: the fields above
+  // are read every step, this one only by a speculating engine.
+  spec::SpeculationTally speculation;
 
   int32_t num_unfinished_seqs() const {  // inline: the scheduler and the engine ask every step
     int32_t count = 0;
