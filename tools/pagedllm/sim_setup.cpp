@@ -83,26 +83,35 @@ void size_sim_cache(const sim::RooflineConfig& roofline, const sim::RooflineConf
   backend.sizing = description.str();
 }
 
+// The draft model's shape (--speculative-config's "model"); a draft must share the target's
+// vocabulary. Throws po::error otherwise.
+model::ModelShape draft_shape_for(const engine::EngineConfig& config, const model::ModelShape& target) {
+  model::ModelShape draft = resolve_sim_model(config.speculative.draft_model).shape;
+  if (draft.vocab_size != target.vocab_size) {
+    throw boost::program_options::error("--speculative-config: model: the draft " + draft.name + " has " +
+                                        std::to_string(draft.vocab_size) + " tokens, " + target.name + " " +
+                                        std::to_string(target.vocab_size) + ": a draft must share the tokenizer");
+  }
+  return draft;
+}
+
+// The draft's KV cache beside the target's `cache` (spec::draft_cache_config), in its own window.
+kv::KvCacheConfig draft_cache_for(const kv::KvCacheConfig& cache, const model::ModelShape& draft) {
+  return spec::draft_cache_config(cache, static_cast<int32_t>(std::min<int64_t>(draft.sliding_window, INT32_MAX)));
+}
+
 SimBackend make_roofline_backend(const ExecutorOptions& options, const model::ModelShape& shape,
                                  const engine::EngineConfig& config) {
   const sim::RooflineConfig roofline = make_roofline(options, shape, config.cache.block_size);
   std::optional<sim::RooflineConfig> draft;
   if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
-    const model::ModelShape draft_shape = resolve_sim_model(config.speculative.draft_model).shape;
-    if (draft_shape.vocab_size != shape.vocab_size) {
-      throw boost::program_options::error("--speculative-config: model: the draft " + draft_shape.name + " has " +
-                                          std::to_string(draft_shape.vocab_size) + " tokens, " + shape.name + " " +
-                                          std::to_string(shape.vocab_size) + ": a draft must share the tokenizer");
-    }
-    draft = make_roofline(options, draft_shape, config.cache.block_size);
+    draft = make_roofline(options, draft_shape_for(config, shape), config.cache.block_size);
   }
   SimBackend backend;
   size_sim_cache(roofline, draft ? &*draft : nullptr, options, config, backend);
   if (draft) {
-    backend.draft =
-        SimDraft{.cost_model = std::make_shared<const sim::RooflineCostModel>(*draft),
-                 .cache = spec::draft_cache_config(
-                     backend.cache, static_cast<int32_t>(std::min<int64_t>(draft->model.sliding_window, INT32_MAX)))};
+    backend.draft = SimDraft{.cost_model = std::make_shared<const sim::RooflineCostModel>(*draft),
+                             .cache = draft_cache_for(backend.cache, draft->model)};
   }
   backend.cost_model = std::make_shared<const sim::RooflineCostModel>(roofline);
   backend.model_name = shape.name;
@@ -153,12 +162,7 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
   std::optional<model::ModelShape> draft_shape;
   std::optional<sim::StepProfile> draft_profile;
   if (config.speculative.method == spec::SpeculativeMethod::draft_model) {
-    draft_shape = resolve_sim_model(config.speculative.draft_model).shape;
-    if (draft_shape->vocab_size != shape.vocab_size) {
-      throw boost::program_options::error("--speculative-config: model: the draft " + draft_shape->name + " has " +
-                                          std::to_string(draft_shape->vocab_size) + " tokens, " + shape.name + " " +
-                                          std::to_string(shape.vocab_size) + ": a draft must share the tokenizer");
-    }
+    draft_shape = draft_shape_for(config, shape);
     draft_profile =
         read_checked_profile("--draft-profile", options.draft_profile, options, *draft_shape, cache.block_size);
     if (draft_profile->executor != profile.executor) {
@@ -216,13 +220,11 @@ SimBackend make_profile_backend(const ExecutorOptions& options, const model::Mod
   description << (options.profile_engine_overhead ? ", with engine overhead" : "") << ")";
   if (draft_profile) {
     // The draft's passes run beside the engine's steps, not through them: no engine overhead.
-    backend.draft =
-        SimDraft{.cost_model = std::make_shared<const sim::ProfileCostModel>(
-                     sim::ProfileCostModelConfig{.profile = std::move(*draft_profile),
-                                                 .include_engine_overhead = false,
-                                                 .apply_load_factor = !options.profile_quiet}),
-                 .cache = spec::draft_cache_config(
-                     cache, static_cast<int32_t>(std::min<int64_t>(draft_shape->sliding_window, INT32_MAX)))};
+    backend.draft = SimDraft{.cost_model = std::make_shared<const sim::ProfileCostModel>(
+                                 sim::ProfileCostModelConfig{.profile = std::move(*draft_profile),
+                                                             .include_engine_overhead = false,
+                                                             .apply_load_factor = !options.profile_quiet}),
+                             .cache = draft_cache_for(cache, *draft_shape)};
     description << ", draft model " << draft_shape->name << " (profile " << options.draft_profile << ")";
   }
   backend.description = description.str();
