@@ -33,8 +33,13 @@ int32_t ClusterSimulation::replica_of(sched::RequestId id) const {
 
 double ClusterSimulation::shared_rate() const {
   int32_t busy = 0;
-  for (const Replica& replica : replicas_) busy += replica.busy ? 1 : 0;
-  return config_.host.rate(busy);
+  double serving_cores = 0.0;
+  for (const Replica& replica : replicas_) {
+    if (!replica.busy) continue;
+    ++busy;
+    serving_cores += replica.serving_cores;
+  }
+  return config_.host.rate(busy, serving_cores);
 }
 
 void ClusterSimulation::progress_shared_work(double now) {
@@ -102,6 +107,14 @@ void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayR
   }
   replica.busy = true;
   replica.work_left = work;
+  replica.serving_cores = 0.0;
+  if (config_.host.enabled() && config_.host.serving_cpu_seconds_per_token > 0.0 && work > 0.0) {
+    int64_t output_tokens = 0;  // a verify pass's accepted proposals beyond its first token left out
+    for (const sched::ScheduledSequence& scheduled : replica.engine->in_flight_plan().sequences) {
+      if (scheduled.sample) output_tokens += scheduled.num_samples;
+    }
+    replica.serving_cores = static_cast<double>(output_tokens) * config_.host.serving_cpu_seconds_per_token / work;
+  }
   replica.step_end = now + work;  // with host sharing, moved by reschedule_shared_ends
 }
 
@@ -109,6 +122,7 @@ void ClusterSimulation::end_step(Replica& replica, engine::ReplayResult& result,
   const double end = replica.step_end;
   replica.busy = false;
   replica.work_left = 0.0;
+  replica.serving_cores = 0.0;
   progress.now = end;
   collect(replica.engine->finish_step(end), result, progress);
   if (replica.engine->has_unfinished()) start_step(replica, end, result, progress);

@@ -102,6 +102,8 @@ class ClusterSimulation {
     bool busy = false;       // a step is in flight (begun, not finished)
     double step_end = 0.0;   // when it ends, as the work left and the sharing rate say now
     double work_left = 0.0;  // host sharing: seconds of the step left at full speed
+    // Host sharing: the serving path's CPU for the step's output tokens, in cores at full speed.
+    double serving_cores = 0.0;
   };
 
   // Begins a step at `now` on an idle replica; a step that scheduled nothing is finished at once.

@@ -168,6 +168,11 @@ double Engine::begin_step() {
   return draft_seconds + in_flight_result_.elapsed_seconds;
 }
 
+const sched::StepPlan& Engine::in_flight_plan() const {
+  PAGEDLLM_ASSERT(in_flight_, "in_flight_plan() without a step in flight");
+  return in_flight_plan_;
+}
+
 std::vector<RequestOutput>& Engine::finish_step(double end_time) {
   PAGEDLLM_ASSERT(in_flight_, "finish_step() without begin_step()");
   PAGEDLLM_ASSERT(end_time >= in_flight_start_, "a step cannot end before it began");

@@ -61,6 +61,8 @@ class Engine {
   // added (the next step schedules them) but not aborted or stopped.
   double begin_step();
   std::vector<RequestOutput>& finish_step(double end_time);
+  // Between begin_step() and finish_step(): the plan the step runs.
+  const sched::StepPlan& in_flight_plan() const;
 
   bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_outputs_.empty(); }
   int64_t num_steps() const { return step_; }

@@ -1,9 +1,11 @@
 // The cluster's discrete-event loop: one replica reproduces replay_requests exactly; routers
 // place requests as they say; every request is served once; replicas sharing a host's cores
-// progress at the processor-sharing rate; the serving path's latency reaches every client time.
+// progress at the processor-sharing rate, their serving path's CPU counted; the serving path's
+// latency reaches every client time.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -231,6 +233,22 @@ BOOST_AUTO_TEST_CASE(host_sharing_rate_is_cores_over_busy_threads) {
   BOOST_TEST(two_threads.rate(4) == 0.5);
   BOOST_CHECK_THROW((sim::HostSharing{.num_cores = -1, .threads_per_replica = 1}.validate()), std::invalid_argument);
   BOOST_CHECK_THROW((sim::HostSharing{.num_cores = 2, .threads_per_replica = 0}.validate()), std::invalid_argument);
+  BOOST_CHECK_THROW(
+      (sim::HostSharing{.num_cores = 2, .threads_per_replica = 1, .serving_cpu_seconds_per_token = -1e-6}.validate()),
+      std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(the_serving_paths_cpu_competes_for_the_cores_once_they_are_full) {
+  const sim::HostSharing two_cores{.num_cores = 2, .threads_per_replica = 1};
+  BOOST_TEST(two_cores.rate(1, 0.5) == 1.0);  // one engine and its serving path fit on two cores
+  BOOST_TEST(two_cores.rate(2, 0.0) == 1.0);
+  // Two engines and 0.5 cores of serving at full speed: r (2 + 0.5 r) = 2, r = sqrt(8) - 2.
+  const double shared = two_cores.rate(2, 0.5);
+  BOOST_TEST(shared == std::sqrt(8.0) - 2.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(shared * (2.0 + 0.5 * shared) == 2.0, boost::test_tools::tolerance(1e-12));
+  // Three engines on two cores: the serving path slows them below cores / threads.
+  BOOST_TEST(two_cores.rate(3, 0.3) < 2.0 / 3.0);
+  BOOST_TEST(two_cores.rate(3, 0.0) == 2.0 / 3.0);
 }
 
 BOOST_AUTO_TEST_CASE(steps_on_a_shared_host_progress_at_the_processor_sharing_rate) {
@@ -258,6 +276,31 @@ BOOST_AUTO_TEST_CASE(steps_on_a_shared_host_progress_at_the_processor_sharing_ra
   shared = both();
   BOOST_TEST(shared.outputs[0].times.finished == step, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(shared.outputs[1].times.finished == 1.5 * step, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(the_serving_paths_cpu_slows_replicas_that_fill_the_host) {
+  sim::ClusterSimulation alone(cluster_config(1, sim::RouterPolicy::round_robin));
+  const double step = alone.run({one_step_request(0, 0.0)}).outputs.at(0).times.finished;
+  BOOST_REQUIRE(step > 0.0);
+
+  // Two replicas on two cores, both stepping from time 0, each step making one output token
+  // whose serving path costs half a step of CPU: each adds 0.5 cores at full speed (1 in all), so
+  // both progress at r = sqrt(3) - 1 (the fixed point of r (2 + r) = 2) and end at step / r.
+  sim::ClusterConfig config = cluster_config(2, sim::RouterPolicy::round_robin);
+  config.host = {.num_cores = 2, .threads_per_replica = 1, .serving_cpu_seconds_per_token = step / 2};
+  sim::ClusterSimulation cluster(config);
+  const engine::ReplayResult shared = cluster.run({one_step_request(0, 0.0), one_step_request(1, 0.0)});
+  BOOST_REQUIRE_EQUAL(shared.outputs.size(), 2u);
+  const double rate = std::sqrt(3.0) - 1.0;
+  BOOST_TEST(shared.outputs[0].times.finished == step / rate, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(shared.outputs[1].times.finished == step / rate, boost::test_tools::tolerance(1e-9));
+
+  // One replica alone: its serving path has the second core to itself.
+  sim::ClusterConfig single = cluster_config(1, sim::RouterPolicy::round_robin);
+  single.host = config.host;
+  sim::ClusterSimulation lone(single);
+  BOOST_TEST(lone.run({one_step_request(0, 0.0)}).outputs.at(0).times.finished == step,
+             boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(a_lone_replica_on_a_shared_host_runs_as_profiled) {

@@ -11,14 +11,21 @@ Steps (everything lands in --out):
                and --output-max)
   3. profile   `pagedllm profile --executor cpu --threads T` (unless --profile); with
                --profile-under-load K, K-1 copies run at once beside it, so that its steps are timed
-               with the machine as busy as K replicas make it (and only the first is kept)
+               with the machine as busy as K replicas make it (and only the first is kept). A
+               second profile is measured after the real runs (unless --no-profile-after): the
+               simulation uses their cell-by-cell mean, since this VM's step times drift by 5-10%
+               within minutes, and each profile's own prediction is reported beside it
   4. real      R replicas (`serve --threads T`), vllm-router --policy round_robin in front; first
-               the serving-path probe on the idle deployment (--probe-requests of the trace's
-               prompts, one output token each, --probe-gap s apart), then `pagedllm bench --trace`
-               through the router (the trace's arrival times)
+               the CPU probe on the idle deployment (--cpu-probe-requests of --output-max tokens,
+               one at a time: the CPU seconds per output token of the replicas' threads besides
+               their engine loops, the router and the client, from /proc), then the serving-path
+               probe (--probe-requests of the trace's prompts, one output token each, --probe-gap s
+               apart), then `pagedllm bench --trace` through the router (the trace's arrival times)
   5. sim       `pagedllm simulate --replicas R --router round-robin --profile`: the probe, whose
                median TTFT gap to the real probe is the serving path's latency; then the trace,
-               once on the profile alone and once modelled (--host-cores, --serving-latency-ms)
+               once on the profile alone and once modelled (--host-cores, --serving-cpu-us-per-token,
+               --serving-latency-ms);
+               the modelled run also on the profile before and the profile after alone
   6. report    output tok/s, p50/p99 TTFT, p50 TPOT: real, simulated, error
 
   python3 tools/bench/sim_vs_replicas.py --router-bin $(which vllm-router) [--replicas 3] [--threads 1]
@@ -47,6 +54,7 @@ SHAPES = {  # make-model options: steps of milliseconds on one core, a profile o
               "--intermediate-size", "1408", "--max-positions", "1024", "--vocab-size", "2048"],
 }
 PROBE_BLOCK_IDS = 1 << 40  # the probe's prefix block ids start here, far above any trace's
+CPU_PROBE_TRACE = "cpu_probe_trace.jsonl"
 METRICS = [  # (key in the metrics, label)
     ("output_throughput", "output tok/s"),
     ("median_ttft_ms", "TTFT p50 ms"),
@@ -73,6 +81,33 @@ def profile(args, model, out):
             process.wait()
 
 
+def mean_profile(paths, out):
+    """The cell-by-cell mean of profiles measured on one machine with one grid: every time (a key
+    ending in `seconds`, scalar or table) and the load factor are averaged; everything else (the
+    axes, the model, the executor, the filled cells) must agree."""
+    profiles = [json.loads(Path(path).read_text()) for path in paths]
+
+    def merge(values, name, where):
+        first = values[0]
+        if isinstance(first, dict):
+            if any(set(v) != set(first) for v in values):
+                sys.exit(f"sim_vs_replicas: the profiles' fields differ under {where or 'the top level'}")
+            return {k: merge([v[k] for v in values], k, f"{where}.{k}" if where else k) for k in first}
+        if isinstance(first, list):
+            if any(not isinstance(v, list) or len(v) != len(first) for v in values):
+                sys.exit(f"sim_vs_replicas: the profiles' {where} differ in shape")
+            return [merge([v[i] for v in values], name, f"{where}[{i}]") for i in range(len(first))]
+        if (name.endswith("seconds") or name == "load_factor") and first is not None:
+            if any(not isinstance(v, (int, float)) for v in values):
+                sys.exit(f"sim_vs_replicas: the profiles' {where} is not a number in each")
+            return statistics.mean(values)
+        if any(v != first for v in values):
+            sys.exit(f"sim_vs_replicas: the profiles' {where} differ ({values}): not one machine and grid")
+        return first
+
+    Path(out).write_text(json.dumps(merge(profiles, "", "")) + "\n")
+
+
 def real_run(args, model, runs):
     """Starts the deployment once and runs `pagedllm bench` for each (trace, output) in order."""
     replicas = []
@@ -87,10 +122,20 @@ def real_run(args, model, runs):
         router = Router(args.router_bin, [f"http://127.0.0.1:{p.port}" for p in replicas], "round_robin")
         if not router.wait_ready(60):
             sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {router.log.name})")
+        cpu_per_token = {}
         for trace, out in runs:
+            measure = trace == args.out / CPU_PROBE_TRACE
+            before = cpu_snapshot(replicas, router) if measure else None
             with open(out.with_suffix(".txt"), "w") as bench_log:
                 run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{router.port}",
                      "--model", "m", "-q", "-o", out], stdout=bench_log)
+            if measure:
+                spent = serving_cpu_seconds(before, cpu_snapshot(replicas, router))
+                tokens = sum(r["output_tokens"] for r in json.loads(out.read_text())["requests"] if r["success"])
+                if tokens == 0:
+                    sys.exit("sim_vs_replicas: the CPU probe produced no tokens")
+                cpu_per_token = {part: seconds / tokens for part, seconds in spent.items()}
+        return cpu_per_token
     finally:
         if router:
             router.stop()
@@ -101,6 +146,53 @@ def real_run(args, model, runs):
                 process.wait(timeout=40)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def thread_cpu_seconds(pid):
+    """User + system CPU seconds of each thread of a process, by thread id (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # the thread ended
+            continue
+        seconds[tid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return seconds
+
+
+def cpu_snapshot(replicas, router):
+    """Per-thread CPU seconds of every replica and the router, and this script's finished children's
+    (the load client's)."""
+    children = os.times()
+    return {"replicas": [thread_cpu_seconds(process.pid) for process in replicas],
+            "router": sum(thread_cpu_seconds(router.process.pid).values()),
+            "client": children.children_user + children.children_system}
+
+
+def serving_cpu_seconds(before, after):
+    """CPU seconds between two snapshots of what serves a stream besides the engines: each replica's
+    threads but the busiest one (the engine loop, whose steps the profile prices), the router, and
+    the load client."""
+    replica_threads = engine_threads = 0.0
+    for old, new in zip(before["replicas"], after["replicas"]):
+        spent = [seconds - old.get(tid, 0.0) for tid, seconds in new.items()]
+        engine_threads += max(spent, default=0.0)
+        replica_threads += sum(spent) - max(spent, default=0.0)
+    return {"replica_threads": replica_threads, "router": after["router"] - before["router"],
+            "client": after["client"] - before["client"], "engine_threads": engine_threads}
+
+
+def cpu_probe_trace(out, count, gap, output_len):
+    """`count` requests of a 32-token prompt and `output_len` tokens, `gap` seconds apart (one at a
+    time on the idle deployment): the CPU the serving path spends per streamed token. Their
+    prefix block ids are far from the trace's and the serving-path probe's."""
+    with open(out, "w") as file:
+        file.write(json.dumps({"pagedllm_trace": 1, "prefix_block_tokens": 512,
+                               "source": "the serving-path CPU probe"}) + "\n")
+        for i in range(count):
+            file.write(json.dumps({"arrival_time": i * gap, "prompt_len": 32, "output_len": output_len,
+                                   "prefix_block_ids": [2 * PROBE_BLOCK_IDS + i]}) + "\n")
 
 
 def probe_trace(trace, out, count, gap):
@@ -152,6 +244,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="reuse this profile instead of measuring one")
     parser.add_argument("--profile-args", default="--repeats 5 --passes 2")
+    parser.add_argument("--no-profile-after", action="store_true",
+                        help="measure no second profile after the real runs (simulate on the one before)")
     parser.add_argument("--profile-under-load", type=int, default=1,
                         help="K: time the profile with K-1 copies of it running beside it")
     parser.add_argument("--real-repeats", type=int, default=1,
@@ -163,6 +257,12 @@ def main():
                         help="requests of the serving-path probe (0: none; then --serving-latency-ms)")
     parser.add_argument("--probe-gap", type=float, default=0.5, help="seconds between the probe's requests")
     parser.add_argument("--serving-latency-ms", type=float, default=0.0, help="without a probe: the latency to use")
+    parser.add_argument("--cpu-probe-requests", type=int, default=6,
+                        help="requests of --output-max tokens, one at a time, whose serving path's CPU is measured "
+                             "(0: none; then --serving-cpu-us-per-token)")
+    parser.add_argument("--cpu-probe-gap", type=float, default=1.0, help="seconds between the CPU probe's requests")
+    parser.add_argument("--serving-cpu-us-per-token", type=float, default=0.0,
+                        help="without a CPU probe: the serving path's CPU per output token to use")
     parser.add_argument("--out", type=Path, default=REPO / "build/bench/sim_vs_replicas")
     args = parser.parse_args()
     if not args.router_bin:
@@ -178,10 +278,13 @@ def main():
     run([args.pagedllm, "trace", "synth", "-n", args.requests, "--request-rate", args.rate, "--seed", args.seed,
          "--prompt-max", args.prompt_max, "--output-max", args.output_max, "-o", trace], stderr=subprocess.DEVNULL)
     profile_path = args.profile or args.out / "profile.json"
+    profile_before = args.out / "profile_before.json"
+    profile_after = args.out / "profile_after.json"
+    bracketed = not args.profile and not args.no_profile_after
     if not args.profile:
         started = time.time()
-        profile(args, model, profile_path)
-        print(f"profile: {time.time() - started:.0f} s", flush=True)
+        profile(args, model, profile_before)
+        print(f"profile before: {time.time() - started:.0f} s", flush=True)
 
     # A multiple of the replicas, so that the router's round robin starts the trace at replica 0,
     # as the simulated one does.
@@ -190,34 +293,72 @@ def main():
     probe_trace(trace, probe, args.probe_requests, args.probe_gap)
     real_paths = [args.out / f"real_{i}.json" for i in range(args.real_repeats)]
     probe_paths = [args.out / f"probe_real_{i}.json" for i in range(args.real_repeats)] if args.probe_requests else []
+    # Also a multiple of the replicas, so that each serves as many of them.
+    args.cpu_probe_requests = -(-args.cpu_probe_requests // args.replicas) * args.replicas
+    cpu_probe = args.out / CPU_PROBE_TRACE
+    cpu_probe_trace(cpu_probe, args.cpu_probe_requests, args.cpu_probe_gap, args.output_max)
+    cpu_probe_paths = [args.out / f"cpu_probe_real_{i}.json" for i in range(args.real_repeats)]
+    serving_cpu = []  # per deployment: CPU seconds per output token, by part
     for i, real_path in enumerate(real_paths):
         started = time.time()
-        real_run(args, model, ([(probe, probe_paths[i])] if probe_paths else []) + [(trace, real_path)])
-        print(f"real run {i}: {time.time() - started:.0f} s", flush=True)
+        runs = [(cpu_probe, cpu_probe_paths[i])] if args.cpu_probe_requests else []
+        runs += ([(probe, probe_paths[i])] if probe_paths else []) + [(trace, real_path)]
+        measured = real_run(args, model, runs)
+        if measured:
+            serving_cpu.append(measured)
+            print(f"real run {i}: {time.time() - started:.0f} s; CPU per output token: " +
+                  ", ".join(f"{part} {seconds * 1e6:.0f} us" for part, seconds in measured.items()), flush=True)
+        else:
+            print(f"real run {i}: {time.time() - started:.0f} s", flush=True)
+    serving_cpu_us = args.serving_cpu_us_per_token
+    if serving_cpu:
+        serving_cpu_us = statistics.mean(m["replica_threads"] + m["router"] + m["client"] for m in serving_cpu) * 1e6
+        print(f"serving path's CPU: {serving_cpu_us:.0f} us per output token (replicas' other threads, router, client; "
+              f"the mean of {len(serving_cpu)} deployment(s))", flush=True)
+    if bracketed:
+        started = time.time()
+        profile(args, model, profile_after)
+        print(f"profile after: {time.time() - started:.0f} s", flush=True)
+        mean_profile([profile_before, profile_after], profile_path)
+    elif not args.profile:
+        shutil.copyfile(profile_before, profile_path)
 
-    host = ["--host-cores", args.host_cores]
-    latency = args.serving_latency_ms
+    host = ["--host-cores", args.host_cores, "--serving-cpu-us-per-token", serving_cpu_us]
+
+    def modelled(profile_file, name):
+        """The trace simulated with host sharing and the serving path measured against this profile."""
+        latency = args.serving_latency_ms
+        if args.probe_requests > 0:
+            probe_sim = simulate(args, model, probe, profile_file, args.out / f"probe_sim{name}.json", *host)
+            latency = serving_latency_ms([json.loads(path.read_text()) for path in probe_paths], probe_sim)
+        sim = simulate(args, model, trace, profile_file, args.out / f"sim_modelled{name}.json", *host,
+                       "--serving-latency-ms", latency)
+        return sim["metrics"], latency
+
+    runs = {"profile only": simulate(args, model, trace, profile_path, args.out / "sim.json")["metrics"]}
+    runs["modelled"], latency = modelled(profile_path, "")
+    latencies = {"modelled": latency}
+    if bracketed:
+        runs["before, modelled"], latencies["before, modelled"] = modelled(profile_before, "_before")
+        runs["after, modelled"], latencies["after, modelled"] = modelled(profile_after, "_after")
     if args.probe_requests > 0:
-        probe_sim = simulate(args, model, probe, profile_path, args.out / "probe_sim.json", *host)
-        latency = serving_latency_ms([json.loads(path.read_text()) for path in probe_paths], probe_sim)
-        print(f"serving path: {latency:.1f} ms (median real - simulated TTFT over {args.probe_requests} idle "
-              f"requests x {len(probe_paths)} deployment(s))", flush=True)
+        print("serving path (median real - simulated TTFT over "
+              f"{args.probe_requests} idle requests x {len(probe_paths)} deployment(s)): " +
+              ", ".join(f"{name} {value:.1f} ms" for name, value in latencies.items()), flush=True)
     reals = [json.loads(path.read_text())["metrics"] for path in real_paths]
     real = {key: statistics.mean(r[key] for r in reals) for key, _ in METRICS}
-    runs = {
-        "profile only": simulate(args, model, trace, profile_path, args.out / "sim.json")["metrics"],
-        "modelled": simulate(args, model, trace, profile_path, args.out / "sim_modelled.json", *host,
-                             "--serving-latency-ms", latency)["metrics"],
-    }
     print(f"\n{args.replicas} replicas x {args.threads} thread(s), {args.requests} requests at {args.rate} req/s, "
           f"vllm-router round_robin vs simulate --router round-robin (profile under load "
-          f"{args.profile_under_load}); modelled: --host-cores {args.host_cores} --serving-latency-ms {latency:.1f}; "
+          f"{args.profile_under_load}{', the mean of the profiles before and after' if bracketed else ''}); "
+          f"modelled: --host-cores {args.host_cores} --serving-cpu-us-per-token {serving_cpu_us:.0f} "
+          f"--serving-latency-ms as above; "
           f"real: the mean of {len(reals)} run(s) [min..max]")
     print(f"{'metric':<14} {'real':>22} " + " ".join(f"{name:>22}" for name in runs))
     report = {"replicas": args.replicas, "threads": args.threads, "requests": args.requests, "rate": args.rate,
               "real_repeats": len(reals),
-              "profile_under_load": args.profile_under_load, "host_cores": args.host_cores,
-              "serving_latency_ms": latency, "metrics": {}}
+              "profile_under_load": args.profile_under_load, "profile_bracketed": bracketed,
+              "host_cores": args.host_cores, "serving_latency_ms": latencies,
+              "serving_cpu_us_per_token": serving_cpu_us, "serving_cpu_by_deployment": serving_cpu, "metrics": {}}
     for key, label in METRICS:
         cells = []
         report["metrics"][key] = {"real": real[key], "real_runs": [r[key] for r in reals]}

@@ -3,6 +3,7 @@
 // metrics, the memory view and cost.
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iomanip>
@@ -45,6 +46,7 @@ struct SimulateOptions {
   std::string allocator = "paged";
   double usd_per_gpu_hour = 0.0;
   int32_t host_cores = 0;
+  double serving_cpu_us_per_token = 0.0;
   double serving_latency_ms = 0.0;
   double max_wall_seconds = 0.0;
   bool quiet = false;
@@ -80,6 +82,10 @@ int run_simulate(const std::vector<std::string>& args) {
        "with a CPU engine's --profile: the replicas share one host of this many cores; while k replicas step, "
        "each step runs at min(1, cores / (k x the profile's threads)) of its profiled speed (processor sharing; "
        "0 = each replica on its own hardware)")
+      ("serving-cpu-us-per-token", po::value(&options.serving_cpu_us_per_token)->default_value(0.0),
+       "with --host-cores: CPU microseconds the host spends outside the engines per output token (the replicas' "
+       "HTTP threads, a router, clients on the host), which compete with the replicas for its cores; measure it "
+       "on the idle deployment")
       ("serving-latency-ms", po::value(&options.serving_latency_ms)->default_value(0.0),
        "per request, the client's time outside the engine (HTTP, tokenization, a router's hop, the SSE event), "
        "added to TTFT and end-to-end latency; measure it on the idle deployment")
@@ -152,9 +158,18 @@ int run_simulate(const std::vector<std::string>& args) {
     throw po::error("--host-cores: only CPU replicas share a host's cores; it needs a --profile of the CPU engine");
   }
   if (!(options.serving_latency_ms >= 0.0)) throw po::error("--serving-latency-ms: expected 0 or more");
+  if (!(options.serving_cpu_us_per_token >= 0.0) || !std::isfinite(options.serving_cpu_us_per_token)) {
+    throw po::error("--serving-cpu-us-per-token: expected 0 or more");
+  }
+  if (options.serving_cpu_us_per_token > 0.0 && options.host_cores == 0) {
+    throw po::error(
+        "--serving-cpu-us-per-token: the serving path's CPU competes for a shared host's cores; "
+        "it needs --host-cores");
+  }
   const sim::HostSharing host{
       .num_cores = options.host_cores,
-      .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1)};
+      .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1),
+      .serving_cpu_seconds_per_token = options.serving_cpu_us_per_token * 1e-6};
 
   const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
   const RequestTarget target{.max_model_len = config.scheduler.max_model_len,
@@ -263,7 +278,10 @@ int run_simulate(const std::vector<std::string>& args) {
                        << sim::to_string(router) << ", " << options.allocator << " KV, " << backend.sizing;
   if (host.enabled()) {
     executor_description << ", sharing " << host.num_cores << " cores (" << host.threads_per_replica
-                         << " thread(s) per replica)";
+                         << " thread(s) per replica";
+    if (host.serving_cpu_seconds_per_token > 0.0)
+      executor_description << ", serving path " << options.serving_cpu_us_per_token << " CPU us per token";
+    executor_description << ")";
   }
   if (options.serving_latency_ms > 0.0)
     executor_description << ", serving path " << options.serving_latency_ms << " ms";
@@ -297,6 +315,7 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"host_cores", host.num_cores},
                   {"threads_per_replica", host.enabled() ? host.threads_per_replica : 0},
                   {"serving_latency_ms", options.serving_latency_ms},
+                  {"serving_cpu_us_per_token", options.serving_cpu_us_per_token},
                   {"simulated_events", cluster.counters().num_events()},
                   {"stopped_by_wall_limit", result.stopped},
                   {"unfinished_requests", num_requests - num_ended}};
