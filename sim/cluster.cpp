@@ -26,28 +26,49 @@ ClusterSimulation::ClusterSimulation(ClusterConfig config)
   }
 }
 
+SharedStep ClusterSimulation::shared_step(const sched::StepPlan& plan, double work) const {
+  SharedStep step;
+  int64_t output_tokens = 0;  // a verify pass's accepted proposals beyond its first token left out
+  double prompt_tokens = 0.0;
+  double decode_rows = 0.0;
+  for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+    if (scheduled.sample) output_tokens += scheduled.num_samples;
+    if (scheduled.is_prefill()) {
+      prompt_tokens += scheduled.num_new_tokens();
+    } else {
+      decode_rows += 1.0 + scheduled.num_proposed_tokens;
+    }
+  }
+  if (work > 0.0) {
+    step.serving_cores = static_cast<double>(output_tokens) * config_.host.serving_cpu_seconds_per_token / work;
+  }
+  if (prompt_tokens + decode_rows > 0.0) step.prefill_share = prompt_tokens / (prompt_tokens + decode_rows);
+  return step;
+}
+
 int32_t ClusterSimulation::replica_of(sched::RequestId id) const {
   if (id < 0 || static_cast<size_t>(id) >= replica_of_.size()) return -1;
   return replica_of_[static_cast<size_t>(id)];
 }
 
-double ClusterSimulation::shared_rate() const {
-  int32_t busy = 0;
-  double serving_cores = 0.0;
+void ClusterSimulation::update_shared_rates() {
+  shared_steps_.clear();
   for (const Replica& replica : replicas_) {
-    if (!replica.busy) continue;
-    ++busy;
-    serving_cores += replica.serving_cores;
+    if (replica.busy) shared_steps_.push_back(replica.shared);
   }
-  return config_.host.rate(busy, serving_cores);
+  const std::vector<double> rates = config_.host.rates(shared_steps_);
+  size_t next = 0;
+  for (Replica& replica : replicas_) {
+    if (replica.busy) replica.rate = rates[next++];
+  }
 }
 
 void ClusterSimulation::progress_shared_work(double now) {
   if (!config_.host.enabled()) return;
-  const double done = (now - last_event_) * shared_rate();
-  if (done > 0.0) {
+  const double elapsed = now - last_event_;
+  if (elapsed > 0.0) {
     for (Replica& replica : replicas_) {
-      if (replica.busy) replica.work_left = std::max(0.0, replica.work_left - done);
+      if (replica.busy) replica.work_left = std::max(0.0, replica.work_left - elapsed * replica.rate);
     }
   }
   last_event_ = now;
@@ -55,9 +76,9 @@ void ClusterSimulation::progress_shared_work(double now) {
 
 void ClusterSimulation::reschedule_shared_ends(double now) {
   if (!config_.host.enabled()) return;
-  const double rate = shared_rate();
+  update_shared_rates();
   for (Replica& replica : replicas_) {
-    if (replica.busy) replica.step_end = now + replica.work_left / rate;
+    if (replica.busy) replica.step_end = now + replica.work_left / replica.rate;
   }
 }
 
@@ -107,22 +128,16 @@ void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayR
   }
   replica.busy = true;
   replica.work_left = work;
-  replica.serving_cores = 0.0;
-  if (config_.host.enabled() && config_.host.serving_cpu_seconds_per_token > 0.0 && work > 0.0) {
-    int64_t output_tokens = 0;  // a verify pass's accepted proposals beyond its first token left out
-    for (const sched::ScheduledSequence& scheduled : replica.engine->in_flight_plan().sequences) {
-      if (scheduled.sample) output_tokens += scheduled.num_samples;
-    }
-    replica.serving_cores = static_cast<double>(output_tokens) * config_.host.serving_cpu_seconds_per_token / work;
-  }
   replica.step_end = now + work;  // with host sharing, moved by reschedule_shared_ends
+  replica.shared = {};
+  if (config_.host.enabled()) replica.shared = shared_step(replica.engine->in_flight_plan(), work);
 }
 
 void ClusterSimulation::end_step(Replica& replica, engine::ReplayResult& result, engine::ReplayProgress& progress) {
   const double end = replica.step_end;
   replica.busy = false;
   replica.work_left = 0.0;
-  replica.serving_cores = 0.0;
+  replica.shared = {};
   progress.now = end;
   collect(replica.engine->finish_step(end), result, progress);
   if (replica.engine->has_unfinished()) start_step(replica, end, result, progress);

@@ -102,8 +102,8 @@ class ClusterSimulation {
     bool busy = false;       // a step is in flight (begun, not finished)
     double step_end = 0.0;   // when it ends, as the work left and the sharing rate say now
     double work_left = 0.0;  // host sharing: seconds of the step left at full speed
-    // Host sharing: the serving path's CPU for the step's output tokens, in cores at full speed.
-    double serving_cores = 0.0;
+    SharedStep shared;       // host sharing: the in-flight step's serving CPU and prefill share
+    double rate = 1.0;       // host sharing: profiled seconds done per second since the last event
   };
 
   // Begins a step at `now` on an idle replica; a step that scheduled nothing is finished at once.
@@ -112,11 +112,12 @@ class ClusterSimulation {
   void collect(std::vector<engine::RequestOutput>& outputs, engine::ReplayResult& result,
                engine::ReplayProgress& progress);
   void add_serving_path(engine::RequestOutput& output) const;
-  // Host sharing: the in-flight steps' progress from the last event to `now`, and their ends as the
-  // busy count stands after an event.
+  // Host sharing: the in-flight steps' progress from the last event to `now` at their rates, and
+  // their rates and ends as the steps in flight stand after an event.
   void progress_shared_work(double now);
   void reschedule_shared_ends(double now);
-  double shared_rate() const;
+  void update_shared_rates();
+  SharedStep shared_step(const sched::StepPlan& plan, double work) const;
 
   ClusterConfig config_;
   std::vector<Replica> replicas_;
@@ -124,7 +125,8 @@ class ClusterSimulation {
   Router router_;
   std::vector<int32_t> replica_of_;  // by request id
   ClusterCounters counters_;
-  double last_event_ = 0.0;  // host sharing: when the in-flight work was last brought up to date
+  double last_event_ = 0.0;               // host sharing: when the in-flight work was last brought up to date
+  std::vector<SharedStep> shared_steps_;  // host sharing: the busy replicas' steps (reused)
 };
 
 }  // namespace pagedllm::sim

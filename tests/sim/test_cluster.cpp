@@ -1,7 +1,7 @@
 // The cluster's discrete-event loop: one replica reproduces replay_requests exactly; routers
 // place requests as they say; every request is served once; replicas sharing a host's cores
-// progress at the processor-sharing rate, their serving path's CPU counted; the serving path's
-// latency reaches every client time.
+// progress at the processor-sharing rate, their serving path's CPU counted, slowed by measured
+// interference while they run side by side; the serving path's latency reaches every client time.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -301,6 +301,73 @@ BOOST_AUTO_TEST_CASE(the_serving_paths_cpu_slows_replicas_that_fill_the_host) {
   sim::ClusterSimulation lone(single);
   BOOST_TEST(lone.run({one_step_request(0, 0.0)}).outputs.at(0).times.finished == step,
              boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(host_interference_parses_named_fractions_and_refuses_the_rest) {
+  const sim::HostInterference parsed = sim::HostInterference::parse("decode_by_decode=0.14,prefill_by_prefill=0.375");
+  BOOST_TEST(parsed.decode_by_decode == 0.14);
+  BOOST_TEST(parsed.prefill_by_prefill == 0.375);
+  BOOST_TEST(parsed.decode_by_prefill == 0.0);
+  BOOST_TEST(parsed.prefill_by_decode == 0.0);
+  BOOST_TEST(parsed.any());
+  BOOST_TEST(!sim::HostInterference{}.any());
+  for (const char* bad : {"decode_by_decode", "decode=0.1", "decode_by_decode=-0.1", "decode_by_decode=0.1x",
+                          "decode_by_decode=", "prefill_by_prefill=nan"}) {
+    BOOST_CHECK_THROW(sim::HostInterference::parse(bad), std::invalid_argument);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(host_interference_mixes_by_prefill_share_and_by_the_time_neighbours_run_beside) {
+  const sim::HostInterference interference{
+      .decode_by_decode = 0.2, .decode_by_prefill = 0.1, .prefill_by_decode = 0.0, .prefill_by_prefill = 0.4};
+  BOOST_TEST(interference.slowdown(0.0, 0.0) == 0.2);
+  BOOST_TEST(interference.slowdown(0.0, 1.0) == 0.1);
+  BOOST_TEST(interference.slowdown(1.0, 0.0) == 0.0);
+  BOOST_TEST(interference.slowdown(1.0, 1.0) == 0.4);
+  BOOST_TEST(interference.slowdown(0.5, 0.5) == (0.2 + 0.1 + 0.0 + 0.4) / 4, boost::test_tools::tolerance(1e-12));
+
+  const sim::HostSharing host{.num_cores = 2, .threads_per_replica = 1, .interference = interference};
+  const sim::SharedStep decode{.prefill_share = 0.0};
+  const sim::SharedStep prefill{.prefill_share = 1.0};
+  BOOST_TEST(host.rates({decode}) == std::vector<double>{1.0});  // alone: as profiled
+  // A core each: every neighbour runs beside the step the whole time.
+  std::vector<double> rates = host.rates({decode, prefill});
+  BOOST_TEST(rates[0] == 1.0 / 1.1, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(rates[1] == 1.0, boost::test_tools::tolerance(1e-12));
+  // Three on two cores: processor sharing at 2/3, and each neighbour beside the step half the time
+  // (the one core left, shared by two).
+  rates = host.rates({decode, decode, decode});
+  for (const double rate : rates)
+    BOOST_TEST(rate == (2.0 / 3.0) / (1.0 + 0.5 * (0.2 + 0.2)), boost::test_tools::tolerance(1e-12));
+  // Interference needs a shared host.
+  BOOST_TEST(sim::HostSharing{.interference = interference}.rates({decode, decode}) == std::vector<double>(2, 1.0),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(interfering_prefills_on_a_shared_host_slow_each_other_while_both_run) {
+  sim::ClusterSimulation alone(cluster_config(1, sim::RouterPolicy::round_robin));
+  const double step = alone.run({one_step_request(0, 0.0)}).outputs.at(0).times.finished;
+  BOOST_REQUIRE(step > 0.0);
+
+  // Two one-step prefills on two cores, each 25% slower beside the other. The second arrives
+  // half-way through the first: from then both progress at 0.8, so the first's other half takes
+  // 0.625 step (ends at 1.125 step); the second has then done half its step and ends alone at
+  // 1.625 step.
+  sim::ClusterConfig config = cluster_config(2, sim::RouterPolicy::round_robin);
+  config.host = {.num_cores = 2, .threads_per_replica = 1, .interference = {.prefill_by_prefill = 0.25}};
+  sim::ClusterSimulation cluster(config);
+  const engine::ReplayResult shared = cluster.run({one_step_request(0, 0.0), one_step_request(1, step / 2)});
+  BOOST_REQUIRE_EQUAL(shared.outputs.size(), 2u);
+  BOOST_TEST(shared.outputs[0].times.finished == 1.125 * step, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(shared.outputs[1].times.finished == 1.625 * step, boost::test_tools::tolerance(1e-9));
+
+  // Decodes do not slow prefills here (prefill_by_decode = 0): the same two requests as decodes'
+  // neighbours would not change the first's end, and a decode-only fraction leaves prefills alone.
+  config.host.interference = {.decode_by_decode = 0.5};
+  sim::ClusterSimulation decode_only(config);
+  const engine::ReplayResult unaffected = decode_only.run({one_step_request(0, 0.0), one_step_request(1, step / 2)});
+  BOOST_TEST(unaffected.outputs[0].times.finished == step, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(unaffected.outputs[1].times.finished == 1.5 * step, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(a_lone_replica_on_a_shared_host_runs_as_profiled) {

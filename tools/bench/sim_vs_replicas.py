@@ -148,6 +148,64 @@ def real_run(args, model, runs):
                 process.kill()
 
 
+def measure_interference(args, model):
+    """How much longer a replica's step takes beside another one stepping (the host's caches and
+    memory bandwidth): bench_cpu_decode's prefill (a --interference-prompt-tokens prompt) and decode
+    step, each the median of --interference-repeats runs, alone and beside `pagedllm replay` in a
+    loop in another process, replaying only decodes (one long output) or only prefills (long
+    prompts, one output token each). Weights as `serve` holds them (the stored types, mapped).
+    Returns simulate --host-interference's fractions."""
+    bench = Path(args.pagedllm).parent / "bench" / "bench_cpu_decode"
+    common = [str(bench), "--model", model, "--threads", str(args.threads), "--json"]
+    prefill = common + ["--prompt-tokens", str(args.interference_prompt_tokens), "--steps", "1", "--warmup-steps", "1"]
+    decode = common + ["--prompt-tokens", "32", "--steps", "300"]
+    header = {"pagedllm_trace": 1, "prefix_block_tokens": 512}
+    loops = {  # (prompt_len, output_len) x count: seconds of one kind of step per model load
+        "decode": [(32, 900)],
+        "prefill": [(args.interference_prompt_tokens, 1)] * 40,
+    }
+    for kind, requests in loops.items():
+        with open(args.out / f"interference_{kind}.jsonl", "w") as file:
+            file.write(json.dumps({**header, "source": f"the interference measurement's {kind} loop"}) + "\n")
+            for i, (prompt_len, output_len) in enumerate(requests):
+                file.write(json.dumps({"arrival_time": 0.0, "prompt_len": prompt_len, "output_len": output_len,
+                                       "prefix_block_ids": [3 * PROBE_BLOCK_IDS + i]}) + "\n")
+
+    def timed(command, key):
+        samples = []
+        for _ in range(args.interference_repeats):
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            samples.append(json.loads(out)[key])
+        return statistics.median(samples)
+
+    def measured(neighbour):
+        loop = None
+        if neighbour:
+            replay = [args.pagedllm, "replay", "--model", model, "--trace", args.out / f"interference_{neighbour}.jsonl",
+                      "--time", "fast", "--threads", args.threads, "--max-num-seqs", "1", "-o", "/dev/null"]
+            script = "while true; do " + " ".join(str(c) for c in replay) + " > /dev/null 2>&1; done"
+            loop = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+            time.sleep(1.0)  # past its model load
+        try:
+            return timed(prefill, "prefill_s"), timed(decode, "step_ms_mean")
+        finally:
+            if loop:
+                os.killpg(loop.pid, 9)
+                loop.wait()
+
+    alone, beside_decode, beside_prefill = measured(None), measured("decode"), measured("prefill")
+    fractions = {
+        "decode_by_decode": beside_decode[1] / alone[1] - 1,
+        "decode_by_prefill": beside_prefill[1] / alone[1] - 1,
+        "prefill_by_decode": beside_decode[0] / alone[0] - 1,
+        "prefill_by_prefill": beside_prefill[0] / alone[0] - 1,
+    }
+    print(f"interference: prefill {alone[0] * 1e3:.0f} ms alone, {beside_decode[0] * 1e3:.0f} beside decodes, "
+          f"{beside_prefill[0] * 1e3:.0f} beside prefills; decode step {alone[1]:.2f} ms alone, {beside_decode[1]:.2f} "
+          f"beside decodes, {beside_prefill[1]:.2f} beside prefills", flush=True)
+    return {name: max(0.0, value) for name, value in fractions.items()}
+
+
 def thread_cpu_seconds(pid):
     """User + system CPU seconds of each thread of a process, by thread id (Linux /proc)."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -257,6 +315,10 @@ def main():
                         help="requests of the serving-path probe (0: none; then --serving-latency-ms)")
     parser.add_argument("--probe-gap", type=float, default=0.5, help="seconds between the probe's requests")
     parser.add_argument("--serving-latency-ms", type=float, default=0.0, help="without a probe: the latency to use")
+    parser.add_argument("--interference-repeats", type=int, default=5,
+                        help="samples of each step kind alone and beside another replica's (0: no interference)")
+    parser.add_argument("--interference-prompt-tokens", type=int, default=400,
+                        help="the prompt of the interference measurement's prefills")
     parser.add_argument("--cpu-probe-requests", type=int, default=6,
                         help="requests of --output-max tokens, one at a time, whose serving path's CPU is measured "
                              "(0: none; then --serving-cpu-us-per-token)")
@@ -285,6 +347,11 @@ def main():
         started = time.time()
         profile(args, model, profile_before)
         print(f"profile before: {time.time() - started:.0f} s", flush=True)
+
+    interference = {}
+    if args.host_cores > 0 and args.interference_repeats > 0:
+        interference = measure_interference(args, model)
+    interference_text = ",".join(f"{name}={value:.4f}" for name, value in interference.items())
 
     # A multiple of the replicas, so that the router's round robin starts the trace at replica 0,
     # as the simulated one does.
@@ -324,6 +391,8 @@ def main():
         shutil.copyfile(profile_before, profile_path)
 
     host = ["--host-cores", args.host_cores, "--serving-cpu-us-per-token", serving_cpu_us]
+    if interference_text:
+        host += ["--host-interference", interference_text]
 
     def modelled(profile_file, name):
         """The trace simulated with host sharing and the serving path measured against this profile."""
@@ -351,6 +420,7 @@ def main():
           f"vllm-router round_robin vs simulate --router round-robin (profile under load "
           f"{args.profile_under_load}{', the mean of the profiles before and after' if bracketed else ''}); "
           f"modelled: --host-cores {args.host_cores} --serving-cpu-us-per-token {serving_cpu_us:.0f} "
+          f"{'--host-interference ' + interference_text + ' ' if interference_text else ''}"
           f"--serving-latency-ms as above; "
           f"real: the mean of {len(reals)} run(s) [min..max]")
     print(f"{'metric':<14} {'real':>22} " + " ".join(f"{name:>22}" for name in runs))
@@ -358,7 +428,8 @@ def main():
               "real_repeats": len(reals),
               "profile_under_load": args.profile_under_load, "profile_bracketed": bracketed,
               "host_cores": args.host_cores, "serving_latency_ms": latencies,
-              "serving_cpu_us_per_token": serving_cpu_us, "serving_cpu_by_deployment": serving_cpu, "metrics": {}}
+              "serving_cpu_us_per_token": serving_cpu_us, "serving_cpu_by_deployment": serving_cpu,
+              "host_interference": interference, "metrics": {}}
     for key, label in METRICS:
         cells = []
         report["metrics"][key] = {"real": real[key], "real_runs": [r[key] for r in reals]}

@@ -47,6 +47,7 @@ struct SimulateOptions {
   double usd_per_gpu_hour = 0.0;
   int32_t host_cores = 0;
   double serving_cpu_us_per_token = 0.0;
+  std::string host_interference;  // NAME=FRACTION,... (sim::HostInterference::parse)
   double serving_latency_ms = 0.0;
   double max_wall_seconds = 0.0;
   bool quiet = false;
@@ -82,6 +83,11 @@ int run_simulate(const std::vector<std::string>& args) {
        "with a CPU engine's --profile: the replicas share one host of this many cores; while k replicas step, "
        "each step runs at min(1, cores / (k x the profile's threads)) of its profiled speed (processor sharing; "
        "0 = each replica on its own hardware)")
+      ("host-interference", po::value(&options.host_interference),
+       "with --host-cores: how much longer a step takes beside one neighbour stepping at the same time, by what "
+       "each does (caches, memory bandwidth): decode_by_decode=F,decode_by_prefill=F,prefill_by_decode=F,"
+       "prefill_by_prefill=F (fractions, 0.15 = 15% longer; absent ones 0); measure them on the host "
+       "(tools/bench/sim_vs_replicas.py)")
       ("serving-cpu-us-per-token", po::value(&options.serving_cpu_us_per_token)->default_value(0.0),
        "with --host-cores: CPU microseconds the host spends outside the engines per output token (the replicas' "
        "HTTP threads, a router, clients on the host), which compete with the replicas for its cores; measure it "
@@ -166,10 +172,21 @@ int run_simulate(const std::vector<std::string>& args) {
         "--serving-cpu-us-per-token: the serving path's CPU competes for a shared host's cores; "
         "it needs --host-cores");
   }
+  sim::HostInterference interference;
+  if (!options.host_interference.empty()) {
+    if (options.host_cores == 0)
+      throw po::error("--host-interference: replicas interfere on a shared host; it needs --host-cores");
+    try {
+      interference = sim::HostInterference::parse(options.host_interference);
+    } catch (const std::invalid_argument& error) {
+      throw po::error(std::string("--host-interference: ") + error.what());
+    }
+  }
   const sim::HostSharing host{
       .num_cores = options.host_cores,
       .threads_per_replica = backend.cpu_threads > 0 ? backend.cpu_threads : std::max(options.host_cores, 1),
-      .serving_cpu_seconds_per_token = options.serving_cpu_us_per_token * 1e-6};
+      .serving_cpu_seconds_per_token = options.serving_cpu_us_per_token * 1e-6,
+      .interference = interference};
 
   const int32_t vocab_size = static_cast<int32_t>(model.shape.vocab_size);
   const RequestTarget target{.max_model_len = config.scheduler.max_model_len,
@@ -281,6 +298,7 @@ int run_simulate(const std::vector<std::string>& args) {
                          << " thread(s) per replica";
     if (host.serving_cpu_seconds_per_token > 0.0)
       executor_description << ", serving path " << options.serving_cpu_us_per_token << " CPU us per token";
+    if (host.interference.any()) executor_description << ", interference " << options.host_interference;
     executor_description << ")";
   }
   if (options.serving_latency_ms > 0.0)
@@ -316,6 +334,11 @@ int run_simulate(const std::vector<std::string>& args) {
                   {"threads_per_replica", host.enabled() ? host.threads_per_replica : 0},
                   {"serving_latency_ms", options.serving_latency_ms},
                   {"serving_cpu_us_per_token", options.serving_cpu_us_per_token},
+                  {"host_interference",
+                   {{"decode_by_decode", host.interference.decode_by_decode},
+                    {"decode_by_prefill", host.interference.decode_by_prefill},
+                    {"prefill_by_decode", host.interference.prefill_by_decode},
+                    {"prefill_by_prefill", host.interference.prefill_by_prefill}}},
                   {"simulated_events", cluster.counters().num_events()},
                   {"stopped_by_wall_limit", result.stopped},
                   {"unfinished_requests", num_requests - num_ended}};
