@@ -64,8 +64,9 @@ std::vector<double> HostSharing::rates(const std::vector<SharedStep>& steps) con
   const auto busy = static_cast<int32_t>(steps.size());
   std::vector<double> result(steps.size(), rate(busy, serving_cores));
   if (!enabled() || !interference.any() || busy < 2) return result;
-  // A neighbour runs beside a step only while both hold a core: when the threads outnumber the
-  // cores, a step's (threads - 1 of its own) neighbours share the cores left besides its own.
+  // A neighbour runs beside a step only while both hold a core: when the busy threads outnumber
+  // the cores, the neighbours' threads share the cores the step's own do not hold, so each runs
+  // beside it (cores - own) / (threads - own) of the time.
   const double threads = static_cast<double>(busy) * static_cast<double>(threads_per_replica);
   const double own = static_cast<double>(threads_per_replica);
   const double beside = std::clamp((static_cast<double>(num_cores) - own) / (threads - own), 0.0, 1.0);
