@@ -389,11 +389,15 @@ section_profile() {
 
   echo "--- CPU replicas sharing a host: its cores, the serving path's CPU, interference"
   shared=(--trace "$source_dir/traces/sharegpt_like.jsonl" --model tiny --profile "$work/profile.json" --replicas 3
-    --router round-robin --rate-scale 10 --host-cores 2 -q)
-  "$pagedllm" simulate "${shared[@]}" -o "$work/host_cores.json" > /dev/null
-  "$pagedllm" simulate "${shared[@]}" --serving-cpu-us-per-token 500     --host-interference decode_by_decode=0.5,prefill_by_prefill=0.25 -o "$work/host_full.json" > /dev/null
-  expect "the serving path's CPU and interference are recorded"     "$(json "$work/host_full.json" "(d['config']['serving_cpu_us_per_token'], d['config']['host_interference']['decode_by_decode'], d['config']['host_interference']['prefill_by_prefill'])")"     "(500.0, 0.5, 0.25)"
-  expect "they slow the replicas' decodes"     "$(python3 -c "import json; a=json.load(open('$work/host_cores.json')); b=json.load(open('$work/host_full.json')); print(b['metrics']['mean_tpot_ms'] > a['metrics']['mean_tpot_ms'] and b['metrics']['completed'] == a['metrics']['completed'] == 100)")" True
+    --router round-robin --rate-scale 10 -q)
+  "$pagedllm" simulate "${shared[@]}" --host-cores 2 -o "$work/host_cores.json" > /dev/null
+  "$pagedllm" simulate "${shared[@]}" --host-cores 2 --serving-cpu-us-per-token 500 \
+    --host-interference decode_by_decode=0.5,prefill_by_prefill=0.25 -o "$work/host_full.json" > /dev/null
+  expect "the serving path's CPU and interference are recorded" \
+    "$(json "$work/host_full.json" "(d['config']['serving_cpu_us_per_token'], d['config']['host_interference']['decode_by_decode'], d['config']['host_interference']['prefill_by_prefill'])")" \
+    "(500.0, 0.5, 0.25)"
+  expect "they slow the replicas' decodes" \
+    "$(python3 -c "import json; a=json.load(open('$work/host_cores.json')); b=json.load(open('$work/host_full.json')); print(b['metrics']['mean_tpot_ms'] > a['metrics']['mean_tpot_ms'] and b['metrics']['completed'] == a['metrics']['completed'] == 100)")" True
   for refused in "--host-cores 2 --host-interference decode_by_decode=fast" "--host-cores 2 --host-interference decode=0.1" \
     "--serving-cpu-us-per-token 100" "--host-interference decode_by_decode=0.1"; do
     # shellcheck disable=SC2086
