@@ -11,8 +11,8 @@
 // - Interference (caches, memory bandwidth). A step beside a neighbour that runs at the same time
 //   takes longer by a measured fraction that depends on what each does: decode rows stream the
 //   weights (memory-bound), prompt tokens reuse them (compute-bound). On the 2-vCPU development
-//   VM a decode beside decodes took 11-17% longer, a prefill beside either 1.5-3.3% (and 40% in
-//   later measurements: that VM is not stationary; docs/SIMULATOR.md, "Against a real
+//   VM a decode beside decodes took 11-17% longer, a prefill beside either 1.5-4.2% (40% in
+//   three measurements by hand, not explained; docs/SIMULATOR.md, "Against a real
 //   deployment"). A step's prefill share is its prompt tokens over its prompt tokens and decode
 //   rows; the four fractions mix bilinearly by both shares. Neighbours beyond the cores run part
 //   of the time only, so each counts (cores - own threads) / (threads - own threads) of its
