@@ -130,7 +130,11 @@ void ClusterSimulation::start_step(Replica& replica, double now, engine::ReplayR
   replica.work_left = work;
   replica.step_end = now + work;  // with host sharing, moved by reschedule_shared_ends
   replica.shared = {};
-  if (config_.host.enabled()) replica.shared = shared_step(replica.engine->in_flight_plan(), work);
+  // The step's shape matters only to the serving path's CPU and to interference.
+  const HostSharing& host = config_.host;
+  if (host.enabled() && (host.serving_cpu_seconds_per_token > 0.0 || host.interference.any())) {
+    replica.shared = shared_step(replica.engine->in_flight_plan(), work);
+  }
 }
 
 void ClusterSimulation::end_step(Replica& replica, engine::ReplayResult& result, engine::ReplayProgress& progress) {

@@ -54,7 +54,6 @@ SHAPES = {  # make-model options: steps of milliseconds on one core, a profile o
               "--intermediate-size", "1408", "--max-positions", "1024", "--vocab-size", "2048"],
 }
 PROBE_BLOCK_IDS = 1 << 40  # the probe's prefix block ids start here, far above any trace's
-CPU_PROBE_TRACE = "cpu_probe_trace.jsonl"
 METRICS = [  # (key in the metrics, label)
     ("output_throughput", "output tok/s"),
     ("median_ttft_ms", "TTFT p50 ms"),
@@ -108,8 +107,10 @@ def mean_profile(paths, out):
     Path(out).write_text(json.dumps(merge(profiles, "", "")) + "\n")
 
 
-def real_run(args, model, runs):
-    """Starts the deployment once and runs `pagedllm bench` for each (trace, output) in order."""
+def real_run(args, model, runs, cpu_probe=None):
+    """Starts the deployment once and runs `pagedllm bench` for each (trace, output) in order.
+    Around the run of the trace `cpu_probe`, measures the serving path's CPU: returns its seconds
+    per output token by part (empty without one)."""
     replicas = []
     router = None
     try:
@@ -124,7 +125,7 @@ def real_run(args, model, runs):
             sys.exit(f"sim_vs_replicas: vllm-router did not become ready (see {router.log.name})")
         cpu_per_token = {}
         for trace, out in runs:
-            measure = trace == args.out / CPU_PROBE_TRACE
+            measure = trace == cpu_probe
             before = cpu_snapshot(replicas, router) if measure else None
             with open(out.with_suffix(".txt"), "w") as bench_log:
                 run([args.pagedllm, "bench", "--trace", trace, "--base-url", f"http://127.0.0.1:{router.port}",
@@ -362,7 +363,7 @@ def main():
     probe_paths = [args.out / f"probe_real_{i}.json" for i in range(args.real_repeats)] if args.probe_requests else []
     # Also a multiple of the replicas, so that each serves as many of them.
     args.cpu_probe_requests = -(-args.cpu_probe_requests // args.replicas) * args.replicas
-    cpu_probe = args.out / CPU_PROBE_TRACE
+    cpu_probe = args.out / "cpu_probe_trace.jsonl"
     cpu_probe_trace(cpu_probe, args.cpu_probe_requests, args.cpu_probe_gap, args.output_max)
     cpu_probe_paths = [args.out / f"cpu_probe_real_{i}.json" for i in range(args.real_repeats)]
     serving_cpu = []  # per deployment: CPU seconds per output token, by part
@@ -370,7 +371,7 @@ def main():
         started = time.time()
         runs = [(cpu_probe, cpu_probe_paths[i])] if args.cpu_probe_requests else []
         runs += ([(probe, probe_paths[i])] if probe_paths else []) + [(trace, real_path)]
-        measured = real_run(args, model, runs)
+        measured = real_run(args, model, runs, cpu_probe if args.cpu_probe_requests else None)
         if measured:
             serving_cpu.append(measured)
             print(f"real run {i}: {time.time() - started:.0f} s; CPU per output token: " +
