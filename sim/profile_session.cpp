@@ -105,7 +105,9 @@ engine::EngineConfig engine_config(const StepProfilerConfig& config, int32_t num
   engine.cache.num_host_blocks = 0;
   engine.cache.enable_prefix_caching = true;
   engine.scheduler.max_num_seqs = max_num_seqs;
-  engine.scheduler.max_num_batched_tokens = max_num_batched_tokens;
+  engine.scheduler.max_num_batched_tokens = config.max_num_batched_tokens > 0
+                                                ? std::min(max_num_batched_tokens, config.max_num_batched_tokens)
+                                                : max_num_batched_tokens;
   engine.scheduler.max_model_len = config.max_model_len;
   engine.scheduler.enable_chunked_prefill = true;
   engine.record_step_metrics = false;

@@ -111,6 +111,17 @@ void validate(const StepProfilerConfig& config) {
   require(grid.extras_num_sequences >= 2 && grid.extras_num_sequences % 2 == 0, "extras_num_sequences",
           "must be even and at least 2 (beams come in pairs)");
   require(grid.num_blocks_per_operation >= 1, "num_blocks_per_operation", "must be at least 1");
+  if (config.max_num_batched_tokens > 0) {  // the timed steps run whole, in one executor step each
+    const std::string limit = " (the executor takes " + std::to_string(config.max_num_batched_tokens) + " a step)";
+    require(grid.prefill_chunk_tokens.back() <= config.max_num_batched_tokens, "prefill_chunk_tokens",
+            "values must fit one step" + limit);
+    require(*std::max_element(grid.mixed_num_decodes.begin(), grid.mixed_num_decodes.end()) +
+                    *std::max_element(grid.mixed_chunk_tokens.begin(), grid.mixed_chunk_tokens.end()) <=
+                config.max_num_batched_tokens,
+            "mixed_num_decodes / mixed_chunk_tokens", "must fit one step together" + limit);
+    require(grid.decode_num_sequences.back() <= config.max_num_batched_tokens, "decode_num_sequences",
+            "must fit one step" + limit);
+  }
 }
 
 StepProfilerConfig fit_to_device(const StepProfilerConfig& config) {

@@ -56,6 +56,11 @@ struct StepProfilerConfig {
   // the device's memory: decode cells whose KV would not fit are extrapolated (fit_to_device),
   // and every session's cache is capped to it.
   int64_t max_device_blocks = 0;
+  // The most tokens one step of make_executor's executors takes (0: no limit). The CUDA
+  // executor's step inputs are sized once (a 7B profile on an H200 was refused a 16,384-token
+  // prefill of the mixed steps' 64 prompts): every session's token budget is capped to it, so
+  // set-up prefills take several steps; the timed shapes must fit it whole (validate says which).
+  int32_t max_num_batched_tokens = 0;
   // A fresh executor whose KV store has the given tiers (the profiler sizes them per shape).
   std::function<std::unique_ptr<engine::Executor>(const kv::KvCacheConfig&)> make_executor;
   std::function<void(const std::string&)> on_progress;  // one line per phase

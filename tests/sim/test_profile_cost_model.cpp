@@ -430,7 +430,58 @@ void check_tables_follow_the_scripted_step_time(const StepProfile& profile) {
   }
 }
 
+// The scripted executor behind a cap on the tokens of one step, as the CUDA executor's step
+// inputs have (sized once, at construction): a larger step throws.
+class StepTokenCap final : public engine::Executor {
+ public:
+  StepTokenCap(std::unique_ptr<engine::Executor> inner, int32_t max_tokens)
+      : inner_(std::move(inner)), max_tokens_(max_tokens) {}
+  sched::StepResult execute(const sched::StepPlan& plan) override {
+    if (plan.num_batched_tokens > max_tokens_) {
+      throw std::runtime_error("step of " + std::to_string(plan.num_batched_tokens) + " tokens, the limit is " +
+                               std::to_string(max_tokens_));
+    }
+    return inner_->execute(plan);
+  }
+  std::string name() const override { return "capped " + inner_->name(); }
+
+ private:
+  std::unique_ptr<engine::Executor> inner_;
+  int32_t max_tokens_;
+};
+
 }  // namespace
+
+// An executor that takes at most N tokens a step (the CUDA executor's sized step inputs): the
+// mixed steps' set-up prefills (4 prompts of 28 tokens here, 112 in one step uncapped) are split
+// over several steps, and the profile is the uncapped one. A grid whose timed shapes cannot fit
+// one step is refused by validate, naming the field.
+BOOST_AUTO_TEST_CASE(keeps_every_step_within_the_executors_token_limit) {
+  sim::StepProfilerConfig capped = scripted_profiler_config();
+  capped.max_num_batched_tokens = 80;
+  const auto scripted = capped.make_executor;
+  capped.make_executor = [scripted](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
+    return std::make_unique<StepTokenCap>(scripted(cache), 80);
+  };
+  const StepProfile profile = sim::measure_step_profile(capped);
+  check_tables_follow_the_scripted_step_time(profile);
+  BOOST_TEST(profile.step_overhead_seconds == 0.01, boost::test_tools::tolerance(1e-9));
+
+  // Without the cap in the config, the same executor refuses the first oversized step.
+  sim::StepProfilerConfig uncapped = capped;
+  uncapped.max_num_batched_tokens = 0;
+  BOOST_CHECK_EXCEPTION(sim::measure_step_profile(uncapped), std::runtime_error, [](const std::runtime_error& e) {
+    return std::string(e.what()).find("the limit is 80") != std::string::npos;
+  });
+
+  sim::StepProfilerConfig too_small = capped;
+  too_small.max_num_batched_tokens = 64;
+  too_small.grid.mixed_chunk_tokens = {64};  // the mixed step: 4 decodes + a 64-token chunk
+  BOOST_CHECK_EXCEPTION(sim::validate(too_small), std::invalid_argument, [](const std::invalid_argument& e) {
+    return std::string(e.what()).find("mixed_num_decodes / mixed_chunk_tokens") != std::string::npos &&
+           std::string(e.what()).find("takes 64 a step") != std::string::npos;
+  });
+}
 
 // The profiler through the real engine on the scripted executor, whose step time is
 // 0.01 + 1e-5 x (batched tokens): every table must come back as that function of its shape.

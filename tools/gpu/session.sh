@@ -200,16 +200,26 @@ phase_nsight() {
   local batch
   for batch in 1 64; do
     # Only the timed step: the bench brackets its timed steps with cudaProfilerStart/Stop.
-    step nsight "decode_batch_$batch" 150 "$ncu" --clock-control none --profile-from-start off \
+    # The first 40 launches of the step: the embedding and three layers, every per-layer kernel three
+    # times (each launch is replayed ~10 times: the whole step, ~420 launches, did not finish in 111 s
+    # on the H200 session of 2026-11-28). The LM head's GEMM is left out.
+    step nsight "decode_batch_$batch" 150 "$ncu" --clock-control none --profile-from-start off --launch-count 40 \
       --section SpeedOfLight --section Occupancy --print-summary per-kernel \
       "$bench/bench_cuda_decode" --models llama-3-8b --batches "$batch" --eager --warmup 1 --steps 1
   done
 }
 
+# pagedllm first, then HF, then the report, as three steps: a step that runs out of time leaves the
+# others' figures. HF runs one static batch of 32 (its first 32 requests): on the H200 (2026-11-28)
+# batches of 8 took 193 s for those 32 requests (60.35 useful tok/s, 52% of generated tokens wasted
+# on padding), and the batch of 32 did not finish in what was left of 280 s.
 phase_transformers() {
-  # HF on 32 requests (4 static batches of 8, one of 32): 64 did not finish in 260 s on an H100.
-  step transformers cuda_vs_transformers 540 tools/bench/cuda_vs_transformers.sh --work "$work/cvt" --pagedllm "$bin" \
-    --hf-max-requests 32 --json "$out/cuda_vs_transformers.json"
+  local cvt=(tools/bench/cuda_vs_transformers.sh --work "$work/cvt" --pagedllm "$bin" --hf-max-requests 32
+             --batch-sizes 32 --json "$out/cuda_vs_transformers.json")
+  step transformers pagedllm 240 "${cvt[@]}" --steps checkpoint,trace,pagedllm
+  step transformers hf 240 "${cvt[@]}" --steps hf
+  step transformers report 30 "${cvt[@]}" --steps report
+  cp "$work/cvt/pagedllm.log" "$logs/transformers.pagedllm_replay.log" 2>/dev/null
 }
 
 # The Llama-2-7B-shaped checkpoint of the transformers phase where this call wrote one, else a new one.
@@ -222,11 +232,16 @@ phase_calibrate() {
       --device cuda --pagedllm "$bin"
   fi
   step calibrate fidelity 420 tools/bench/sim_fidelity.sh --bin "$bin" --executor cuda --model "$model" \
-    --synth 200:8 --rate-scale 1 --repeats 2 --profile-args "--passes 2" --roofline "--hardware $hardware" \
+    --synth 200:8 --rate-scale 1 --repeats 2 --profile-args "--passes 1" --roofline "--hardware $hardware" \
     --out "$work/fidelity" \
     -- --num-gpu-blocks-override 4096 --max-model-len 4096
   cp "$work/fidelity/profile.json" "$out/cuda_profile_llama-2-7b_$hardware.json" 2>/dev/null
   cp "$work/fidelity/fidelity.json" "$out/fidelity.json" 2>/dev/null
+  # What a failed or cut-short calibration got through: the real replays' reports and the profile's.
+  local file
+  for file in "$work"/fidelity/*.txt "$work"/fidelity/real_*.json; do
+    [[ -f "$file" ]] && cp "$file" "$logs/calibrate.$(basename "$file")"
+  done
 }
 
 : >"$summary"

@@ -185,6 +185,7 @@ int run_profile(const std::vector<std::string>& args) {
   if (on_gpu) {  // what the device holds beside the weights and the largest step's activations
     const CudaExecutorSetup probe = make_cuda_executor(options.cuda, gpu_model, gpu_config);
     config.max_device_blocks = probe.cache.num_device_blocks;
+    config.max_num_batched_tokens = gpu_config.scheduler.max_num_batched_tokens;
   }
   std::string gpu_description;
   config.make_executor = [&](const kv::KvCacheConfig& cache) -> std::unique_ptr<engine::Executor> {
