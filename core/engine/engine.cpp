@@ -187,10 +187,9 @@ std::vector<RequestOutput>& Engine::finish_step(double end_time) {
   scheduler_.recycle(std::move(in_flight_plan_));
   ++step_;
 
-  // The last step's outputs go back to the spares, buffers and all (a caller that moved one out
-  // left an empty shell).
-  for (RequestOutput& output : outputs_) spare_outputs_.push_back(std::move(output));
-  outputs_.clear();
+  // The last step's outputs are refilled in place, buffers and all (a caller that moved one out
+  // left an empty shell); those this step does not need go back to the spares.
+  num_outputs_ = 0;
   const auto report = [&](SequenceGroup& group) {
     const bool finished = group.state == GroupState::finished;
     if (finished || config_.output_kind != OutputKind::final_only) make_output(group, next_output());
@@ -203,14 +202,21 @@ std::vector<RequestOutput>& Engine::finish_step(double end_time) {
     if (SequenceGroup* group = scheduler_.find(id)) report(*group);  // null: already reported
   }
   pending_outputs_.clear();
+  for (size_t i = num_outputs_; i < outputs_.size(); ++i) spare_outputs_.push_back(std::move(outputs_[i]));
+  outputs_.resize(num_outputs_);
   return outputs_;
 }
 
 RequestOutput& Engine::next_output() {
-  if (spare_outputs_.empty()) return outputs_.emplace_back();
-  outputs_.push_back(std::move(spare_outputs_.back()));
-  spare_outputs_.pop_back();
-  return outputs_.back();
+  if (num_outputs_ == outputs_.size()) {
+    if (spare_outputs_.empty()) {
+      outputs_.emplace_back();
+    } else {
+      outputs_.push_back(std::move(spare_outputs_.back()));
+      spare_outputs_.pop_back();
+    }
+  }
+  return outputs_[num_outputs_++];
 }
 
 void Engine::fill_token_masks(sched::StepPlan& plan) {
@@ -287,7 +293,7 @@ void Engine::apply(const sched::StepPlan& plan, const sched::StepResult& result,
       touched_groups_.push_back(&group);
       if (group.times.first_token < 0) {
         group.times.first_token = end_time;
-        counters_.prompt_tokens += static_cast<int64_t>(group.request.prompt_tokens.size());
+        counters_.prompt_tokens += group.num_prompt_tokens;
       }
       group.times.token_times.push_back(end_time);
     }
@@ -616,10 +622,10 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
   // Every field is assigned, so a reused output keeps nothing of its last request but the
   // capacity of its vectors.
   output.id = group.request.id;
-  output.num_prompt_tokens = static_cast<int32_t>(group.request.prompt_tokens.size());
+  output.num_prompt_tokens = group.num_prompt_tokens;
   output.finished = group.state == GroupState::finished;
   output.finish_reason = group.finish_reason;
-  output.message = group.finish_message;
+  if (!group.finish_message.empty() || !output.message.empty()) output.message = group.finish_message;
   if (output.finished && config_.speculative.enabled()) {
     output.speculation = std::make_shared<const spec::SpeculationTally>(group.speculation);
   } else if (output.speculation != nullptr) {
@@ -628,9 +634,16 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
   const bool delta = config_.output_kind == OutputKind::delta;
   if (delta) {
     // O(1) per report: everything but the token times (a streaming client keeps its own).
-    std::vector<double> token_times = std::move(group.times.token_times);
-    output.times = group.times;  // copy-assignment: the output's vector keeps its capacity
-    group.times.token_times = std::move(token_times);
+    const sched::RequestTimes& times = group.times;
+    output.times.arrival = times.arrival;
+    output.times.first_scheduled = times.first_scheduled;
+    output.times.first_token = times.first_token;
+    output.times.finished = times.finished;
+    output.times.token_times.clear();  // keeps its capacity
+    output.times.num_preemptions_recompute = times.num_preemptions_recompute;
+    output.times.num_preemptions_swap = times.num_preemptions_swap;
+    static_assert(sizeof(sched::RequestTimes) == 4 * sizeof(double) + sizeof(std::vector<double>) + 2 * sizeof(int32_t),
+                  "a field added to RequestTimes must be copied here too");
   } else {
     output.times = group.times;
   }
@@ -644,10 +657,15 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
     completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens + from, seq.tokens.end());
     completion.cumulative_logprob = seq.cumulative_logprob;
     completion.finish_reason = seq.finish_reason;
-    completion.top_logprobs.assign(seq.top_logprobs.begin() + std::min<size_t>(from, seq.top_logprobs.size()),
-                                   seq.top_logprobs.end());
-    completion.token_logprobs.assign(seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()),
-                                     seq.token_logprobs.end());
+    // Logprobs only where asked: the common case skips two copies of nothing.
+    if (!seq.top_logprobs.empty() || !completion.top_logprobs.empty()) {
+      completion.top_logprobs.assign(seq.top_logprobs.begin() + std::min<size_t>(from, seq.top_logprobs.size()),
+                                     seq.top_logprobs.end());
+    }
+    if (!seq.token_logprobs.empty() || !completion.token_logprobs.empty()) {
+      completion.token_logprobs.assign(seq.token_logprobs.begin() + std::min<size_t>(from, seq.token_logprobs.size()),
+                                       seq.token_logprobs.end());
+    }
     group.num_reported_tokens[i] = seq.num_output_tokens();
   };
   const auto at_most_n = [&](size_t count) {

@@ -105,7 +105,7 @@ class Engine {
   void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);
   void finish_if_done(sched::SequenceGroup& group, double end_time);  // maybe_finish, then its time
-  RequestOutput& next_output();  // a cleared slot at the end of outputs_, reusing a spare one
+  RequestOutput& next_output();  // the next slot of outputs_: last step's object, a spare or a new one
   void make_output(sched::SequenceGroup& group, RequestOutput& output) const;  // records what was reported
   void record_step(const sched::StepPlan& plan, double start, double end);
 
@@ -138,6 +138,7 @@ class Engine {
   std::vector<sched::RequestId> pending_outputs_;      // finished between steps (abort, rejection)
   std::vector<sched::SequenceGroup*> touched_groups_;  // requests that progressed in this step
   std::vector<RequestOutput> outputs_;                 // the last step's, handed out by step()
+  size_t num_outputs_ = 0;                             // slots of outputs_ filled by this step so far
   std::vector<RequestOutput> spare_outputs_;           // earlier outputs kept for their buffers
   // The step between begin_step() and finish_step(): its plan, its result, when it began.
   bool in_flight_ = false;

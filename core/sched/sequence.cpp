@@ -1,5 +1,7 @@
 #include "core/sched/sequence.h"
 
+#include <algorithm>
+
 namespace pagedllm::sched {
 
 const char* to_string(FinishReason reason) {
@@ -36,8 +38,16 @@ std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_
   auto group = std::make_unique<SequenceGroup>();
   Sequence seq;
   seq.id = first_seq;
-  seq.tokens = request.prompt_tokens;
+  // The prompt is held once, as the first sequence's tokens: the group's request keeps its length.
+  seq.tokens = std::move(request.prompt_tokens);
+  request.prompt_tokens.clear();
   seq.num_prompt_tokens = seq.num_tokens();
+  group->num_prompt_tokens = seq.num_prompt_tokens;
+  // Room for the outputs up front (as vLLM's input batch holds max_model_len token slots per
+  // request), up to kReservedOutputTokens: a decode step then grows no vector.
+  const auto reserved = static_cast<size_t>(std::clamp(request.params.max_tokens, 0, kReservedOutputTokens));
+  seq.tokens.reserve(seq.tokens.size() + reserved);
+  group->times.token_times.reserve(reserved);
   group->times.arrival = request.arrival_time;
   group->request = std::move(request);
   group->seqs.push_back(std::move(seq));

@@ -59,8 +59,13 @@ struct RequestTimes {
 };
 
 // One request: its sequences (one until the prompt is done; then n samples or the beams).
+// Output tokens whose room (token ids, token times) a group reserves when it is made: most
+// requests' outputs fit (ShareGPT's mean is about 340), at 12 bytes a token.
+constexpr int32_t kReservedOutputTokens = 512;
+
 struct SequenceGroup {
-  Request request;
+  Request request;  // as submitted, less its prompt_tokens: moved into seqs.front().tokens
+  int32_t num_prompt_tokens = 0;
   std::vector<Sequence> seqs;            // live sequences, in creation order
   std::vector<Sequence> finished_beams;  // beam search: complete hypotheses
   GroupState state = GroupState::waiting;
