@@ -266,6 +266,14 @@ section_simulate() {
     > /dev/null 2> "$work/sim_model_err.txt"; then fail "two models were accepted"; fi
   grep -q "^pagedllm simulate: error: --sim-model llama-3-8b and --model llama-2-7b name two models" "$work/sim_model_err.txt" ||
     fail "the two-model refusal: $(cat "$work/sim_model_err.txt")"
+  echo "--- simulate's progress off a terminal: one line per tenth of the requests, then the last"
+  # 13 requests of the committed trace: a total that is not a multiple of 10.
+  "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model llama-2-7b --max-requests 13 \
+    -o "$work/progress.json" > /dev/null 2> "$work/progress.txt"
+  expect "progress lines off a terminal: 2 to 11, each count printed once, the last at 13/13" \
+    "$(python3 -c "
+lines = [l.split()[1] for l in open('$work/progress.txt') if l.startswith('simulate: ')]
+print(2 <= len(lines) <= 11 and len(set(lines)) == len(lines) and lines[-1] == '13/13')")" True
   echo "--- simulate streams a trace in arrival order; one out of order is read whole and sorted: same report"
   # The committed trace with its fifth request's line moved to the top: out of order, so read whole
   # and stably sorted back into the same requests (same ids and prompts); only the trace section

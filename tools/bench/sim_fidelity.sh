@@ -72,8 +72,11 @@ executor_flags=(--executor "$executor")
 [[ "$executor" == cpu ]] && executor_flags+=(--threads "$threads")
 real_replay() {  # real_replay INDEX
   echo "== real replay $1/$repeats (${executor_flags[*]}, $time_mode time)" >&2
+  local began=$SECONDS
   "$bin" replay "${common[@]}" "${executor_flags[@]}" --time "$time_mode" -o "$out/real_$1.json" \
     >"$out/real_$1.txt"
+  # The wall time with the start-up (weights, sizing, graphs), beside the report's own duration.
+  echo "== real replay $1/$repeats took $((SECONDS - began)) s of wall time" >&2
 }
 
 # The machine's speed drifts (other work, shared caches): half the real runs go before the
