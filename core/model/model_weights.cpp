@@ -199,6 +199,16 @@ ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelCo
                                             checkpoint.tensor_data(spec.name), spec.shape));
       continue;
     }
+    if (options.dtype == WeightDType::bf16) {
+      // Straight to bf16 (bf16 copied as stored): the same values as through fp32, without a
+      // 4-byte copy of every weight (a 1.6B bf16 checkpoint: 8.5 -> 2.5 s to load on the dev VM).
+      HostTensor values;
+      values.shape = spec.shape;
+      values.dtype = WeightDType::bf16;
+      values.bf16 = checkpoint.read_bf16(spec.name);
+      weights.tensors.emplace(spec.name, std::move(values));
+      continue;
+    }
     const WeightDType dtype = options.dtype == WeightDType::stored ? WeightDType::f32 : options.dtype;
     weights.tensors.emplace(spec.name, to_host_tensor(checkpoint.read_f32(spec.name), spec.shape, dtype));
   }

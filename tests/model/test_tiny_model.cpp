@@ -8,6 +8,7 @@
 
 #include "core/model/gguf_file.h"
 #include "core/model/gguf_writer.h"
+#include "core/model/half.h"
 #include "core/model/model_errors.h"
 #include "core/model/model_source.h"
 #include "core/model/model_weights.h"
@@ -121,6 +122,33 @@ BOOST_AUTO_TEST_CASE(a_bf16_load_rounds_every_weight) {
   BOOST_TEST((tensor.dtype == WeightDType::bf16));
   BOOST_TEST(tensor.bf16.size() == static_cast<std::size_t>(config.hidden_size));
   BOOST_TEST(tensor.f32.empty());
+}
+
+// A bf16 load of a checkpoint reads each tensor straight into bf16 (bf16 tensors copied as
+// stored): every value must equal the fp32 load's, rounded to bf16, for each stored dtype.
+BOOST_AUTO_TEST_CASE(a_bf16_load_of_safetensors_is_the_fp32_load_rounded_for_every_stored_dtype) {
+  for (const SafetensorsDtype stored : {SafetensorsDtype::f32, SafetensorsDtype::f16, SafetensorsDtype::bf16}) {
+    make_model::TinyModelSpec spec;
+    spec.safetensors_dtype = stored;
+    const auto files = make_model::write_tiny_model(spec, scratch_dir("bf16_load_" + std::string(to_string(stored))));
+    const ModelConfig config = read_hf_config(files.directory + "/config.json");
+    const SafetensorsCheckpoint checkpoint(files.directory);
+    const ModelWeights f32 = load_weights(checkpoint, config, {WeightDType::f32});
+    const ModelWeights bf16 = load_weights(checkpoint, config, {WeightDType::bf16});
+    BOOST_TEST(bf16.tensors.size() == f32.tensors.size());
+    for (const auto& [name, tensor] : bf16.tensors) {
+      const HostTensor& reference = f32.at(name);
+      BOOST_TEST((tensor.dtype == WeightDType::bf16), name);
+      BOOST_TEST(tensor.shape == reference.shape, name);
+      BOOST_TEST(tensor.f32.empty(), name);
+      BOOST_REQUIRE_EQUAL(tensor.bf16.size(), reference.f32.size());
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < tensor.bf16.size(); ++i) {
+        differing += tensor.bf16[i] != float_to_bf16(reference.f32[i]) ? 1 : 0;
+      }
+      BOOST_TEST(differing == 0u, to_string(stored) << " " << name << ": " << differing << " values differ");
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_config_that_disagrees_with_the_weights_names_the_tensor_and_shapes) {
