@@ -1,6 +1,9 @@
 #include "core/common/numpy_stats.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 namespace pagedllm::stats {
 namespace {
@@ -33,6 +36,20 @@ double pairwise_sum_of(const Value& value, size_t first, size_t count) {
 
 }  // namespace
 
+namespace {
+
+// The index below np.percentile's virtual index into `size` ascending values, or nullopt where it
+// takes an end (the index is at or past the last, or below the first); percentile() reads this
+// element and the next. Its arithmetic is percentile()'s.
+std::optional<size_t> percentile_lower_index(size_t size, double percent) {
+  const double last_index = static_cast<double>(size - 1);
+  const double virtual_index = last_index * (percent / 100.0);
+  if (virtual_index >= last_index || virtual_index < 0.0) return std::nullopt;
+  return static_cast<size_t>(std::floor(virtual_index));
+}
+
+}  // namespace
+
 double percentile(std::span<const double> sorted, double percent) {
   if (sorted.empty()) return 0.0;
   const double last_index = static_cast<double>(sorted.size() - 1);
@@ -52,6 +69,29 @@ double median(std::span<const double> sorted) {
   const size_t middle = sorted.size() / 2;
   if (sorted.size() % 2 == 1) return sorted[middle];
   return (sorted[middle - 1] + sorted[middle]) / 2.0;  // np.median: the mean of the middle two
+}
+
+void select_for_percentiles(std::span<double> values, std::span<const double> percents) {
+  if (values.size() < 2) return;
+  const size_t n = values.size();
+  std::vector<size_t> ranks = {0, n - 1, n / 2};  // the ends; the median's middle (and the one below)
+  if (n % 2 == 0) ranks.push_back(n / 2 - 1);
+  for (const double percent : percents) {
+    if (const std::optional<size_t> lower = percentile_lower_index(n, percent)) {
+      ranks.push_back(*lower);
+      ranks.push_back(*lower + 1);
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  // Each selection leaves everything after its rank no smaller than it, so the next rank is
+  // selected within what is left.
+  auto first = values.begin();
+  for (const size_t rank : ranks) {
+    const auto nth = values.begin() + static_cast<std::ptrdiff_t>(rank);
+    std::nth_element(first, nth, values.end());
+    first = nth + 1;
+  }
 }
 
 double pairwise_sum(std::span<const double> values) {

@@ -66,6 +66,37 @@ BOOST_AUTO_TEST_CASE(latencies_past_the_limit_are_summed_up_by_a_histogram_withi
   BOOST_TEST(got.median != want.median);
 }
 
+// The exact summary selects only the elements its percentiles read (no sort): each figure must be
+// the one numpy's formulas give on the fully sorted values, bit for bit, at every size (odd, even,
+// tiny), with repeated values, and for percents at and between the ends.
+BOOST_AUTO_TEST_CASE(the_exact_summary_equals_percentiles_of_the_sorted_values) {
+  const std::vector<double> percents = {0.0, 1e-9, 1.0, 25.0, 50.0, 62.5, 99.9, 99.99, 100.0};
+  std::mt19937_64 generator(11);
+  for (const size_t count : {1, 2, 3, 4, 5, 10, 101, 1000, 4096, 65'537}) {
+    std::vector<double> values = lognormal_values(std::max<size_t>(count, 2), static_cast<uint32_t>(count));
+    values.resize(count);
+    for (size_t i = 0; i + 3 < count; i += 7) values[i + 3] = values[i];  // ties
+    std::shuffle(values.begin(), values.end(), generator);
+    LatencyValues latencies(static_cast<int64_t>(count));
+    for (const double value : values) latencies.add(value);
+    const LatencySummary summary = latencies.summarize(percents);
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    BOOST_TEST_CONTEXT(count << " values") {
+      BOOST_TEST(summary.exact);
+      BOOST_TEST(summary.min == sorted.front());
+      BOOST_TEST(summary.max == sorted.back());
+      BOOST_TEST(summary.median == stats::median(sorted));
+      BOOST_TEST(summary.p90 == stats::percentile(sorted, 90.0));
+      BOOST_TEST(summary.p99 == stats::percentile(sorted, 99.0));
+      BOOST_REQUIRE_EQUAL(summary.percentiles.size(), percents.size());
+      for (size_t i = 0; i < percents.size(); ++i) {
+        BOOST_TEST(summary.percentiles[i].value == stats::percentile(sorted, percents[i]), "p" << percents[i]);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(records_summed_one_at_a_time_give_the_whole_runs_metrics) {
   std::mt19937_64 generator(8);
   std::uniform_real_distribution<double> gap(0.001, 0.05);
