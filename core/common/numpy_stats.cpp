@@ -34,10 +34,6 @@ double pairwise_sum_of(const Value& value, size_t first, size_t count) {
   return pairwise_sum_of(value, first, half) + pairwise_sum_of(value, first + half, count - half);
 }
 
-}  // namespace
-
-namespace {
-
 // The index below np.percentile's virtual index into `size` ascending values, or nullopt where it
 // takes an end (the index is at or past the last, or below the first); percentile() reads this
 // element and the next. Its arithmetic is percentile()'s.

@@ -201,7 +201,7 @@ ModelWeights load_weights(const SafetensorsCheckpoint& checkpoint, const ModelCo
     }
     if (options.dtype == WeightDType::bf16) {
       // Straight to bf16 (bf16 copied as stored): the same values as through fp32, without a
-      // 4-byte copy of every weight (a 1.6B bf16 checkpoint: 8.5 -> 2.5 s to load on the dev VM).
+      // 4-byte copy of every weight (a 1.6B bf16 checkpoint: 6.8-8.3 -> 1.7-2.7 s on the dev VM).
       HostTensor values;
       values.shape = spec.shape;
       values.dtype = WeightDType::bf16;

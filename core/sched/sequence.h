@@ -58,11 +58,11 @@ struct RequestTimes {
   int32_t num_preemptions_swap = 0;
 };
 
-// One request: its sequences (one until the prompt is done; then n samples or the beams).
 // Output tokens whose room (token ids, token times) a group reserves when it is made: most
 // requests' outputs fit (ShareGPT's mean is about 340), at 12 bytes a token.
 constexpr int32_t kReservedOutputTokens = 512;
 
+// One request: its sequences (one until the prompt is done; then n samples or the beams).
 struct SequenceGroup {
   Request request;  // as submitted, less its prompt_tokens: moved into seqs.front().tokens
   int32_t num_prompt_tokens = 0;
