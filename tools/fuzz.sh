@@ -30,7 +30,10 @@ for target in gguf_header safetensors_header openai_request grammar; do
   echo "=== fuzz ${target}: ${seconds} s"
   log="$out/fuzz_${target}.log"
   status=0
-  (cd "$out" && "./fuzz_${target}" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
+  # -timeout: an input must run in milliseconds; one that takes 10 s fails the run at once and is
+  # written out as timeout-* (libFuzzer's default of 1,200 s let a grammar whose matcher stacks
+  # blew up hold a CI run for 20 minutes, 2026-11-28).
+  (cd "$out" && "./fuzz_${target}" -max_total_time="$seconds" -timeout=10 -max_len=4096 -print_final_stats=1 \
       "corpus_${target}" >"fuzz_${target}.log" 2>&1) || status=$?
   grep -E "^stat::number_of_executed_units" "$log" || true
   # libFuzzer exits non-zero and writes crash-* / leak-* / timeout-* beside itself on a finding.
