@@ -181,6 +181,9 @@ std::vector<RequestOutput>& Engine::finish_step(double end_time) {
   const double end = end_time;
   touched_groups_.clear();
   apply(in_flight_plan_, in_flight_result_, end);
+  for (SequenceGroup* group : touched_groups_) {
+    if (group->request.params.output_constraint != nullptr) end_if_constraint_failed(*group, end);
+  }
   executor_.recycle(std::move(in_flight_result_));
   record_step(in_flight_plan_, in_flight_start_, end);
   spare_token_bitmask_ = std::move(in_flight_plan_.token_bitmask);
@@ -242,13 +245,20 @@ void Engine::fill_token_masks(sched::StepPlan& plan) {
     const Row row{i, plan.token_bitmask.size(), words * num_rows};
     plan.token_bitmask.resize(row.first + row.words);
     const std::span<const TokenId> proposals = scheduled.tokens.last(num_rows - 1);
+    // A matcher that fails on the way (too ambiguous a grammar) takes no more proposals; its rows
+    // allow only stop tokens, and the request ends after the step.
+    int32_t num_accepted = 0;
     for (size_t r = 0; r < num_rows; ++r) {
-      if (r > 0 && !seq.matcher->accept(proposals[r - 1])) {
-        throw std::logic_error("sequence " + std::to_string(seq.id) + " proposed a token its constraint refuses");
+      if (r > 0) {
+        if (seq.matcher->accept(proposals[r - 1])) {
+          ++num_accepted;
+        } else if (seq.matcher->failure().empty()) {
+          throw std::logic_error("sequence " + std::to_string(seq.id) + " proposed a token its constraint refuses");
+        }
       }
       seq.matcher->fill_next_mask(std::span<uint32_t>(plan.token_bitmask).subspan(row.first + r * words, words));
     }
-    if (num_rows > 1) seq.matcher->rollback(static_cast<int32_t>(num_rows - 1));
+    seq.matcher->rollback(num_accepted);
     rows.push_back(row);
   }
   for (const Row& row : rows) {
@@ -494,9 +504,29 @@ void Engine::append_token(SequenceGroup& group, Sequence& seq, const sched::Samp
 }
 
 void Engine::advance_matcher(Sequence& seq, TokenId token) const {
-  if (!seq.matcher || seq.matcher->accept(token)) return;
+  if (!seq.matcher || seq.matcher->accept(token) || !seq.matcher->failure().empty()) return;
   throw std::logic_error("executor " + executor_.name() + " sampled token " + std::to_string(token) + " for sequence " +
                          std::to_string(seq.id) + ", which its output constraint does not allow");
+}
+
+void Engine::end_if_constraint_failed(SequenceGroup& group, double end_time) {
+  const std::string* failure = nullptr;
+  const auto find_failure = [&](const Sequence& seq) {
+    if (failure == nullptr && seq.matcher && !seq.matcher->failure().empty()) failure = &seq.matcher->failure();
+  };
+  std::for_each(group.seqs.begin(), group.seqs.end(), find_failure);
+  std::for_each(group.finished_beams.begin(), group.finished_beams.end(), find_failure);
+  if (failure == nullptr) return;
+  group.finish_message = "structured outputs: " + *failure;
+  if (group.state == GroupState::finished) {
+    --counters_.requests_finished;  // a failed matcher allows only stop tokens: one may have ended it
+  } else {
+    scheduler_.finish(group, FinishReason::rejected);
+    group.times.finished = end_time;
+  }
+  ++counters_.requests_rejected;
+  group.finish_reason = FinishReason::rejected;
+  for (Sequence& seq : group.seqs) seq.finish_reason = FinishReason::rejected;
 }
 
 std::optional<FinishReason> Engine::stop_reason(const SequenceGroup& group, const Sequence& seq) const {

@@ -99,8 +99,11 @@ class Engine {
   void append_token(sched::SequenceGroup& group, sched::Sequence& seq, const sched::SampledToken& sampled,
                     const sched::SequenceOutput& output, size_t sample);
   // Advances the sequence's output constraint by the sampled token; a token the constraint did not
-  // allow is the executor's fault (std::logic_error).
+  // allow is the executor's fault (std::logic_error). A constraint that gave up takes nothing more.
   void advance_matcher(sched::Sequence& seq, TokenId token) const;
+  // A sample's constraint gave up (TokenMatcher::failure(): a grammar too ambiguous to follow):
+  // the request ends as `rejected` with the reason, the others go on.
+  void end_if_constraint_failed(sched::SequenceGroup& group, double end_time);
   std::optional<sched::FinishReason> stop_reason(const sched::SequenceGroup& group, const sched::Sequence& seq) const;
   void finish_beams(sched::SequenceGroup& group, sched::FinishReason reason, bool keep_running_beams);
   void maybe_finish(sched::SequenceGroup& group);

@@ -8,11 +8,18 @@
 namespace pagedllm::structured {
 
 int32_t GrammarStacks::push(int32_t rule, int32_t state, int32_t parent) {
-  frames_.push_back(Frame{rule, state, parent});
+  // The empty stack and the boundary hash to distinct seeds; each frame mixes itself into the hash
+  // of the stack under it (a multiply: pushes are per byte per stack).
+  std::uint64_t hash = parent >= 0 ? frame(parent).hash : static_cast<std::uint64_t>(-parent);
+  hash ^= (static_cast<std::uint64_t>(static_cast<std::uint32_t>(rule)) << 32) | static_cast<std::uint32_t>(state);
+  hash *= 0x9E3779B97F4A7C15ull;
+  frames_.push_back(Frame{rule, state, parent, static_cast<std::uint32_t>(hash >> 32)});
   return static_cast<int32_t>(frames_.size()) - 1;
 }
 
 bool GrammarStacks::same(int32_t a, int32_t b) const {
+  if (a == b) return true;
+  if (a >= 0 && b >= 0 && frame(a).hash != frame(b).hash) return false;
   while (a != b) {
     if (a < 0 || b < 0) return false;
     const Frame& x = frame(a);
@@ -26,11 +33,26 @@ bool GrammarStacks::same(int32_t a, int32_t b) const {
 
 namespace {
 
+// Sets of live stacks (a step's, one closure's) are bounded, so that an ambiguous grammar fails at
+// once instead of taking exponential time and memory.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_ambiguous() {
+  throw GrammarAmbiguityError("grammar: too ambiguous to follow: more than " +
+                              std::to_string(GrammarMasks::kMaxLiveStacks) +
+                              " parses of the text are alive at once (rewrite it so that fewer alternatives "
+                              "stay open over the same text: rules in a row that may each match nothing, "
+                              "or alternatives that part only after a shared recursive start)");
+}
+
+void add_bounded(int32_t stack, std::vector<int32_t>& set) {
+  if (set.size() >= GrammarMasks::kMaxLiveStacks) throw_too_ambiguous();
+  set.push_back(stack);
+}
+
 void add_unique(const GrammarStacks& stacks, int32_t stack, std::vector<int32_t>& out) {
   for (const int32_t other : out) {
     if (stacks.same(other, stack)) return;
   }
-  out.push_back(stack);
+  add_bounded(stack, out);
 }
 
 }  // namespace
@@ -66,7 +88,7 @@ bool GrammarMasks::close(GrammarStacks& stacks, int32_t stack, std::vector<int32
       continue;
     }
     if (std::any_of(seen.begin(), seen.end(), [&](int32_t other) { return stacks.same(other, id); })) continue;
-    seen.push_back(id);
+    add_bounded(id, seen);
     const GrammarStacks::Frame frame = stacks.frame(id);  // a copy: push() may move the arena
     const PushdownRule& rule = grammar_->rules[static_cast<std::size_t>(frame.rule)];
     const std::size_t at = flat(frame.rule, frame.state);
@@ -218,13 +240,18 @@ bool GrammarMatcher::accept(std::string_view bytes) {
   const int32_t mark = stacks_.size();
   std::vector<int32_t> set = current_;
   std::vector<int32_t> next;
-  for (const char byte : bytes) {
-    masks_->step(stacks_, set, static_cast<std::uint8_t>(byte), next);
-    std::swap(set, next);
-    if (set.empty()) {
-      stacks_.truncate(mark);
-      return false;
+  try {
+    for (const char byte : bytes) {
+      masks_->step(stacks_, set, static_cast<std::uint8_t>(byte), next);
+      std::swap(set, next);
+      if (set.empty()) {
+        stacks_.truncate(mark);
+        return false;
+      }
     }
+  } catch (const GrammarAmbiguityError&) {
+    stacks_.truncate(mark);
+    throw;
   }
   history_.push_back(std::move(current_));
   current_ = std::move(set);

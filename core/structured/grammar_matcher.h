@@ -23,9 +23,18 @@
 #include <vector>
 
 #include "core/structured/grammar_automaton.h"
+#include "core/structured/grammar_parser.h"
 #include "core/structured/token_trie.h"
 
 namespace pagedllm::structured {
+
+// A grammar so ambiguous that following it would keep more than GrammarMasks::kMaxLiveStacks
+// parses alive at once. Found while a text is generated, not when the grammar compiles, so a
+// TokenMatcher turns it into its failure() and the engine ends the request with the message.
+class GrammarAmbiguityError : public GrammarError {
+ public:
+  using GrammarError::GrammarError;
+};
 
 // Stacks of frames in an append-only arena: a stack is the id of its top frame, and stacks share
 // their lower frames. Frames pushed for a check that is thrown away are taken back with truncate().
@@ -38,11 +47,13 @@ class GrammarStacks {
     int32_t rule = 0;
     int32_t state = 0;
     int32_t parent = kEmpty;  // the stack under this frame
+    std::uint32_t hash = 0;   // of the whole stack (this frame and those under it)
   };
 
   int32_t push(int32_t rule, int32_t state, int32_t parent);
   const Frame& frame(int32_t id) const { return frames_[static_cast<std::size_t>(id)]; }
-  // Whether two stacks hold the same frames (ids differ when the same stack was built twice).
+  // Whether two stacks hold the same frames (ids differ when the same stack was built twice). The
+  // stacks' hashes settle most comparisons without walking them.
   bool same(int32_t a, int32_t b) const;
   int32_t size() const { return static_cast<int32_t>(frames_.size()); }
   void truncate(int32_t size) { frames_.resize(static_cast<std::size_t>(size)); }
@@ -55,6 +66,12 @@ class GrammarStacks {
 // compiled constraint, shared by the sequences that use it; not thread-safe.
 class GrammarMasks {
  public:
+  // An ambiguous grammar can keep exponentially many parses alive (`s ::= "(" s s ")" s | ""`
+  // after a run of "("): a set of stacks past this size throws GrammarAmbiguityError, from
+  // step() and close() and so from mask computation and the matcher alike. Real grammars (JSON,
+  // code, the schemas' grammars) keep a handful.
+  static constexpr std::size_t kMaxLiveStacks = 1024;
+
   struct FrameMasks {
     TokenBitmask accepted;           // tokens the frame allows on its own
     std::vector<TokenId> uncertain;  // tokens whose bytes run past the frame's rule: check with the stack
@@ -120,7 +137,8 @@ class GrammarMatcher {
   // Sets exactly the bits of the tokens the grammar allows next (no stop tokens) in `out`.
   void fill_mask(std::span<std::uint32_t> out) const;
   bool can_end() const;  // the text so far is a whole match
-  // Advances by a token's bytes; false (unchanged) when no parse can read them.
+  // Advances by a token's bytes; false (unchanged) when no parse can read them. Throws
+  // GrammarAmbiguityError (unchanged) when reading them would keep too many parses alive.
   bool accept(std::string_view bytes);
   void rollback(int32_t num_tokens);
 

@@ -50,6 +50,7 @@ TokenMatcher::TokenMatcher(std::shared_ptr<TokenMaskCache> cache, std::vector<To
 
 bool TokenMatcher::can_end() const {
   if (ended_) return false;
+  if (!failure_.empty()) return true;  // only a stop token is left to take
   return grammar_ ? grammar_->can_end() : cache_->dfa().accepting[static_cast<std::size_t>(state_)];
 }
 
@@ -67,12 +68,17 @@ void TokenMatcher::fill_next_mask(std::span<std::uint32_t> out) const {
     std::fill(out.begin(), out.end(), 0u);
     return;
   }
-  if (grammar_) {
-    grammar_->fill_mask(out);
-  } else {
+  if (grammar_ && failure_.empty()) {
+    try {
+      grammar_->fill_mask(out);
+    } catch (const GrammarAmbiguityError& error) {
+      failure_ = error.what();
+    }
+  } else if (!grammar_) {
     const TokenBitmask& mask = cache_->mask(state_);
     std::copy(mask.begin(), mask.end(), out.begin());
   }
+  if (!failure_.empty()) std::fill(out.begin(), out.end(), 0u);
   if (!can_end()) return;
   for (const TokenId token : stop_tokens_) allow(out, token);
 }
@@ -85,8 +91,14 @@ bool TokenMatcher::accept(TokenId token) {
     ended_ = true;
     return true;
   }
+  if (!failure_.empty()) return false;  // only a stop token is left to take
   if (grammar_) {
-    if (!grammar_->accept(cache_->trie().bytes(token))) return false;
+    try {
+      if (!grammar_->accept(cache_->trie().bytes(token))) return false;
+    } catch (const GrammarAmbiguityError& error) {
+      failure_ = error.what();  // the parse stays where it was
+      return false;
+    }
     history_.push_back(0);
     return true;
   }

@@ -51,6 +51,10 @@ class TokenMaskCache {
 
 // One sequence's place in a constraint. Copy it to fork (parallel sampling, beams); roll it back
 // when a preemption by recompute or a rejected speculation undoes tokens.
+//
+// A grammar too ambiguous to follow (GrammarAmbiguityError) shows only while text is generated.
+// The matcher then fails for good: failure() says why, the mask allows only the stop tokens, and
+// the engine ends the request with that message instead of letting the error end every request.
 class TokenMatcher {
  public:
   // stop_tokens: the tokens that end the text (the model's end-of-sequence, a request's stop ids);
@@ -62,11 +66,14 @@ class TokenMatcher {
   void fill_next_mask(TokenBitmask& out) const;
   // The same into `out`, a row of vocab_words() words (a step's bitmask matrix).
   void fill_next_mask(std::span<std::uint32_t> out) const;
-  // Advances by `token`; false (state unchanged) when the constraint does not allow it.
+  // Advances by `token`; false (state unchanged) when the constraint does not allow it, or when
+  // reading it failed the matcher (failure() says why).
   bool accept(TokenId token);
   // Undoes the last `num_tokens` accepted tokens (a stop token included).
   void rollback(int32_t num_tokens);
   bool ended() const { return ended_; }  // a stop token accepted
+  // Why the constraint gave up (GrammarAmbiguityError's message); empty while it holds.
+  const std::string& failure() const { return failure_; }
   // The text so far is a whole match (a stop token would be allowed).
   bool can_end() const;
   int32_t vocab_words() const { return (cache_->vocab_size() + 31) / 32; }
@@ -78,6 +85,7 @@ class TokenMatcher {
   int32_t state_;                          // a byte automaton's
   std::optional<GrammarMatcher> grammar_;  // or a grammar's parse
   bool ended_ = false;
+  mutable std::string failure_;   // set by fill_next_mask() too, where the grammar's masks are computed
   std::vector<int32_t> history_;  // before each accepted token: the state (a grammar: 0)
 };
 

@@ -5,8 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -188,6 +190,44 @@ class MaskIgnoringExecutor final : public engine::Executor {
   engine::Executor& inner_;
 };
 
+// An executor that, for a constrained sequence, samples `preferred` wherever its mask allows it (a
+// model that keeps writing the same character), else the lowest id allowed; a verify pass accepts
+// proposals while they equal that choice. Unconstrained sequences get the inner executor's tokens.
+class PreferringExecutor final : public engine::Executor {
+ public:
+  PreferringExecutor(engine::Executor& inner, TokenId preferred) : inner_(inner), preferred_(preferred) {}
+  sched::StepResult execute(const sched::StepPlan& plan) override {
+    sched::StepResult result = inner_.execute(plan);
+    size_t next = 0;
+    for (const sched::ScheduledSequence& scheduled : plan.sequences) {
+      if (!scheduled.sample) continue;
+      sched::SequenceOutput& output = result.outputs.at(next++);
+      if (scheduled.allowed_tokens.empty()) continue;
+      const auto num_proposed = static_cast<size_t>(scheduled.num_proposed_tokens);
+      const std::span<const TokenId> proposals = scheduled.tokens.last(num_proposed);
+      const float logprob = output.samples.front().logprob;
+      output.samples.clear();
+      output.top_logprobs.clear();
+      for (size_t j = 0; j <= num_proposed; ++j) {
+        const std::span<const uint32_t> row = scheduled.allowed_row(j);
+        TokenId pick = preferred_;
+        if (!structured::is_allowed(row, pick)) {
+          pick = 0;
+          while (!structured::is_allowed(row, pick)) ++pick;
+        }
+        output.samples.push_back({.token = pick, .logprob = logprob});
+        if (j == num_proposed || pick != proposals[j]) break;
+      }
+    }
+    return result;
+  }
+  std::string name() const override { return "preferring"; }
+
+ private:
+  engine::Executor& inner_;
+  TokenId preferred_;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(structured_outputs)
@@ -287,6 +327,59 @@ BOOST_AUTO_TEST_CASE(requests_a_constraint_cannot_serve_are_refused) {
   BOOST_CHECK_THROW(engine::validate_request(config, params, 4), sched::InvalidRequestError);
   params.stop_token_ids = {kEos};
   BOOST_CHECK_NO_THROW(engine::validate_request(config, params, 4));
+}
+
+BOOST_AUTO_TEST_CASE(a_grammar_too_ambiguous_to_follow_ends_its_request_and_no_other) {
+  // Each "a" doubles the parses alive: past GrammarMasks::kMaxLiveStacks the request ends as
+  // rejected, with the reason, in the step that found it; the engine and the other requests go on.
+  // With n-gram speculation the proposals are runs of "a", so the matcher fails inside a verify
+  // pass's rows too.
+  const Constraint ambiguous(
+      structured::compile_grammar("root ::= s\ns ::= \"a\" s \"b\" | \"a\" x \"c\" | \"\"\n"
+                                  "x ::= s \"d\"\n"));
+  const Constraint nested(structured::compile_grammar(kNestedListGrammar));
+  const auto run = [&](const EngineSetup& setup) {
+    const engine::EngineConfig config = engine_config(setup);
+    engine::ScriptedExecutor scripted(executor_config(setup), config.cache);
+    PreferringExecutor writes_a(scripted, kFirstPromptToken + 'a');
+    engine::VirtualClock clock;
+    engine::Engine engine(config, writes_a, clock);
+    sched::Request bad = make_request(1, 6, 60);
+    bad.params.output_constraint = ambiguous.cache;
+    sched::Request good = make_request(2, 6, 60);
+    good.params.output_constraint = nested.cache;
+    engine.add_request(bad);
+    engine.add_request(good);
+    engine.add_request(make_request(3, 6, 30));
+    std::map<sched::RequestId, engine::RequestOutput> finished;
+    for (int step = 0; step < 200 && engine.has_unfinished(); ++step) {
+      for (engine::RequestOutput& output : engine.step()) {
+        if (output.finished) finished[output.id] = std::move(output);
+      }
+    }
+    BOOST_REQUIRE_EQUAL(finished.size(), 3u);
+    const engine::RequestOutput& failed = finished.at(1);
+    BOOST_TEST(failed.finish_reason == FinishReason::rejected);
+    BOOST_TEST(failed.message.find("structured outputs: grammar: too ambiguous to follow") == 0u, failed.message);
+    const std::vector<TokenId>& written = failed.completions.at(0).tokens;
+    BOOST_TEST(written.size() >= 8u);  // it did follow the first parses
+    BOOST_TEST(written.size() < 60u);
+    BOOST_TEST(finished.at(2).finish_reason != FinishReason::rejected);
+    BOOST_TEST(finished.at(2).message.empty());
+    check_completion(nested, finished.at(2).completions.at(0));
+    BOOST_TEST(finished.at(3).finish_reason != FinishReason::rejected);
+    BOOST_TEST(engine.counters().requests_rejected == 1);
+    BOOST_TEST(engine.counters().requests_finished == 2);
+    return engine.counters();
+  };
+  run(EngineSetup{});
+  EngineSetup speculating;
+  speculating.speculative = {.method = spec::SpeculativeMethod::ngram,
+                             .num_speculative_tokens = 3,
+                             .prompt_lookup_min = 1,
+                             .prompt_lookup_max = 3,
+                             .disable_by_batch_size = 0};
+  BOOST_TEST(run(speculating).spec_accepted_tokens > 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_token_outside_the_mask_is_the_executors_fault) {

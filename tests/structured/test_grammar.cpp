@@ -340,6 +340,49 @@ BOOST_AUTO_TEST_CASE(right_recursion_keeps_one_stack_however_long_the_text) {
   BOOST_TEST(matcher.can_end());
 }
 
+// Two grammars the grammar fuzzer found hanging the matcher: each "a" (or "(") doubles the parses
+// alive, or more. Past GrammarMasks::kMaxLiveStacks the matcher throws at once; a TokenMatcher
+// turns that into its failure(), allowing only the stop token from then on.
+BOOST_AUTO_TEST_CASE(a_grammar_too_ambiguous_to_follow_fails_at_once_with_the_reason) {
+  const std::vector<std::string> vocab = {"", "", "a", "b", "c", "d", "(", ")"};
+  auto trie = std::make_shared<const structured::TokenTrie>(vocab);
+  const char* const exponential = "root ::= s\ns ::= \"a\" s \"b\" | \"a\" x \"c\" | \"\"\nx ::= s \"d\"\n";
+  const char* const catalan = "root ::= \"(\" root root \")\" root | \")\" root | \"\"\n";
+  for (const auto& [text, token] : {std::pair{exponential, TokenId{2}}, std::pair{catalan, TokenId{6}}}) {
+    BOOST_TEST_CONTEXT(text) {
+      const auto cache = grammar_cache(text, trie);
+      structured::TokenMatcher matcher(cache, {kEos});
+      structured::TokenBitmask mask;
+      int accepted = 0;
+      for (; accepted < 64; ++accepted) {
+        matcher.fill_next_mask(mask);
+        if (!matcher.failure().empty() || !matcher.accept(token)) break;
+      }
+      BOOST_TEST_MESSAGE("failed after " << accepted << " tokens");
+      BOOST_TEST(accepted >= 8);  // up to 2^8 parses are followed
+      BOOST_TEST(accepted < 64);
+      BOOST_TEST(matcher.failure().find("too ambiguous to follow: more than 1024 parses") != std::string::npos,
+                 matcher.failure());
+      BOOST_TEST(!matcher.accept(token));  // nothing more is read
+      matcher.fill_next_mask(mask);
+      BOOST_TEST(mask[0] == 1u);  // only the stop token
+      BOOST_TEST(matcher.accept(kEos));
+      BOOST_TEST(matcher.ended());
+    }
+  }
+  // The grammar's own matcher throws the error and keeps its parse.
+  const auto cache = grammar_cache(exponential, trie);
+  structured::GrammarMatcher matcher(cache->grammar());
+  int accepted = 0;
+  BOOST_CHECK_THROW(
+      while (accepted < 64) {
+        BOOST_TEST_REQUIRE(matcher.accept("a"));
+        ++accepted;
+      },
+      structured::GrammarAmbiguityError);
+  BOOST_TEST(matcher.accept("b"));  // the text so far still closes
+}
+
 BOOST_AUTO_TEST_CASE(constraint_compiler_compiles_and_keeps_grammars) {
   std::vector<std::string> vocab = {"", "", "a", "b"};
   structured::ConstraintCompiler compiler(vocab);
