@@ -845,6 +845,20 @@ def structured_outputs(server):
         check(status == 400 and error.get("param") == param and words in error.get("message", ""),
               f"bad constraint {json.dumps(fields)[:60]}: 400 naming {param} and {words!r} in "
               f"{time.time() - started:.2f} s: {status} {error}")
+    # A grammar too ambiguous to follow shows only as text is generated: each "a" (forced by
+    # logit_bias) doubles the parses alive. That request ends with a 400 saying so, plain or
+    # streamed, and the requests beside it and after it are served.
+    _, tokenized = server.post("/tokenize", {"prompt": "a"})
+    forced_a = {str(tokenized["tokens"][-1]): 100}
+    ambiguous = 'root ::= s\ns ::= "a" s "b" | "a" x "c" | ""\nx ::= s "d"\n'
+    request = dict(completion, temperature=0, max_tokens=40, logit_bias=forced_a, guided_grammar=ambiguous)
+    status, body = server.post("/v1/completions", request)
+    error = body.get("error", {}) if isinstance(body, dict) else {}
+    check(status == 400 and "too ambiguous to follow" in error.get("message", ""),
+          f"a grammar too ambiguous to follow: 400 saying so: {status} {body}")
+    status, _, events = server.stream("/v1/completions", dict(request, stream=True))
+    check(any("too ambiguous to follow" in json.dumps(e) for e in events),
+          f"the same, streamed: an error event saying so: {status} {events[-3:]}")
     status, body = server.post("/v1/completions", dict(completion, guided_choice=["still", "serving"]))
     check(status == 200 and body["choices"][0]["text"] in ("still", "serving"), "serving after bad constraints")
 

@@ -7,8 +7,8 @@
 //   "tokens": [ids] (the path to walk), "stop_tokens": [ids] (default: the tokenizer's EOS)
 //   -> {"masks": [hex, ...]}: the mask before each token and after the last, each as its 32-bit
 //      words (bit id % 32 of word id / 32) in order, 8 hex digits a word; "refused_at": k when the
-//      k-th token is not allowed (the masks stop there); or {"error": "..."} when the constraint
-//      does not compile.
+//      k-th token is not allowed (the masks stop there); {"error": "..."} when the constraint
+//      does not compile, and beside the masks when a grammar proved too ambiguous to follow.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -96,6 +96,8 @@ nlohmann::json walk(structured::ConstraintCompiler& compiler, const nlohmann::or
       break;
     }
   }
+  // A grammar too ambiguous to follow: its masks allow only the stop tokens from where it failed.
+  if (!matcher.failure().empty()) out["error"] = matcher.failure();
   out["masks"] = std::move(masks);
   return out;
 }
