@@ -1,5 +1,10 @@
 #include "cuda/kernels/prefill_attention.h"
 
+// The CPU emulation (tests/cuda/cpu_emulation/emu.h) brings its own nvcuda::wmma.
+#if !defined(PAGEDLLM_CPU_EMULATION)
+#include <mma.h>
+#endif
+
 #include <cmath>
 #include <string>
 
@@ -182,6 +187,207 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// --- tensor-core kernel ----------------------------------------------------------------------
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kTcWarps = 4;
+constexpr int kTcThreads = 32 * kTcWarps;
+constexpr int kTcRows = 16 * kTcWarps;  // a warp owns 16 rows: one MMA tile's height
+constexpr int kTcKeys = 32;             // keys per tile: two MMA tiles wide
+constexpr int kPad16 = 8;               // 16-bit rows padded by 16 bytes (WMMA: ldm a multiple of 8)
+constexpr int kPadF32 = 4;              // fp32 rows padded by 16 bytes (WMMA: ldm a multiple of 4)
+static_assert(kTcRows == kRowTile, "both kernels tile rows alike: the launch grid is shared");
+
+// Grid (row tiles, num_kv_heads, num_seqs), kTcThreads threads. Static shared memory at head_dim
+// 128, bf16: q 64 x 136 + K/V 32 x 136 (2 bytes) + scores 4 x 16 x 36 (4 bytes) + probabilities
+// 4 x 16 x 40 (2 bytes) = 40,448 bytes. Every WMMA pointer is 32-byte aligned (rows of 272, 144
+// and 80 bytes; tiles start at multiples of 16 rows or 16 columns).
+//
+// Lane l of a warp owns row l / 2 of the warp's 16 and keys (l % 2) * 16 + [0, 16) of each tile for
+// the softmax, and the same row's columns (l % 2) * 8 + [0, 8) of each 16-column output tile.
+// Pass 1 gives each row its max m and sum l of exp2(s - m) over every visible key (online over the
+// tiles, in registers of the lane pair); pass 2 writes p = exp2(s - m) as T and accumulates P V in
+// fragments; the output is that over l.
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kTcThreads)
+    prefill_attention_tc_kernel(const T* __restrict__ kv_cache, const T* __restrict__ q, T* __restrict__ out,
+                                PrefillKernelArgs args) {
+  constexpr int kLdq = kHeadDim + kPad16;  // q_s and kv_s rows
+  constexpr int kLds = kTcKeys + kPadF32;  // scores
+  constexpr int kLdp = kTcKeys + kPad16;   // probabilities
+  constexpr int kOutTiles = kHeadDim / 16;
+  constexpr int kVecsPerRow = kHeadDim / kVecElems;
+  __shared__ __align__(32) T q_s[kTcRows * kLdq];
+  __shared__ __align__(32) T kv_s[kTcKeys * kLdq];
+  __shared__ __align__(32) float s_s[kTcWarps][16 * kLds];
+  __shared__ __align__(32) T p_s[kTcWarps][16 * kLdp];
+
+  const int seq = blockIdx.z;
+  const int kv_head = blockIdx.y;
+  const int group = args.group_size;
+  const int row0 = blockIdx.x * kTcRows;
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int query_begin = args.query_starts[seq];
+  const int query_len = args.query_starts[seq + 1] - query_begin;
+  const int num_rows = query_len * group;
+  if (row0 >= num_rows) return;
+  const int rows = min(kTcRows, num_rows - row0);
+  const int context_start = args.context_starts[seq];
+  const int block_size = args.layout.block_size;
+  const int32_t* table = args.block_tables + static_cast<int64_t>(seq) * args.max_blocks_per_seq;
+  const int num_keys = min(context_start + (row0 + rows - 1) / group + 1, args.max_blocks_per_seq * block_size);
+  const int first_key = kv::first_visible_position(context_start + row0 / group, args.sliding_window);
+  const auto token_of = [&](int r) { return (row0 + r) / group; };
+  const auto head_of = [&](int r) { return kv_head * group + (row0 + r) % group; };
+
+  // q as stored, zeros past the chunk's rows (q_stride may leave rows unaligned: element copies).
+  for (int idx = tid; idx < kTcRows * kHeadDim; idx += kTcThreads) {
+    const int r = idx / kHeadDim;
+    const int d = idx % kHeadDim;
+    q_s[r * kLdq + d] =
+        r < rows ? q[static_cast<int64_t>(query_begin + token_of(r)) * args.q_stride + head_of(r) * kHeadDim + d]
+                 : detail::from_float<T>(0.0f);
+  }
+  // One K or V tile as stored, zeros outside [first_key, num_keys) (released blocks hold NaN: a
+  // zero probability times NaN would still be NaN).
+  auto load_tile = [&](int kind, int k0) {
+    for (int idx = tid; idx < kTcKeys * kVecsPerRow; idx += kTcThreads) {
+      const int c = idx / kVecsPerRow;
+      const int v = idx % kVecsPerRow;
+      const int key = k0 + c;
+      detail::Vec8<T> vec;
+      vec.raw = make_uint4(0u, 0u, 0u, 0u);
+      if (key >= first_key && key < num_keys) {
+        const int32_t block = table[key / block_size];
+        vec.raw = *reinterpret_cast<const uint4*>(
+            kv_cache + args.layout.element_offset(args.layer, kind, block, kv_head, key % block_size) + v * kVecElems);
+      }
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) kv_s[c * kLdq + v * kVecElems + e] = vec.elems[e];
+    }
+  };
+
+  const int warp_row0 = 16 * warp;
+  float* scores = s_s[warp];
+  T* probabilities = p_s[warp];
+  // S = Q K^T for the warp's 16 rows and the tile's keys, into `scores` (kv_s holds K).
+  auto score_tile = [&]() {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> s[kTcKeys / 16];
+#pragma unroll
+    for (int n = 0; n < kTcKeys / 16; ++n) wmma::fill_fragment(s[n], 0.0f);
+#pragma unroll
+    for (int d0 = 0; d0 < kHeadDim; d0 += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+      wmma::load_matrix_sync(a, q_s + warp_row0 * kLdq + d0, kLdq);
+#pragma unroll
+      for (int n = 0; n < kTcKeys / 16; ++n) {
+        // K^T as a column-major (d x key) operand is K row-major as stored: no transpose.
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
+        wmma::load_matrix_sync(b, kv_s + 16 * n * kLdq + d0, kLdq);
+        wmma::mma_sync(s[n], a, b, s[n]);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kTcKeys / 16; ++n) wmma::store_matrix_sync(scores + 16 * n, s[n], kLds, wmma::mem_row_major);
+    __syncwarp();  // each lane reads rows the others stored
+  };
+
+  const int my_row = warp_row0 + lane / 2;  // within the block's tile
+  const int key_part = (lane % 2) * 16;
+  const int position = context_start + token_of(my_row);
+  const int window_first = kv::first_visible_position(position, args.sliding_window);
+  const bool row_valid = my_row < rows;
+  const auto visible = [&](int key) {
+    return row_valid && key >= first_key && key >= window_first && key <= position && key < num_keys;
+  };
+  const float scale_log2 = args.scale * 1.44269504088896341f;  // scores in log2 units: exp2 below
+  const int first_tile = first_key - first_key % kTcKeys;
+
+  // Pass 1: each row's max and sum.
+  float row_max = -INFINITY;
+  float row_sum = 0.0f;
+  for (int k0 = first_tile; k0 < num_keys; k0 += kTcKeys) {
+    load_tile(0, k0);
+    __syncthreads();
+    score_tile();
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      if (visible(k0 + key_part + c)) tile_max = fmaxf(tile_max, scores[(lane / 2) * kLds + key_part + c] * scale_log2);
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    const float new_max = fmaxf(row_max, tile_max);
+    float tile_sum = 0.0f;
+    if (new_max != -INFINITY) {  // no visible key yet: nothing to add, and no exp2(-inf - -inf)
+#pragma unroll
+      for (int c = 0; c < 16; ++c) {
+        if (visible(k0 + key_part + c))
+          tile_sum += exp2f(scores[(lane / 2) * kLds + key_part + c] * scale_log2 - new_max);
+      }
+    }
+    tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
+    if (new_max != -INFINITY) {
+      row_sum = row_sum * exp2f(row_max - new_max) + tile_sum;  // exp2(-inf) = 0 for the first
+      row_max = new_max;
+    }
+    __syncthreads();  // every warp is done with this K tile before the next load
+  }
+
+  // Pass 2: O = P V with P = exp2(s - m), in fragments across every tile.
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> o[kOutTiles];
+#pragma unroll
+  for (int j = 0; j < kOutTiles; ++j) wmma::fill_fragment(o[j], 0.0f);
+  for (int k0 = first_tile; k0 < num_keys; k0 += kTcKeys) {
+    load_tile(0, k0);
+    __syncthreads();
+    score_tile();
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const int key = k0 + key_part + c;
+      const float p = visible(key) ? exp2f(scores[(lane / 2) * kLds + key_part + c] * scale_log2 - row_max) : 0.0f;
+      probabilities[(lane / 2) * kLdp + key_part + c] = detail::from_float<T>(p);
+    }
+    __syncthreads();  // K consumed by every warp; probabilities visible to the warp
+    load_tile(1, k0);
+    __syncthreads();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[kTcKeys / 16];
+#pragma unroll
+    for (int kk = 0; kk < kTcKeys / 16; ++kk) wmma::load_matrix_sync(a[kk], probabilities + 16 * kk, kLdp);
+#pragma unroll
+    for (int j = 0; j < kOutTiles; ++j) {
+#pragma unroll
+      for (int kk = 0; kk < kTcKeys / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
+        wmma::load_matrix_sync(b, kv_s + 16 * kk * kLdq + 16 * j, kLdq);
+        wmma::mma_sync(o[j], a[kk], b, o[j]);
+      }
+    }
+    __syncthreads();  // before the next tile overwrites kv_s
+  }
+
+  // Out = O / l, a 16-column tile at a time through the warp's score buffer.
+  const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+  T* dst = row_valid ? out + (static_cast<int64_t>(query_begin + token_of(my_row)) * args.num_heads + head_of(my_row)) *
+                                 kHeadDim
+                     : nullptr;
+#pragma unroll
+  for (int j = 0; j < kOutTiles; ++j) {
+    wmma::store_matrix_sync(scores, o[j], kLds, wmma::mem_row_major);
+    __syncwarp();
+    if (row_valid) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int col = (lane % 2) * 8 + e;
+        dst[16 * j + col] = detail::from_float<T>(scores[(lane / 2) * kLds + col] * inv_sum);
+      }
+    }
+    __syncwarp();  // read before the next tile is stored
+  }
+}
+
 template <typename T, int kHeadDim>
 void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   PrefillKernelArgs args{};
@@ -204,8 +410,15 @@ void launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   //   sum over tiles of 2 * keys * head_dim * 2 bytes, a KV head read once per 64 rows
   // (64 / group tokens of all its group's heads), plus q and out once. Scalar fp32 FMAs: compute-
   // bound for long chunks (no tensor cores yet).
-  prefill_attention_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(p.kv_cache), static_cast<const T*>(p.q), static_cast<T*>(p.out), args);
+  // The tensor-core kernel moves the same K/V bytes plus K once more (two passes), and computes
+  // QK^T twice: 3 MMAs of 2 x 16 x 16 x 16 FLOPs per 16 x 16 x 16 tile where one pass needs 2.
+  if (p.kernel == PrefillKernel::tensor_core) {
+    prefill_attention_tc_kernel<T, kHeadDim><<<grid, kTcThreads, 0, stream>>>(
+        static_cast<const T*>(p.kv_cache), static_cast<const T*>(p.q), static_cast<T*>(p.out), args);
+  } else {
+    prefill_attention_kernel<T, kHeadDim><<<grid, kThreads, 0, stream>>>(
+        static_cast<const T*>(p.kv_cache), static_cast<const T*>(p.q), static_cast<T*>(p.out), args);
+  }
   PAGEDLLM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -215,6 +428,8 @@ void validate(const PrefillAttentionParams& p) {
   using detail::require;
   const kv::KvLayout& l = p.layout;
   require(p.dtype == DType::bf16 || p.dtype == DType::fp16, "prefill_attention: unknown dtype");
+  require(p.kernel == PrefillKernel::tensor_core || p.kernel == PrefillKernel::simt,
+          "prefill_attention: unknown kernel");
   require(l.head_dim == 64 || l.head_dim == 128,
           "prefill_attention: head_dim must be 64 or 128, got " + std::to_string(l.head_dim));
   require(l.block_size > 0 && l.num_kv_heads > 0 && l.num_blocks > 0 && l.num_layers > 0,

@@ -7,10 +7,15 @@
 // window of its first query, so blocks wholly before it are never read (the block manager may
 // have released them).
 //
-// A tiled kernel on CUDA cores: one thread block per (tile of 64 rows, KV head, sequence), a row
-// being a (query token, head of the KV head's GQA group) pair, so the heads of a group share every
-// K/V tile they load; 16-key tiles staged in shared memory as fp32; online softmax in fp32. No
-// tensor cores yet (see docs/CUDA_KERNELS.md).
+// Two kernels, both one thread block per (tile of 64 rows, KV head, sequence), a row being a
+// (query token, head of the KV head's GQA group) pair, so the heads of a group share every K/V
+// tile they load (see docs/CUDA_KERNELS.md):
+//   - tensor_core (the default): QK^T and PV on tensor cores (WMMA, 16 x 16 x 16 bf16/fp16 with
+//     fp32 accumulation), 32-key tiles in their stored type; softmax in two passes (the row's max
+//     and sum first, then the probabilities), so the output accumulates in the MMA fragments with
+//     no per-row rescaling, for QK^T computed twice.
+//   - simt: CUDA cores only, 16-key tiles staged as fp32, online softmax in fp32. The first kernel,
+//     measured on an H100 and an H200 at about 2% of SDPA; kept as the reference for the other.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,9 +27,12 @@
 
 namespace pagedllm::cuda {
 
+enum class PrefillKernel : uint8_t { tensor_core, simt };
+
 // Views only. Pointers are device pointers.
 struct PrefillAttentionParams {
   DType dtype = DType::bf16;
+  PrefillKernel kernel = PrefillKernel::tensor_core;
   kv::KvLayout layout;
   const void* kv_cache = nullptr;
   int32_t layer = 0;

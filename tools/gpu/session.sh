@@ -224,6 +224,10 @@ phase_transformers() {
 
 # The Llama-2-7B-shaped checkpoint of the transformers phase where this call wrote one, else a new one.
 phase_calibrate() {
+  # The executor's prefill runs the tensor-core kernel by default, first run on a GPU here unless
+  # the kernels phase ran before: its tests (seconds) say whether the profile below times a kernel
+  # that computes the right thing.
+  step calibrate prefill_kernels 60 "$test_cuda" --run_test=prefill_attention
   local model=$work/cvt/model-llama-2-7b hardware=h100-sxm
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && hardware=h200
   if [[ ! -f "$model/config.json" ]]; then

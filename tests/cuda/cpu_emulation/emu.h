@@ -24,8 +24,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #undef __global__
@@ -224,6 +226,86 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
   *p += v;
   return old;
 }
+
+// Kernels test this to leave out CUDA headers whose stand-ins live here (<mma.h>).
+#define PAGEDLLM_CPU_EMULATION 1
+
+// WMMA (warp matrix multiply-accumulate) as the kernels use it: whole fragments loaded from and
+// stored to memory, filled, and multiplied. Every lane holds the whole tile (the hardware spreads
+// it over the warp's registers, in a layout the API leaves unspecified, which the kernels never
+// rely on); a load reads memory as the lane finds it and a store writes the lane's share, so a
+// kernel that reads what other lanes stored without __syncwarp() first reads stale data here too. Products and sums in
+// fp32, as the tensor cores accumulate (their bf16/fp16 products are exact in fp32; the order of the sums may differ).
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  static constexpr int kRows = std::is_same_v<Use, matrix_b> ? K : M;
+  static constexpr int kCols = std::is_same_v<Use, matrix_a> ? K : N;
+  float x[kRows * kCols];  // row-major
+};
+
+inline float wmma_value(float v) { return v; }
+inline float wmma_value(__half v) { return __half2float(v); }
+inline float wmma_value(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename Use, int M, int N, int K, typename T, typename Layout>
+void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, float value) {
+  std::fill(std::begin(f.x), std::end(f.x), value);
+}
+
+template <typename F, typename E>
+void load_tile(F& f, const E* p, unsigned ldm, bool row_major_memory) {
+  for (int r = 0; r < F::kRows; ++r) {
+    for (int c = 0; c < F::kCols; ++c) {
+      f.x[r * F::kCols + c] = wmma_value(row_major_memory ? p[r * ldm + c] : p[c * ldm + r]);
+    }
+  }
+}
+
+template <typename Use, int M, int N, int K, typename T, typename Layout, typename E>
+void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const E* p, unsigned ldm) {
+  static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its memory layout");
+  load_tile(f, p, ldm, std::is_same_v<Layout, row_major>);
+}
+
+template <int M, int N, int K, typename T>
+void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const float* p, unsigned ldm, layout_t layout) {
+  load_tile(f, p, ldm, layout == mem_row_major);
+}
+
+// Each lane stores only its share of the tile (element e by lane e % 32), as on the hardware, so a
+// lane that reads the others' elements before a __syncwarp() can find them stale.
+template <int M, int N, int K, typename T>
+void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm, layout_t layout) {
+  const int lane = static_cast<int>(emu::cur_thread.x % 32);
+  for (int e = lane; e < M * N; e += 32) {
+    const int r = e / N;
+    const int c = e % N;
+    (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[e];
+  }
+}
+
+template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC>
+void mma_sync(fragment<accumulator, M, N, K, TC>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
+              const fragment<matrix_b, M, N, K, TB, LB>& b, const fragment<accumulator, M, N, K, TC>& c) {
+  float result[M * N];
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      float sum = c.x[i * N + j];
+      for (int k = 0; k < K; ++k) sum += a.x[i * K + k] * b.x[k * N + j];
+      result[i * N + j] = sum;
+    }
+  }
+  std::copy(std::begin(result), std::end(result), d.x);
+}
+}  // namespace nvcuda::wmma
 
 // Host "device" memory. EMU_MALLOC_SLACK bytes past each allocation tolerate a stray read past the
 // end; run.sh with EMU_SANITIZE=1 sets it to 0, so AddressSanitizer reports any access past the end.
