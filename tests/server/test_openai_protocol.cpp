@@ -253,6 +253,10 @@ const std::vector<BadBody>& bad_bodies() {
       {Endpoint::completions, completion(R"("structured_outputs": {"choice": []})"), "structured_outputs.choice",
        "at least one choice"},
       {Endpoint::completions, completion(R"("guided_json": "{not json")"), "guided_json", "not valid JSON text"},
+      // A number past a double's range in schema text (the OpenAI request fuzzer's find): nlohmann
+      // throws out_of_range there, not parse_error.
+      {Endpoint::completions, completion(R"("guided_json": "{\"maximum\": 7e2222222}")"), "guided_json",
+       "number overflow"},
       {Endpoint::completions, completion(R"("guided_regex": "")"), "guided_regex", "must not be empty"},
       {Endpoint::completions, completion(R"("structured_outputs": {"json_object": true, "colour": 1})"),
        "structured_outputs.colour", "unknown field"},

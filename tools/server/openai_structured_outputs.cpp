@@ -30,7 +30,7 @@ OutputConstraintRequest schema_constraint(const JsonValue& schema, std::vector<s
     }
     try {
       constraint.spec.schema = nlohmann::ordered_json::parse(schema.string());
-    } catch (const nlohmann::json::parse_error& error) {
+    } catch (const nlohmann::json::exception& error) {  // a syntax error, or a number past a double's range
       schema.fail(std::string("the schema is not valid JSON text: ") + error.what());
     }
     return constraint;
