@@ -226,7 +226,8 @@ __global__ void __launch_bounds__(kTcThreads)
   const int seq = blockIdx.z;
   const int kv_head = blockIdx.y;
   const int group = args.group_size;
-  const int row0 = blockIdx.x * kTcRows;
+  // The last row tiles, which attend the most keys, are launched first: less tail at the grid's end.
+  const int row0 = (gridDim.x - 1 - blockIdx.x) * kTcRows;
   const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
@@ -305,6 +306,19 @@ __global__ void __launch_bounds__(kTcThreads)
   };
   const float scale_log2 = args.scale * 1.44269504088896341f;  // scores in log2 units: exp2 below
   const int first_tile = first_key - first_key % kTcKeys;
+  // The lane's 16 scores of the tile, scaled, as 4 float4 reads (16-byte aligned: rows of 144 bytes,
+  // a lane's half at 64; one read each where scalar reads would meet 4-way bank conflicts).
+  float lane_scores[16];
+  auto read_scores = [&]() {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 v = reinterpret_cast<const float4*>(scores + (lane / 2) * kLds + key_part)[i];
+      lane_scores[4 * i] = v.x * scale_log2;
+      lane_scores[4 * i + 1] = v.y * scale_log2;
+      lane_scores[4 * i + 2] = v.z * scale_log2;
+      lane_scores[4 * i + 3] = v.w * scale_log2;
+    }
+  };
 
   // Pass 1: each row's max and sum.
   float row_max = -INFINITY;
@@ -313,10 +327,11 @@ __global__ void __launch_bounds__(kTcThreads)
     load_tile(0, k0);
     __syncthreads();
     score_tile();
+    read_scores();
     float tile_max = -INFINITY;
 #pragma unroll
     for (int c = 0; c < 16; ++c) {
-      if (visible(k0 + key_part + c)) tile_max = fmaxf(tile_max, scores[(lane / 2) * kLds + key_part + c] * scale_log2);
+      if (visible(k0 + key_part + c)) tile_max = fmaxf(tile_max, lane_scores[c]);
     }
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
     const float new_max = fmaxf(row_max, tile_max);
@@ -324,8 +339,7 @@ __global__ void __launch_bounds__(kTcThreads)
     if (new_max != -INFINITY) {  // no visible key yet: nothing to add, and no exp2(-inf - -inf)
 #pragma unroll
       for (int c = 0; c < 16; ++c) {
-        if (visible(k0 + key_part + c))
-          tile_sum += exp2f(scores[(lane / 2) * kLds + key_part + c] * scale_log2 - new_max);
+        if (visible(k0 + key_part + c)) tile_sum += exp2f(lane_scores[c] - new_max);
       }
     }
     tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
@@ -344,11 +358,16 @@ __global__ void __launch_bounds__(kTcThreads)
     load_tile(0, k0);
     __syncthreads();
     score_tile();
+    read_scores();
 #pragma unroll
-    for (int c = 0; c < 16; ++c) {
-      const int key = k0 + key_part + c;
-      const float p = visible(key) ? exp2f(scores[(lane / 2) * kLds + key_part + c] * scale_log2 - row_max) : 0.0f;
-      probabilities[(lane / 2) * kLdp + key_part + c] = detail::from_float<T>(p);
+    for (int half = 0; half < 2; ++half) {  // 8 probabilities a 16-byte store (rows of 80 bytes)
+      float p[kVecElems];
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) {
+        const int c = half * kVecElems + e;
+        p[e] = visible(k0 + key_part + c) ? exp2f(lane_scores[c] - row_max) : 0.0f;
+      }
+      detail::store_vec8(probabilities + (lane / 2) * kLdp + key_part + half * kVecElems, p);
     }
     __syncthreads();  // K consumed by every warp; probabilities visible to the warp
     load_tile(1, k0);
