@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the model file parsers (GGUF and safetensors headers), of the
-# OpenAI request parser (the server's JSON bodies) and of the EBNF grammar compiler, with clang, ASan and UBSan, and runs each for a
-# bounded time on its seed corpus.
+# OpenAI request parser (the server's JSON bodies), of the EBNF grammar compiler and of the trace
+# readers (JSONL, ShareGPT, Azure, BurstGPT, Mooncake), with clang, ASan and UBSan, and runs each
+# for a bounded time on its seed corpus.
 #   tools/fuzz.sh [seconds per target]   (default 20)
 # A crash, leak, sanitizer report or any exception other than the parser's own error (ModelFormatError;
-# ApiError with a 4xx status; GrammarError) fails the run;
+# ApiError with a 4xx status; GrammarError; TraceError) fails the run;
 # the input that caused it is left in build/fuzz/ as crash-* (or leak-*, timeout-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +20,9 @@ declare -A sources=(
   [safetensors_header]="core/model/safetensors_file.cpp core/model/mapped_file.cpp"
   [grammar]="core/structured/grammar_parser.cpp core/structured/regex_escape.cpp core/structured/grammar_automaton.cpp core/structured/grammar_matcher.cpp core/structured/thompson_nfa.cpp core/structured/token_trie.cpp core/structured/code_point_set.cpp core/structured/byte_dfa.cpp core/tokenizer/utf8.cpp"
   [openai_request]="tools/server/openai_errors.cpp tools/server/openai_request.cpp tools/server/openai_refused_fields.cpp tools/server/openai_structured_outputs.cpp tools/server/openai_tools.cpp core/common/json_value.cpp core/sched/sampling_params.cpp"
+  [trace_readers]="core/trace/trace.cpp core/trace/trace_formats.cpp core/trace/trace_jsonl.cpp core/trace/csv_reader.cpp core/trace/sharegpt_reader.cpp core/trace/azure_reader.cpp core/trace/burstgpt_reader.cpp core/trace/mooncake_reader.cpp core/trace/trace_random.cpp core/sched/sampling_params.cpp core/spec/speculative_config.cpp core/common/json_value.cpp"
 )
-for target in gguf_header safetensors_header openai_request grammar; do
+for target in gguf_header safetensors_header openai_request grammar trace_readers; do
   echo "=== fuzz ${target}: build"
   # shellcheck disable=SC2086
   clang++ "${flags[@]}" "tests/fuzz/fuzz_${target}.cpp" ${sources[$target]} -o "$out/fuzz_${target}"
