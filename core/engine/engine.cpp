@@ -517,7 +517,7 @@ void Engine::end_if_constraint_failed(SequenceGroup& group, double end_time) {
   std::for_each(group.seqs.begin(), group.seqs.end(), find_failure);
   std::for_each(group.finished_beams.begin(), group.finished_beams.end(), find_failure);
   if (failure == nullptr) return;
-  group.finish_message = "structured outputs: " + *failure;
+  group.finish_message = std::string(kConstraintFailedPrefix) + *failure;
   if (group.state == GroupState::finished) {
     --counters_.requests_finished;  // a failed matcher allows only stop tokens: one may have ended it
   } else {

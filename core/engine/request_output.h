@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct Completion {
   std::vector<std::vector<std::pair<TokenId, float>>> top_logprobs;  // per token, when asked
   std::vector<float> token_logprobs;  // per token, when logprobs are asked: the chosen token's
 };
+
+// How RequestOutput::message starts when the request's output constraint gave up (a grammar too
+// ambiguous to follow; the request ends as `rejected`): a frontend reports it against the field
+// that carried the constraint.
+inline constexpr std::string_view kConstraintFailedPrefix = "structured outputs: ";
 
 struct RequestOutput {
   sched::RequestId id = 0;

@@ -854,8 +854,9 @@ def structured_outputs(server):
     request = dict(completion, temperature=0, max_tokens=40, logit_bias=forced_a, guided_grammar=ambiguous)
     status, body = server.post("/v1/completions", request)
     error = body.get("error", {}) if isinstance(body, dict) else {}
-    check(status == 400 and "too ambiguous to follow" in error.get("message", ""),
-          f"a grammar too ambiguous to follow: 400 saying so: {status} {body}")
+    check(status == 400 and "too ambiguous to follow" in error.get("message", "")
+          and error.get("param") == "guided_grammar",
+          f"a grammar too ambiguous to follow: 400 naming guided_grammar and saying so: {status} {body}")
     status, _, events = server.stream("/v1/completions", dict(request, stream=True))
     check(any("too ambiguous to follow" in json.dumps(e) for e in events),
           f"the same, streamed: an error event saying so: {status} {events[-3:]}")

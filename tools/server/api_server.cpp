@@ -71,7 +71,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     int32_t num_samples = 1;             // n
     std::vector<std::string> echo_text;  // per prompt, prepended to each choice ("" = none)
     std::vector<int32_t> num_prompt_tokens;
-    ToolOutputMode tool_output;  // chat: what tool_choice makes of each choice's text
+    ToolOutputMode tool_output;    // chat: what tool_choice makes of each choice's text
+    std::string constraint_field;  // the field of the request's output constraint ("" = none)
   };
 
   GenerationJob(Setup setup, std::shared_ptr<Exchange> exchange, frontend::ServingEngine& engine)
@@ -190,7 +191,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   void fail(frontend::RequestError kind, const std::string& message) {
     finished_ = true;
     for (const sched::RequestId id : ids_) engine_.abort(id);
-    const ApiError error = api_error(kind, message);
+    ApiError error = api_error(kind, message);
+    if (kind == frontend::RequestError::invalid_request && !setup_.constraint_field.empty() &&
+        message.starts_with(engine::kConstraintFailedPrefix)) {
+      error = ApiError(400, "invalid_request_error", setup_.constraint_field, "", message);  // gave up mid-way
+    }
     if (setup_.stream) {
       send(to_json(error));
       exchange_->send_chunk(std::string(kSseDone));
@@ -574,6 +579,7 @@ void ApiServer::generate(const HttpRequest& request, const std::shared_ptr<Excha
   setup.num_samples = generation.sampling.n;
   setup.echo_text = std::move(echo_text);
   setup.tool_output = std::move(tool_output.mode);
+  if (generation.output_constraint) setup.constraint_field = generation.output_constraint->field;
   for (const std::string& stop : generation.sampling.stop) {
     // Text is held back while it could still become a stop string: bound how much.
     if (stop.size() > kMaxStopStringBytes) {
