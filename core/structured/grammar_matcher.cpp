@@ -43,16 +43,14 @@ namespace {
                               "or alternatives that part only after a shared recursive start)");
 }
 
-void add_bounded(int32_t stack, std::vector<int32_t>& set) {
-  if (set.size() >= GrammarMasks::kMaxLiveStacks) throw_too_ambiguous();
-  set.push_back(stack);
-}
-
-void add_unique(const GrammarStacks& stacks, int32_t stack, std::vector<int32_t>& out) {
+// Adds `stack` to the set `out` unless an equal stack is there; whether it did.
+bool add_unique(const GrammarStacks& stacks, int32_t stack, std::vector<int32_t>& out) {
   for (const int32_t other : out) {
-    if (stacks.same(other, stack)) return;
+    if (stacks.same(other, stack)) return false;
   }
-  add_bounded(stack, out);
+  if (out.size() >= GrammarMasks::kMaxLiveStacks) throw_too_ambiguous();
+  out.push_back(stack);
+  return true;
 }
 
 }  // namespace
@@ -87,8 +85,7 @@ bool GrammarMasks::close(GrammarStacks& stacks, int32_t stack, std::vector<int32
       if (std::find(out.begin(), out.end(), GrammarStacks::kEmpty) == out.end()) out.push_back(GrammarStacks::kEmpty);
       continue;
     }
-    if (std::any_of(seen.begin(), seen.end(), [&](int32_t other) { return stacks.same(other, id); })) continue;
-    add_bounded(id, seen);
+    if (!add_unique(stacks, id, seen)) continue;
     const GrammarStacks::Frame frame = stacks.frame(id);  // a copy: push() may move the arena
     const PushdownRule& rule = grammar_->rules[static_cast<std::size_t>(frame.rule)];
     const std::size_t at = flat(frame.rule, frame.state);

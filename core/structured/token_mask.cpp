@@ -68,17 +68,17 @@ void TokenMatcher::fill_next_mask(std::span<std::uint32_t> out) const {
     std::fill(out.begin(), out.end(), 0u);
     return;
   }
-  if (grammar_ && failure_.empty()) {
+  if (!grammar_) {
+    const TokenBitmask& mask = cache_->mask(state_);
+    std::copy(mask.begin(), mask.end(), out.begin());
+  } else if (failure_.empty()) {
     try {
       grammar_->fill_mask(out);
     } catch (const GrammarAmbiguityError& error) {
       failure_ = error.what();
     }
-  } else if (!grammar_) {
-    const TokenBitmask& mask = cache_->mask(state_);
-    std::copy(mask.begin(), mask.end(), out.begin());
   }
-  if (!failure_.empty()) std::fill(out.begin(), out.end(), 0u);
+  if (!failure_.empty()) std::fill(out.begin(), out.end(), 0u);  // only the stop tokens below
   if (!can_end()) return;
   for (const TokenId token : stop_tokens_) allow(out, token);
 }
