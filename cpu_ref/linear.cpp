@@ -205,7 +205,7 @@ const TileKernels& tile_kernels(LinearKernel kernel) {
 }  // namespace
 
 bool cpu_has_avx2() noexcept {
-  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");  // F16C: fp16 scales
   return has_avx2;
 }
 

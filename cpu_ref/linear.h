@@ -54,7 +54,7 @@ void linear(const LinearArgs& args);
 // result is bit-identical to linear() alone. Outputs must not overlap any input.
 void linear_each(std::span<const LinearArgs> linears);
 
-// Whether this CPU can run LinearKernel::avx2 / avx512; what `best` resolves to.
+// Whether this CPU can run LinearKernel::avx2 (AVX2 and F16C) / avx512; what `best` resolves to.
 bool cpu_has_avx2() noexcept;
 bool cpu_has_avx512() noexcept;
 LinearKernel resolve_linear_kernel(LinearKernel kernel) noexcept;

@@ -13,7 +13,7 @@ namespace {
 PAGEDLLM_AVX2 void decode_f16(const std::byte* src, float* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(dst + i, avx2::fp16_to_float8(_mm256_cvtepu16_epi32(avx2::load_16_bytes(src + 2 * i))));
+    _mm256_storeu_ps(dst + i, avx2::fp16x8_to_float8(avx2::load_16_bytes(src + 2 * i)));
   }
   for (; i < n; ++i) dst[i] = avx2::load_fp16(src + 2 * i);
 }

@@ -89,6 +89,31 @@ BOOST_AUTO_TEST_CASE(random_blocks_decode_as_the_scalar_code) {
   BOOST_TEST(checked == 8);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
 }
 
+// The fp16 scales of the 32-value block types widen 8 at a time by F16C, packed from 8 blocks'
+// headers: every 16-bit pattern as d (and as m, in another order), signalling NaNs, infinities and
+// subnormals included. (F16C quiets a signalling NaN where fp16_to_float keeps it; a scale is
+// multiplied before use, which quiets it in the scalar code too, so only F16 weights, above, can
+// tell the difference.)
+BOOST_AUTO_TEST_CASE(every_fp16_scale_widens_as_the_scalar_code) {
+  if (!cpu_ref::cpu_has_avx2()) {
+    BOOST_TEST_MESSAGE("skipped: this CPU has no AVX2, so no AVX2 dequantizer runs");
+    return;
+  }
+  for (const GgmlType type : {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1}) {
+    const std::size_t type_size = model::ggml_type_traits(static_cast<std::uint32_t>(type))->type_size;
+    const bool with_min = type == GgmlType::q4_1 || type == GgmlType::q5_1;
+    constexpr std::uint32_t kBlocks = 65536 + 5;  // and a partial batch of scales at the end
+    std::vector<std::byte> bytes = test::random_matrix(type, 1, 32 * static_cast<std::int64_t>(kBlocks), 19);
+    for (std::uint32_t i = 0; i < kBlocks; ++i) {
+      const auto d = static_cast<std::uint16_t>(i);
+      const auto m = static_cast<std::uint16_t>(i * 40503u);  // odd: every pattern once, shuffled
+      std::memcpy(bytes.data() + i * type_size, &d, sizeof d);
+      if (with_min) std::memcpy(bytes.data() + i * type_size + 2, &m, sizeof m);
+    }
+    check_against_scalar(type, bytes, "every fp16 scale");
+  }
+}
+
 // The comparison can fail: a decoder with the nibble halves swapped is caught.
 BOOST_AUTO_TEST_CASE(a_wrong_decoder_is_caught) {
   const std::vector<std::byte> bytes = test::random_matrix(GgmlType::q4_1, 1, 64, 3);
