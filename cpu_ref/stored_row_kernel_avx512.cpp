@@ -19,7 +19,7 @@
 #include "cpu_ref/dot.h"
 #include "cpu_ref/stored_row_kernel.h"
 
-#define PAGEDLLM_AVX512 __attribute__((target("avx512f")))
+#define PAGEDLLM_AVX512 __attribute__((target("avx512f,f16c")))  // F16C: block_formats_avx2.h widens scales with it
 
 namespace pagedllm::cpu_ref {
 namespace {
