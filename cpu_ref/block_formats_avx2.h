@@ -306,21 +306,22 @@ struct Q6_KFormat {
       s.dl[group] = d * static_cast<float>(scale);
     }
   }
+  // q - 32 of the 16 values of scale group `group` (values 16 group .. + 15), as int8.
+  PAGEDLLM_AVX2 static __m128i group_values(const std::byte* block, int group) {
+    const int half = group / 8;
+    const int within = (group % 8) * 16;
+    const __m128i low_shift = _mm_cvtsi32_si128(4 * (within / 64));
+    const __m128i high_shift = _mm_cvtsi32_si128(2 * (within / 32));
+    const __m128i low =
+        _mm_and_si128(_mm_srl_epi16(load_16_bytes(block + half * 64 + within % 64), low_shift), _mm_set1_epi8(0x0f));
+    const __m128i high = _mm_and_si128(_mm_srl_epi16(load_16_bytes(block + 128 + half * 32 + within % 32), high_shift),
+                                       _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+  }
   PAGEDLLM_AVX2 static void chunk(const std::byte* block, const Scales& s, std::size_t, int c, __m256 (&v)[4]) {
-    const __m128i low_mask = _mm_set1_epi8(0x0f);
-    const __m128i high_mask = _mm_set1_epi8(0x03);
-    const __m128i thirty_two = _mm_set1_epi8(32);
     for (int part = 0; part < 2; ++part) {  // 16 values each, one scale
       const int group = 2 * c + part;
-      const int half = group / 8;
-      const int within = (group % 8) * 16;
-      const __m128i low_shift = _mm_cvtsi32_si128(4 * (within / 64));
-      const __m128i high_shift = _mm_cvtsi32_si128(2 * (within / 32));
-      const __m128i low =
-          _mm_and_si128(_mm_srl_epi16(load_16_bytes(block + half * 64 + within % 64), low_shift), low_mask);
-      const __m128i high =
-          _mm_and_si128(_mm_srl_epi16(load_16_bytes(block + 128 + half * 32 + within % 32), high_shift), high_mask);
-      const __m128i q = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), thirty_two);
+      const __m128i q = group_values(block, group);
       const __m256 dl = _mm256_set1_ps(s.dl[group]);
       v[2 * part] = _mm256_mul_ps(dl, low8_signed(q));
       v[2 * part + 1] = _mm256_mul_ps(dl, high8_signed(q));
