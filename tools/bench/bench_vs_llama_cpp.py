@@ -3,7 +3,7 @@
 
     python tools/bench/bench_vs_llama_cpp.py --pagedllm-bench build/release/bench/bench_cpu_decode \\
         --model MODEL.gguf --threads 2 [--batches 1,8,32] [--prompt-tokens 128] [--steps N]
-        [--repeats R] [--with-fp32] [--json PATH] [--verbose]
+        [--repeats R] [--with-fp32] [--requantize Q4_K_M] [--json PATH] [--verbose]
 
 Needs llama-cpp-python (tests/pypi/requirements.txt pins it; e.g. build/pypi-venv/bin/python).
 For every batch size B, R times in turn:
@@ -20,6 +20,10 @@ For every batch size B, R times in turn:
                on its own first;
       split:   the same low-level loop (B = 1 included) with one KV stream per sequence
                (kv_unified = false), where attention reads only the sequence's own cells.
+With --requantize TYPE (a llama.cpp file type: Q4_K_M, Q5_K_M, Q6_K, Q8_0, ...), both engines load
+MODEL rewritten in that type by llama.cpp's own quantizer (llama_model_quantize, which dequantizes
+and quantizes again) into a temporary file: most GGUF downloads are Q4_K_M, whose layer types
+differ from one model shape to another.
 With --with-fp32, pagedllm also runs with its weights dequantized to fp32 at load
 (`--fp32-weights`, the pre-stored path) in each repeat, for the stored / fp32 ratio.
 Decode tokens/s = B * S / (sum of the S step times). Prints, per batch, the best and the median
@@ -35,6 +39,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -170,6 +175,23 @@ def run_llama_cpp(args, batch: int, steps: int, kv: str) -> dict:
     return result
 
 
+def requantize(model: str, file_type: str, directory: str) -> str:
+    """MODEL rewritten as FILE_TYPE by llama.cpp's quantizer; returns the new file's path."""
+    ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{file_type.upper()}", None)
+    if ftype is None:
+        names = sorted(n.removeprefix("LLAMA_FTYPE_MOSTLY_") for n in dir(llama_cpp) if n.startswith("LLAMA_FTYPE_MOSTLY_"))
+        sys.exit(f"--requantize: llama.cpp has no file type {file_type!r} (one of {', '.join(names)})")
+    output = os.path.join(directory, f"{os.path.basename(model).removesuffix('.gguf')}.{file_type.upper()}.gguf")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.allow_requantize = True  # MODEL may be quantized already: it is dequantized first
+    params.nthread = os.cpu_count() or 1
+    status = llama_cpp.llama_model_quantize(model.encode(), output.encode(), ctypes.byref(params))
+    if status != 0:
+        sys.exit(f"--requantize: llama_model_quantize({model} -> {file_type}) returned {status}")
+    return output
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 def main() -> int:
@@ -183,10 +205,23 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each engine per batch, in turn")
     parser.add_argument("--with-fp32", action="store_true",
                         help="also run pagedllm with fp32 weights (--fp32-weights) for the stored / fp32 ratio")
+    parser.add_argument("--requantize", metavar="TYPE",
+                        help="run both engines on MODEL rewritten in this llama.cpp file type (e.g. Q4_K_M)")
     parser.add_argument("--json", help="also write every run's figures to this file")
     parser.add_argument("--verbose", action="store_true", help="show bench_cpu_decode's own report")
     args = parser.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    if args.requantize:
+        with tempfile.TemporaryDirectory() as directory:
+            source = args.model
+            args.model = requantize(source, args.requantize, directory)
+            print(f"{source} requantized by llama.cpp as {args.requantize.upper()}: "
+                  f"{os.path.getsize(args.model) / 1e6:.1f} MB")
+            return compare(args, batches)
+    return compare(args, batches)
+
+
+def compare(args, batches: list[int]) -> int:
 
     print(f"model {args.model}; {args.threads} threads; prompt {args.prompt_tokens} tokens; "
           f"llama-cpp-python {llama_cpp.__version__}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}")
