@@ -164,9 +164,33 @@ bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
          device_.meta(state.block_table.back()).ref_count > 1;
 }
 
+bool KvCacheManager::try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks,
+                                       std::span<const BlockId>* table) {
+  const int32_t block_size = config_.block_size;
+  const bool new_block = state.num_tokens % block_size == 0;
+  if (device_.num_free() - (new_block ? 1 : 0) < keep_free_blocks) return false;  // as num_blocks_to_append counts
+  if (new_block) state.block_table.push_back(take_device_block());
+  PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
+  ++device_slots_filled_;
+  ++state.num_tokens;
+  if (config_.enable_prefix_caching) state.tail_hasher.add(token);
+  if (table != nullptr) *table = state.block_table;
+  return true;
+}
+
 bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<BlockCopy>& copies,
                                       int32_t keep_free_blocks, std::span<const BlockId>* table) {
   SequenceKv& state = sequence(request.seq);
+  // A decode's one confirmed token into a block the sequence holds alone, which it does not fill
+  // (15 in 16 with prefix caching): no window, copy-on-write, proposals or hashes to settle, and
+  // nothing to log. Every check below holds by construction there; what it does is append_tokens'
+  // short path.
+  if (request.tokens.size() == 1 && request.num_tentative == 0 && state.num_tentative == 0 &&
+      state.tier == Tier::device && !state.last_block_maybe_shared && config_.sliding_window <= 0 &&
+      event_log_ == nullptr && (!config_.enable_prefix_caching || (state.num_tokens + 1) % config_.block_size != 0))
+      [[likely]] {
+    return try_append_decode(state, request.tokens.front(), keep_free_blocks, table);
+  }
   if (state.tier != Tier::device) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", which is swapped out");
   }

@@ -277,6 +277,9 @@ class KvCacheManager {
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);      // returns the cached tokens
   void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;       // misuse throws
   void check_tentative(const AppendRequest& request, const SequenceKv& state) const;  // misuse throws
+  // try_append_slots' common case: one confirmed token of a device sequence that holds its last
+  // block alone, without a window or an event log, not filling a block that must be registered.
+  bool try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks, std::span<const BlockId>* table);
   // Appends to a device sequence whose blocks were counted by the caller.
   // The last `num_tentative` tokens are proposals (AppendRequest::num_tentative).
   void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
