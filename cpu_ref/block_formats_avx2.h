@@ -231,16 +231,26 @@ struct KScales {
   float dl[8];
   float ml[8];
 };
-inline void k_scales(const std::byte* block, KScales& s) {
-  const float d = load_fp16(block);
-  const float dmin = load_fp16(block + 2);
-  int scale[8];
-  int min[8];
-  model::unpack_k_scales(block + 4, scale, min);
-  for (int j = 0; j < 8; ++j) {
-    s.dl[j] = d * static_cast<float>(scale[j]);
-    s.ml[j] = dmin * static_cast<float>(min[j]);
-  }
+// The 8 six-bit scales and mins of a Q4_K / Q5_K block's bytes 4..15 (model::unpack_k_scales'
+// layout: scale j and min j of the first four sit in the low 6 bits of bytes j and j + 4; of the
+// last four, the low and high nibbles of byte j + 8 hold their low 4 bits and the top 2 bits of
+// bytes j and j + 4 their high 2), unpacked 4 at a time in 32-bit words, then widened and
+// multiplied 8 at a time: the same products as the scalar code's, about a fifth of its
+// instructions.
+PAGEDLLM_AVX2 inline void k_scales(const std::byte* block, KScales& s) {
+  std::uint32_t words[4];  // fp16 d and dmin, then the 12 bytes of scales and mins
+  std::memcpy(words, block, sizeof words);
+  const __m256 d_dmin = fp16x8_to_float8(_mm_cvtsi32_si128(static_cast<int>(words[0])));
+  const std::uint32_t low6 = 0x3f3f3f3fu;
+  const std::uint32_t low4 = 0x0f0f0f0fu;
+  const std::uint32_t top2 = 0x30303030u;  // bits 6-7 of each byte, shifted down by 2
+  const std::uint64_t scales = (words[1] & low6) | std::uint64_t{(words[3] & low4) | ((words[1] >> 2) & top2)} << 32;
+  const std::uint64_t mins = (words[2] & low6) | std::uint64_t{((words[3] >> 4) & low4) | ((words[2] >> 2) & top2)}
+                                                     << 32;
+  const __m256 d = _mm256_permutevar8x32_ps(d_dmin, _mm256_setzero_si256());
+  const __m256 dmin = _mm256_permutevar8x32_ps(d_dmin, _mm256_set1_epi32(1));
+  _mm256_storeu_ps(s.dl, _mm256_mul_ps(d, low8_unsigned(_mm_cvtsi64_si128(static_cast<long long>(scales)))));
+  _mm256_storeu_ps(s.ml, _mm256_mul_ps(dmin, low8_unsigned(_mm_cvtsi64_si128(static_cast<long long>(mins)))));
 }
 
 // Q4_K and Q5_K: 256-value blocks of `kTypeSize` bytes, scales unpacked a block at a time.
@@ -250,7 +260,7 @@ struct KBlockScales {
   static constexpr std::size_t kBlockValues = 256;
   static constexpr std::size_t kGroupBlocks = 1;
   using Scales = KScales;
-  static void scales(const std::byte* first, std::size_t, Scales& s) { k_scales(first, s); }
+  PAGEDLLM_AVX2 static void scales(const std::byte* first, std::size_t, Scales& s) { k_scales(first, s); }
 };
 
 // Q4_K, 144 bytes: fp16 d, fp16 dmin, 12 bytes of scales and mins, 128 bytes of nibbles

@@ -29,6 +29,9 @@ SHAPES = {
     "llama-2-7b": (32, 4096, 32, 32, 11008, 10000.0, 4096),
     "mistral-7b": (32, 4096, 32, 8, 14336, 1000000.0, 32768),
     "qwen2.5-1.5b": (28, 1536, 12, 2, 8960, 1000000.0, 32768),
+    # Every row a multiple of 256 values, so llama.cpp's Q4_K_M keeps its K-quants (SmolLM2's 576
+    # falls back to Q5_0); the output head is written untied.
+    "llama-3.2-1b": (16, 2048, 32, 8, 8192, 500000.0, 131072),
 }
 TYPES = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
          "f16": gguf.GGMLQuantizationType.F16}
