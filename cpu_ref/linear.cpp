@@ -17,6 +17,8 @@
 // stored_row_kernel.h, which decodes into registers.
 #include "cpu_ref/linear.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -205,7 +207,12 @@ const TileKernels& tile_kernels(LinearKernel kernel) {
 }  // namespace
 
 bool cpu_has_avx2() noexcept {
-  static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");  // F16C: fp16 scales
+  // F16C widens the fp16 scales. CPUID leaf 1, ECX bit 29: Clang's __builtin_cpu_supports does
+  // not know "f16c".
+  static const bool has_avx2 = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
   return has_avx2;
 }
 
