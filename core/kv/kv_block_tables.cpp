@@ -164,16 +164,23 @@ bool KvCacheManager::needs_copy_on_write(const SequenceKv& state) const {
          device_.meta(state.block_table.back()).ref_count > 1;
 }
 
-bool KvCacheManager::try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks,
-                                       std::span<const BlockId>* table) {
-  const int32_t block_size = config_.block_size;
-  const bool new_block = state.num_tokens % block_size == 0;
-  if (device_.num_free() - (new_block ? 1 : 0) < keep_free_blocks) return false;  // as num_blocks_to_append counts
-  if (new_block) state.block_table.push_back(take_device_block());
+inline void KvCacheManager::append_one_token(SequenceKv& state, TokenId token, std::vector<BlockId>* fresh) {
+  if (state.num_tokens % config_.block_size == 0) {
+    const BlockId block = take_device_block();
+    state.block_table.push_back(block);
+    if (fresh) fresh->push_back(block);
+  }
   PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
   ++device_slots_filled_;
   ++state.num_tokens;
   if (config_.enable_prefix_caching) state.tail_hasher.add(token);
+}
+
+bool KvCacheManager::try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks,
+                                       std::span<const BlockId>* table) {
+  const bool new_block = state.num_tokens % config_.block_size == 0;
+  if (device_.num_free() - (new_block ? 1 : 0) < keep_free_blocks) return false;  // as num_blocks_to_append counts
+  append_one_token(state, token, nullptr);
   if (table != nullptr) *table = state.block_table;
   return true;
 }
@@ -366,16 +373,7 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
                                    std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
   const int32_t block_size = config_.block_size;
   if (tokens.size() == 1 && (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
-    // A decode's token that does not fill its block (15 in 16): the common case, kept short.
-    if (state.num_tokens % block_size == 0) {
-      const BlockId block = take_device_block();
-      state.block_table.push_back(block);
-      if (fresh) fresh->push_back(block);
-    }
-    PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
-    ++device_slots_filled_;
-    ++state.num_tokens;
-    if (config_.enable_prefix_caching) state.tail_hasher.add(tokens.front());
+    append_one_token(state, tokens.front(), fresh);  // a decode's token that does not fill its block
     return;
   }
   // A block's worth of tokens at a time: the run up to the end of the current block.

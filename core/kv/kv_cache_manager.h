@@ -280,6 +280,9 @@ class KvCacheManager {
   // try_append_slots' common case: one confirmed token of a device sequence that holds its last
   // block alone, without a window or an event log, not filling a block that must be registered.
   bool try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks, std::span<const BlockId>* table);
+  // One token that does not fill its block (the common decode), into a block held alone; a block
+  // taken for it goes to `fresh` when given (the event log's list).
+  void append_one_token(SequenceKv& state, TokenId token, std::vector<BlockId>* fresh);
   // Appends to a device sequence whose blocks were counted by the caller.
   // The last `num_tentative` tokens are proposals (AppendRequest::num_tentative).
   void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
