@@ -200,8 +200,7 @@ engine::ReplayResult ClusterSimulation::run(engine::RequestSource& source) {
       if (id >= replica_of_.size()) replica_of_.resize(id + 1, -1);
       replica_of_[id] = static_cast<int32_t>(target);
     }
-    engine::RefusedRequest if_refused{
-        request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), {}};
+    engine::RefusedRequest if_refused{request.id, request.arrival_time, sched::prompt_length(request), {}};
     try {
       replica.engine->add_request(std::move(request));  // while a step is in flight, the next one admits it
     } catch (const std::invalid_argument& error) {

@@ -48,8 +48,8 @@ struct ClusterConfig {
   // With speculative decoding by a draft model: makes replica i's draft (the cluster owns it).
   std::function<std::unique_ptr<spec::DraftModelProposer>(int32_t replica)> make_draft_model;
   std::function<void(const engine::ReplayProgress&)> on_progress;  // after every step
-  // Called on each request as it arrives, before it is routed: writes the prompt tokens a trace
-  // left to arrival time (trace::MaterializedTrace::fill_prompt). Optional.
+  // Called on each request as it arrives, before it is routed (simulate marks its record
+  // arrived). Optional.
   std::function<void(sched::Request&)> on_arrival;
   // Optional, both or neither: each finished output (serving path added) and each request an
   // engine refused, handed over as it ends instead of being kept in the ReplayResult, so that a
@@ -80,7 +80,8 @@ class ClusterSimulation {
   // std::invalid_argument when it is reached) to completion, or until
   // should_stop says so. Returns every finished output and every refused request, by request id,
   // over all replicas. Each request moves into its replica when it arrives, so the run holds the
-  // prompts of the requests not yet finished (and, with on_arrival, only of those that arrived).
+  // prompts of the requests not yet finished (a synthetic prompt left unwritten, only what its
+  // engine stores of it).
   engine::ReplayResult run(std::vector<sched::Request> requests);
   // The same, pulling each request from `source` when the previous one has arrived. Throws
   // std::invalid_argument for an arrival that precedes the one before it. replica_of() then holds

@@ -40,6 +40,7 @@ class LockstepExecutor final : public engine::Executor {
   // The results are the script's: its buffers go back to it.
   void recycle(sched::StepResult&& result) override { script_.recycle(std::move(result)); }
   std::string name() const override { return inner_.name(); }
+  bool reads_prompt_tokens() const override { return inner_.reads_prompt_tokens() || script_.reads_prompt_tokens(); }
 
   int64_t num_tokens_computed() const { return num_tokens_computed_; }
 

@@ -52,6 +52,7 @@ class RecordingExecutor final : public engine::Executor {
 
   sched::StepResult execute(const sched::StepPlan& plan) override;
   std::string name() const override { return inner_->name(); }
+  bool reads_prompt_tokens() const override { return inner_->reads_prompt_tokens(); }
 
   StepRecord take();  // the last step's record; the next one starts empty
 

@@ -54,16 +54,21 @@ size_t Router::route(const sched::Request& request, std::span<const engine::Engi
       const size_t least = least_outstanding(replicas);
       const int32_t least_load = num_outstanding(*replicas[least]);
       const int32_t block_size = replicas.front()->kv().config().block_size;
-      // Hashed once, looked up in every replica's prefix cache.
-      const std::vector<kv::BlockHash> hashes =
-          kv::hash_prompt_blocks(request.prompt_tokens, block_size, request.cache_salt, request.content_ids);
+      // Hashed once, looked up in every replica's prefix cache. A described prompt's full blocks are
+      // all named by its content ids: its tokens need not be written.
+      const int32_t num_unstored = request.prompt_tokens.empty() ? sched::prompt_length(request) : 0;
+      const std::vector<kv::BlockHash> hashes = kv::hash_prompt_blocks(request.prompt_tokens, num_unstored, block_size,
+                                                                       request.cache_salt, request.content_ids);
       const int32_t num_named = request.content_ids.num_named_blocks(block_size);
       size_t best = least;
       int32_t best_tokens = 0;
       for (size_t i = 0; i < replicas.size(); ++i) {
         if (num_outstanding(*replicas[i]) > least_load + config_.max_imbalance) continue;
-        const kv::PrefixMatch match =
-            replicas[i]->kv().match_prefix({request.prompt_tokens, request.cache_salt, hashes, num_named});
+        const kv::PrefixMatch match = replicas[i]->kv().match_prefix({.tokens = request.prompt_tokens,
+                                                                      .salt = request.cache_salt,
+                                                                      .block_hashes = hashes,
+                                                                      .num_named_hashes = num_named,
+                                                                      .num_unstored_tokens = num_unstored});
         if (match.num_cached_tokens > best_tokens) {
           best = i;
           best_tokens = match.num_cached_tokens;

@@ -57,6 +57,7 @@ class SimExecutor final : public engine::Executor {
   sched::StepResult execute(const sched::StepPlan& plan) override;
   void recycle(sched::StepResult&& result) override { scripted_.recycle(std::move(result)); }
   std::string name() const override { return "sim"; }
+  bool reads_prompt_tokens() const override { return scripted_.reads_prompt_tokens(); }
 
   const SimCounters& counters() const { return counters_; }
   const StepCost& last_step_cost() const { return last_step_cost_; }

@@ -46,6 +46,7 @@ class PredictingExecutor final : public engine::Executor {
   sched::StepResult execute(const sched::StepPlan& plan) override;
   void recycle(sched::StepResult&& result) override { inner_.recycle(std::move(result)); }
   std::string name() const override { return inner_.name(); }
+  bool reads_prompt_tokens() const override { return inner_.reads_prompt_tokens(); }
 
   const StepPredictionReport& report() const { return report_; }
 

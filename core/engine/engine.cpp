@@ -79,12 +79,27 @@ std::vector<TokenId> constraint_stop_tokens(const sched::SamplingParams& params,
 }  // namespace
 
 void Engine::add_request(sched::Request request) {
-  validate_request(config_, request.params, static_cast<int32_t>(request.prompt_tokens.size()));
-  if (const std::string problem = kv::content_ids_problem(request.content_ids, request.prompt_tokens.size());
+  const int32_t prompt_len = sched::prompt_length(request);
+  validate_request(config_, request.params, prompt_len);
+  if (const std::string problem = kv::content_ids_problem(request.content_ids, static_cast<size_t>(prompt_len));
       !problem.empty()) {
     throw sched::InvalidRequestError("content_ids", problem);
   }
   add_validated_request(std::move(request));
+}
+
+int32_t Engine::first_stored_prompt_token(const sched::Request& request) const {
+  if (!request.prompt_tokens.empty() || !request.prompt_synthesis) return 0;
+  // A model reads the prompt, and so do n-gram and draft-model proposers: all of it is written.
+  const spec::SpeculativeConfig& speculative = config_.speculative;
+  if (executor_.reads_prompt_tokens() || (speculative.enabled() && !speculative.simulated)) return 0;
+  // A group that forks (parallel samples, beams) appends to its siblings without the prompt's
+  // block hashes after a recompute: they hash their tokens, so they hold them.
+  if (request.params.n > 1 || request.params.use_beam_search()) return 0;
+  // Its last block is kept: the sampler reads the last token, and the block's hash its tokens once
+  // outputs fill it. The blocks before it are named by the request's content ids.
+  const int32_t block_size = kv_.config().block_size;
+  return (sched::prompt_length(request) - 1) / block_size * block_size;
 }
 
 void Engine::add_validated_request(sched::Request request) {
@@ -106,7 +121,8 @@ void Engine::add_validated_request(sched::Request request) {
   if (params.output_constraint != nullptr) {
     matcher.emplace(params.output_constraint, constraint_stop_tokens(params, config_));
   }
-  SequenceGroup& added = scheduler_.add(sched::make_sequence_group(std::move(request), next_seq_id_++));
+  const int32_t first_stored = first_stored_prompt_token(request);
+  SequenceGroup& added = scheduler_.add(sched::make_sequence_group(std::move(request), next_seq_id_++, first_stored));
   added.seqs.front().matcher = std::move(matcher);
   if (added.state == GroupState::finished) {  // can never fit: reported by the next step
     added.times.finished = clock_.now();
@@ -684,7 +700,8 @@ void Engine::make_output(SequenceGroup& group, RequestOutput& output) const {
     const int32_t from = whole ? 0 : std::min(group.num_reported_tokens[i], seq.num_output_tokens());
     Completion& completion = output.completions[i];
     completion.index = static_cast<int32_t>(i);
-    completion.tokens.assign(seq.tokens.begin() + seq.num_prompt_tokens + from, seq.tokens.end());
+    completion.tokens.assign(seq.tokens.begin() + (seq.num_prompt_tokens - seq.num_unstored_tokens) + from,
+                             seq.tokens.end());
     completion.cumulative_logprob = seq.cumulative_logprob;
     completion.finish_reason = seq.finish_reason;
     // Logprobs only where asked: the common case skips two copies of nothing.

@@ -78,6 +78,9 @@ class Engine {
   const Clock& clock() const { return clock_; }
 
  private:
+  // Where a synthetic prompt's stored tokens start (Sequence::num_unstored_tokens): 0 unless
+  // nothing reads it.
+  int32_t first_stored_prompt_token(const sched::Request& request) const;
   // Structured outputs: each constrained sampled sequence's allowed tokens, into the plan.
   void fill_token_masks(sched::StepPlan& plan);
   void apply(const sched::StepPlan& plan, const sched::StepResult& result, double end_time);

@@ -22,6 +22,11 @@ class Executor {
   virtual void recycle(sched::StepResult&& /*result*/) {}
 
   virtual std::string name() const = 0;
+
+  // Whether the forward pass reads the prompt's tokens (a model does). An executor that does not
+  // (the simulator's) lets the engine leave a synthetic prompt unwritten but for its last block
+  // (sched::Sequence::num_unstored_tokens): its plans may then carry unstored tokens.
+  virtual bool reads_prompt_tokens() const { return true; }
 };
 
 }  // namespace pagedllm::engine

@@ -55,8 +55,7 @@ ReplayResult replay_requests(Engine& engine, Clock& clock, std::vector<sched::Re
     const double now = clock.now();
     for (; next < requests.size() && requests[next].arrival_time <= now; ++next) {
       sched::Request& request = requests[next];
-      RefusedRequest if_refused{
-          request.id, request.arrival_time, static_cast<int32_t>(request.prompt_tokens.size()), {}};
+      RefusedRequest if_refused{request.id, request.arrival_time, sched::prompt_length(request), {}};
       try {
         engine.add_request(std::move(request));       // the engine holds it until it finishes
       } catch (const std::invalid_argument& error) {  // InvalidRequestError, or an id in use

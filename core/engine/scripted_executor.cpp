@@ -99,6 +99,11 @@ void ScriptedExecutor::apply_block_operations(const sched::StepPlan& plan) {
 }
 
 void ScriptedExecutor::write_kv(const sched::ScheduledSequence& scheduled) {
+  if (scheduled.num_unstored_tokens > 0) {
+    throw std::logic_error("scripted executor: its KV check reads every token, and sequence " +
+                           std::to_string(scheduled.seq) + " has " + std::to_string(scheduled.num_unstored_tokens) +
+                           " unstored (it reads prompt tokens: the engine must store them)");
+  }
   if (static_cast<int64_t>(scheduled.block_table.size()) * block_size_ < scheduled.end) {
     throw std::logic_error("scripted executor: sequence " + std::to_string(scheduled.seq) + " has " +
                            std::to_string(scheduled.block_table.size()) + " blocks for " +
@@ -161,7 +166,8 @@ void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::
   // A verify pass: the script's token at each proposal's position, accepted while it equals the
   // proposal (as the real samplers accept a proposal their own draw equals).
   const std::span<const TokenId> tokens = scheduled.tokens;
-  const size_t confirmed = scheduled.confirmed_tokens().size();
+  const size_t confirmed = scheduled.confirmed_tokens().size();  // an index into tokens
+  const int32_t unstored = scheduled.num_unstored_tokens;        // position = index + unstored
   // A request of a measured trace brings its own rates (a position it has none for is rejected).
   const bool per_request = scheduled.params != nullptr && scheduled.params->simulated_speculation != nullptr;
   const std::vector<double>& rates =
@@ -169,7 +175,7 @@ void ScriptedExecutor::verify(const sched::ScheduledSequence& scheduled, sched::
   const auto rate = [&rates](size_t j) { return j < rates.size() ? rates[j] : 0.0; };
   const uint64_t stream = config_.acceptance_seed == 0 ? 0 : mix64(config_.acceptance_seed);
   for (size_t j = 0;; ++j) {
-    const auto position = static_cast<int32_t>(confirmed + j);
+    const auto position = static_cast<int32_t>(confirmed + j) + unstored;
     const bool last = j == static_cast<size_t>(scheduled.num_proposed_tokens);
     if (!last && (j < rates.size() || per_request)) {
       // The simulator's acceptance: given the ones before it, proposal j is kept with
@@ -214,7 +220,7 @@ TokenId ScriptedExecutor::allowed(const sched::ScheduledSequence& scheduled, int
   // Structured outputs: a token the constraint refuses becomes the next id it allows (a verify
   // pass: under the mask of this position).
   const std::span<const uint32_t> mask =
-      scheduled.allowed_row(static_cast<size_t>(position) - scheduled.confirmed_tokens().size());
+      scheduled.allowed_row(static_cast<size_t>(position - (scheduled.num_tokens() - scheduled.num_proposed_tokens)));
   if (suppressed == nullptr && mask.empty()) return token;
   const auto refused = [&](TokenId candidate, bool count_min_tokens) {
     if (!mask.empty() && !structured::is_allowed(mask, candidate)) return true;

@@ -39,6 +39,8 @@ class ScriptedExecutor final : public Executor {
   sched::StepResult execute(const sched::StepPlan& plan) override;
   void recycle(sched::StepResult&& result) override;  // keeps the outputs' buffers for reuse
   std::string name() const override { return "scripted"; }
+  // It samples from the last token alone; only its KV check (verify_kv) reads every token.
+  bool reads_prompt_tokens() const override { return config_.verify_kv; }
 
   // The token sample `sample` of `request` takes at `position`, after `previous`.
   TokenId scripted_token(sched::RequestId request, int32_t sample, int32_t position, TokenId previous) const;

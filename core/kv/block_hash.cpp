@@ -1,5 +1,6 @@
 #include "core/kv/block_hash.h"
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@ constexpr uint64_t kLaneMultiplierLo = 0x9e3779b97f4a7c15ULL;
 constexpr uint64_t kLaneMultiplierHi = 0xbf58476d1ce4e5b9ULL;
 constexpr uint64_t kOddTokenMarker = uint64_t{1} << 63;
 constexpr uint64_t kNamedContentDomain = 0xa4093822299f31d0ULL;
+constexpr uint64_t kStreamDomain = 0x082efa98ec4e6c89ULL;
 
 // Two lanes with different multipliers and rotations absorb every input word, so the 128-bit
 // result behaves as two independent 64-bit hashes; the lanes are cross-mixed at the end.
@@ -27,7 +29,8 @@ BlockHash finish_hash(uint64_t lo, uint64_t hi, uint64_t length) {
   return BlockHash{lo, hi};
 }
 
-// Block [begin, begin + block_size) of a named prompt: the ids it reads, in order. Where in them
+// Block [begin, begin + block_size) of a named prompt: the ids it reads, in order, then (where it
+// reaches past them) the stream and the position where its stream tokens start. Where in the ids
 // it reads follows from its place in the chain (the parent), the block size and tokens_per_id,
 // which the start state takes in with the seed.
 BlockHash hash_named_block(const BlockHash& parent, const PromptContentIds& content, int64_t begin, int32_t block_size,
@@ -36,10 +39,18 @@ BlockHash hash_named_block(const BlockHash& parent, const PromptContentIds& cont
       content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
   uint64_t lo = mix64(parent.lo ^ salt ^ layout);
   uint64_t hi = mix64(parent.hi + std::rotl(salt, 29) + std::rotl(layout, 17) + kNamedContentDomain);
-  const int64_t per_id = content.tokens_per_id;
-  const auto first = static_cast<size_t>(begin / per_id);
-  const auto last = static_cast<size_t>((begin + block_size - 1) / per_id);
-  for (size_t index = first; index <= last; ++index) absorb(lo, hi, content.ids[index]);
+  const int64_t end = begin + block_size;
+  const int64_t ids_end = std::min<int64_t>(end, content.num_tokens);
+  if (begin < ids_end) {
+    const int64_t per_id = content.tokens_per_id;
+    const auto first = static_cast<size_t>(begin / per_id);
+    const auto last = static_cast<size_t>((ids_end - 1) / per_id);
+    for (size_t index = first; index <= last; ++index) absorb(lo, hi, content.ids[index]);
+  }
+  if (end > content.num_tokens) {
+    absorb(lo, hi, content.stream ^ kStreamDomain);
+    absorb(lo, hi, static_cast<uint64_t>(std::max<int64_t>(begin, content.num_tokens)));
+  }
   return finish_hash(lo, hi, static_cast<uint64_t>(block_size));
 }
 
@@ -82,30 +93,52 @@ std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32
 std::string content_ids_problem(const PromptContentIds& content, size_t prompt_len) {
   if (content.empty()) return {};
   const int64_t covered = static_cast<int64_t>(content.ids.size()) * content.tokens_per_id;
-  if (content.tokens_per_id >= 1 && content.num_tokens > 0 && content.num_tokens <= covered &&
-      static_cast<size_t>(content.num_tokens) <= prompt_len) {
+  const bool ids_ok = content.num_tokens == 0
+                          ? content.ids.empty() || content.tokens_per_id >= 1
+                          : content.tokens_per_id >= 1 && content.num_tokens > 0 && content.num_tokens <= covered;
+  if (ids_ok && content.num_tokens >= 0 && content.num_stream_tokens >= 0 &&
+      static_cast<size_t>(content.num_named_tokens()) <= prompt_len) {
     return {};
   }
+  const std::string stream =
+      content.num_stream_tokens != 0 ? " and " + std::to_string(content.num_stream_tokens) + " by their stream" : "";
   return "content ids name " + std::to_string(content.num_tokens) + " prompt tokens with " +
-         std::to_string(content.ids.size()) + " ids of " + std::to_string(content.tokens_per_id) +
-         " tokens each; the prompt has " + std::to_string(prompt_len);
+         std::to_string(content.ids.size()) + " ids of " + std::to_string(content.tokens_per_id) + " tokens each" +
+         stream + "; the prompt has " + std::to_string(prompt_len);
 }
 
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt,
                                           const PromptContentIds& content) {
-  if (const std::string problem = content_ids_problem(content, tokens.size()); !problem.empty()) {
+  return hash_prompt_blocks(tokens, 0, block_size, salt, content);
+}
+
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t num_unstored, int32_t block_size,
+                                          uint64_t salt, const PromptContentIds& content) {
+  const size_t prompt_len = static_cast<size_t>(num_unstored) + tokens.size();
+  if (const std::string problem = content_ids_problem(content, prompt_len); !problem.empty()) {
     throw std::invalid_argument("block hash: " + problem);
   }
   std::vector<BlockHash> hashes;
   if (block_size <= 0) return hashes;
-  const size_t num_full = tokens.size() / static_cast<size_t>(block_size);
+  const size_t num_full = prompt_len / static_cast<size_t>(block_size);
   const auto num_named = static_cast<size_t>(content.num_named_blocks(block_size));
+  // A block hashed from its tokens must have them all.
+  if (num_unstored < 0 ||
+      (num_full > num_named && static_cast<size_t>(num_unstored) > num_named * static_cast<size_t>(block_size))) {
+    throw std::invalid_argument("block hash: " + std::to_string(num_unstored) +
+                                " prompt tokens are not given, past the " + std::to_string(num_named) +
+                                " blocks their content ids name");
+  }
   hashes.reserve(num_full);
   BlockHash parent = kRootBlockHash;
   for (size_t i = 0; i < num_full; ++i) {
     const size_t begin = i * static_cast<size_t>(block_size);
-    parent = i < num_named ? hash_named_block(parent, content, static_cast<int64_t>(begin), block_size, salt)
-                           : hash_block(parent, tokens.subspan(begin, static_cast<size_t>(block_size)), salt);
+    parent =
+        i < num_named
+            ? hash_named_block(parent, content, static_cast<int64_t>(begin), block_size, salt)
+            : hash_block(parent,
+                         tokens.subspan(begin - static_cast<size_t>(num_unstored), static_cast<size_t>(block_size)),
+                         salt);
     hashes.push_back(parent);
   }
   return hashes;

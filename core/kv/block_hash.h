@@ -51,16 +51,22 @@ class BlockHasher {
 // block ids (Mooncake's hash_ids). Token p < num_tokens is a function of (seed, ids[p /
 // tokens_per_id], p % tokens_per_id) alone, as trace::materialize_requests writes it, so the chain
 // hash of a block inside those tokens follows from the ids without reading a token, and two prompts
-// that name the same ids share blocks exactly where their tokens would.
+// that name the same ids share blocks exactly where their tokens would. The tokens after them may
+// be named too, as the request's own stream: token p in [num_tokens, num_named_tokens()) is a
+// function of (seed, stream, p) (a synthetic prompt's, sched::SyntheticTokens), shared with no
+// other stream.
 struct PromptContentIds {
   std::vector<uint64_t> ids;
   int32_t tokens_per_id = 0;
-  int32_t num_tokens = 0;  // leading prompt tokens the ids name, <= ids.size() * tokens_per_id
-  uint64_t seed = 0;       // of the token content the ids stand for
+  int32_t num_tokens = 0;         // leading prompt tokens the ids name, <= ids.size() * tokens_per_id
+  uint64_t seed = 0;              // of the token content the ids (and the stream) stand for
+  int32_t num_stream_tokens = 0;  // tokens named by `stream` after the ids' (0: none)
+  uint64_t stream = 0;
 
-  bool empty() const { return num_tokens == 0; }
+  int32_t num_named_tokens() const { return num_tokens + num_stream_tokens; }
+  bool empty() const { return num_named_tokens() == 0; }
   // Full blocks of block_size tokens that lie inside the named tokens.
-  int32_t num_named_blocks(int32_t block_size) const { return block_size > 0 ? num_tokens / block_size : 0; }
+  int32_t num_named_blocks(int32_t block_size) const { return block_size > 0 ? num_named_tokens() / block_size : 0; }
 };
 
 // Empty when `content` can name the leading tokens of a prompt of prompt_len tokens; otherwise
@@ -77,10 +83,15 @@ std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32
 
 // The same for a prompt whose leading tokens are named by `content`: its first
 // content.num_named_blocks(block_size) hashes come from the ids (one word per id a block touches,
-// no token read); the blocks after them chain on over their tokens, as the KV manager's tail
-// hasher continues them. A named hash never equals a token hash of the same parent by design (a
-// separate domain). Throws std::invalid_argument with content_ids_problem's answer.
+// two for the stream, no token read); the blocks after them chain on over their tokens, as the KV
+// manager's tail hasher continues them. A named hash never equals a token hash of the same parent
+// by design (a separate domain). Throws std::invalid_argument with content_ids_problem's answer.
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt,
                                           const PromptContentIds& content);
+// The same for a prompt of `num_unstored` + tokens.size() tokens whose first num_unstored are not
+// given (`tokens` holds the rest): every full block that reaches into them must be named (a
+// partial last block is not hashed). Throws std::invalid_argument when one is not.
+std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t num_unstored, int32_t block_size,
+                                          uint64_t salt, const PromptContentIds& content);
 
 }  // namespace pagedllm::kv

@@ -26,7 +26,10 @@ void KvCacheManager::check_allocation(SeqId seq, PromptRef prompt, int32_t num_t
   if (contains(seq)) {
     throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ", which already holds blocks");
   }
-  const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
+  const auto prompt_len = static_cast<int64_t>(prompt.num_tokens());
+  if (prompt.num_unstored_tokens < 0) {
+    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with a negative count of unstored tokens");
+  }
   if (prompt_len == 0) throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with an empty prompt");
   if (num_tokens < 1 || num_tokens > prompt_len) {
     throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ": num_tokens " + std::to_string(num_tokens) +
@@ -60,9 +63,9 @@ KvCacheManager::AllocPlan KvCacheManager::plan_allocation(PromptRef prompt, int3
 int32_t KvCacheManager::window_blocks() const { return blocks_for_tokens(config_.sliding_window) + 1; }
 
 int32_t KvCacheManager::blocks_needed_at_once(PromptRef prompt, const AllocPlan& plan) const {
-  if (config_.sliding_window <= 0) return blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
+  if (config_.sliding_window <= 0) return blocks_for_tokens(prompt.num_tokens());
   // A prompt shorter than the window never holds the window's blocks.
-  const int32_t prompt_blocks = blocks_for_tokens(static_cast<int64_t>(prompt.tokens.size()));
+  const int32_t prompt_blocks = blocks_for_tokens(prompt.num_tokens());
   return std::max(plan.num_held, std::min(window_blocks(), prompt_blocks));
 }
 
@@ -102,7 +105,7 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
   // Counted; from here on nothing fails (short of memory exhaustion). scratch_hits_ holds the
   // plan's hit blocks.
   const PrefixMatch& match = plan.match;
-  const auto prompt_len = static_cast<int64_t>(prompt.tokens.size());
+  const auto prompt_len = static_cast<int64_t>(prompt.num_tokens());
   SequenceKv& state = add_sequence(seq);
   state.salt = prompt.salt;
   state.block_table.reserve(static_cast<size_t>(blocks_for_tokens(prompt_len)));
@@ -126,9 +129,7 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
     scratch_fresh_.clear();
     scratch_cached_.clear();
   }
-  append_tokens(state,
-                prompt.tokens.subspan(static_cast<size_t>(match.num_cached_tokens),
-                                      static_cast<size_t>(plan.slots - match.num_cached_tokens)),
+  append_tokens(state, prompt_run(prompt, match.num_cached_tokens, plan.slots),
                 KnownHashes{prompt.block_hashes, prompt.num_named_hashes}, logging ? &scratch_fresh_ : nullptr,
                 logging ? &scratch_cached_ : nullptr);
   if (logging) {
@@ -192,20 +193,20 @@ bool KvCacheManager::try_append_slots(const AppendRequest& request, std::vector<
   // (15 in 16 with prefix caching): no window, copy-on-write, proposals or hashes to settle, and
   // nothing to log. Every check below holds by construction there; what it does is append_tokens'
   // short path.
-  if (request.tokens.size() == 1 && request.num_tentative == 0 && state.num_tentative == 0 &&
-      state.tier == Tier::device && !state.last_block_maybe_shared && config_.sliding_window <= 0 &&
-      event_log_ == nullptr && (!config_.enable_prefix_caching || (state.num_tokens + 1) % config_.block_size != 0))
-      [[likely]] {
+  if (request.tokens.size() == 1 && request.num_unstored_tokens == 0 && request.num_tentative == 0 &&
+      state.num_tentative == 0 && state.tier == Tier::device && !state.last_block_maybe_shared &&
+      config_.sliding_window <= 0 && event_log_ == nullptr &&
+      (!config_.enable_prefix_caching || (state.num_tokens + 1) % config_.block_size != 0)) [[likely]] {
     return try_append_decode(state, request.tokens.front(), keep_free_blocks, table);
   }
   if (state.tier != Tier::device) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", which is swapped out");
   }
   check_tentative(request, state);
-  const int32_t needed = num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
+  const int32_t needed = num_blocks_to_append(state, request.num_tokens());
   if (device_.num_free() - needed < keep_free_blocks) return false;
-  append_counted(request.seq, state, request.tokens, KnownHashes{request.block_hashes, request.num_named_hashes},
-                 request.num_tentative, copies);
+  append_counted(request.seq, state, TokenRun{request.tokens, request.num_unstored_tokens},
+                 KnownHashes{request.block_hashes, request.num_named_hashes}, request.num_tentative, copies);
   if (table != nullptr) *table = state.block_table;
   return true;
 }
@@ -227,13 +228,13 @@ bool KvCacheManager::try_append_slots(std::span<const AppendRequest> requests, s
       throw KvCacheError("kv cache: " + seq_name(request.seq) + " appears twice in one append");
     }
     check_tentative(request, state);
-    needed += num_blocks_to_append(state, static_cast<int32_t>(request.tokens.size()));
+    needed += num_blocks_to_append(state, request.num_tokens());
     scratch_appending_.push_back(&state);
   }
   if (device_.num_free() - needed < keep_free_blocks) return false;
   for (size_t i = 0; i < requests.size(); ++i) {
     const AppendRequest& request = requests[i];
-    append_counted(request.seq, *scratch_appending_[i], request.tokens,
+    append_counted(request.seq, *scratch_appending_[i], TokenRun{request.tokens, request.num_unstored_tokens},
                    KnownHashes{request.block_hashes, request.num_named_hashes}, request.num_tentative, copies);
   }
   if (tables != nullptr) {
@@ -254,9 +255,9 @@ std::optional<BlockCopy> KvCacheManager::append_slots(SeqId seq, std::span<const
   return copies.front();
 }
 
-void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
+void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known,
                                     int32_t num_tentative, std::vector<BlockCopy>& copies) {
-  if (tokens.empty()) return;
+  if (tokens.size() == 0) return;
   release_outside_window(seq, state, state.num_tokens);  // the append's first query is at num_tokens
   // The rare copy-on-write path lives in its own function, out of this hot one (one call per
   // scheduled sequence and step).
@@ -268,8 +269,8 @@ void KvCacheManager::append_counted(SeqId seq, SequenceKv& state, std::span<cons
   append_and_log(seq, state, tokens, known, num_tentative);
 }
 
-BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                          KnownHashes known, int32_t num_tentative) {
+BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known,
+                                          int32_t num_tentative) {
   // The shared partial block is copied before this sequence writes into it.
   const int32_t fill = state.num_tokens % config_.block_size;
   const BlockId src = state.block_table.back();
@@ -284,22 +285,27 @@ BlockCopy KvCacheManager::copy_and_append(SeqId seq, SequenceKv& state, std::spa
   return copy;
 }
 
-void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
+void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known,
                                     int32_t num_tentative) {
-  const std::span<const TokenId> confirmed = tokens.first(tokens.size() - static_cast<size_t>(num_tentative));
+  // Proposals are never unstored: they follow a sampled token.
+  const TokenRun confirmed{tokens.stored.first(tokens.stored.size() - static_cast<size_t>(num_tentative)),
+                           tokens.num_unstored};
   if (event_log_ == nullptr) [[likely]] {
-    if (!confirmed.empty()) append_tokens(state, confirmed, known, nullptr, nullptr);
+    if (confirmed.size() > 0) append_tokens(state, confirmed, known, nullptr, nullptr);
     if (num_tentative > 0) append_tentative(state, num_tentative, nullptr);
     return;
   }
   scratch_fresh_.clear();
   scratch_cached_.clear();
-  if (!confirmed.empty()) append_tokens(state, confirmed, known, &scratch_fresh_, &scratch_cached_);
+  if (confirmed.size() > 0) append_tokens(state, confirmed, known, &scratch_fresh_, &scratch_cached_);
   if (num_tentative > 0) append_tentative(state, num_tentative, &scratch_fresh_);
   if (!scratch_fresh_.empty() || !scratch_cached_.empty()) event_log_->append(seq, scratch_fresh_, scratch_cached_);
 }
 
 void KvCacheManager::check_tentative(const AppendRequest& request, const SequenceKv& state) const {
+  if (request.num_unstored_tokens < 0) {
+    throw KvCacheError("kv cache: append to " + seq_name(request.seq) + " with a negative count of unstored tokens");
+  }
   if (request.num_tentative < 0 || request.num_tentative > static_cast<int32_t>(request.tokens.size())) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + " marks " +
                        std::to_string(request.num_tentative) + " of its " + std::to_string(request.tokens.size()) +
@@ -369,16 +375,28 @@ void KvCacheManager::settle_proposals(SeqId seq, std::span<const TokenId> accept
   }
 }
 
-void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
-                                   std::vector<BlockId>* fresh, std::vector<BlockId>* cached) {
+KvCacheManager::TokenRun KvCacheManager::prompt_run(PromptRef prompt, int32_t begin, int32_t end) {
+  const int32_t unstored = std::min(end, prompt.num_unstored_tokens);
+  const int32_t first_stored = std::max(begin, prompt.num_unstored_tokens);
+  return TokenRun{.stored = end > first_stored
+                                ? prompt.tokens.subspan(static_cast<size_t>(first_stored - prompt.num_unstored_tokens),
+                                                        static_cast<size_t>(end - first_stored))
+                                : std::span<const TokenId>(),
+                  .num_unstored = std::max(0, unstored - begin)};
+}
+
+void KvCacheManager::append_tokens(SequenceKv& state, TokenRun tokens, KnownHashes known, std::vector<BlockId>* fresh,
+                                   std::vector<BlockId>* cached) {
   const int32_t block_size = config_.block_size;
-  if (tokens.size() == 1 && (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
-    append_one_token(state, tokens.front(), fresh);  // a decode's token that does not fill its block
+  const int32_t total = tokens.size();
+  if (total == 1 && tokens.num_unstored == 0 &&
+      (!config_.enable_prefix_caching || (state.num_tokens + 1) % block_size != 0)) {
+    append_one_token(state, tokens.stored.front(), fresh);  // a decode's token that does not fill its block
     return;
   }
   // A block's worth of tokens at a time: the run up to the end of the current block.
-  size_t next = 0;
-  while (next < tokens.size()) {
+  int32_t next = 0;
+  while (next < total) {
     const int32_t offset = state.num_tokens % block_size;
     if (offset == 0) {
       const BlockId block = take_device_block();
@@ -386,19 +404,27 @@ void KvCacheManager::append_tokens(SequenceKv& state, std::span<const TokenId> t
       if (fresh) fresh->push_back(block);
     }
     PAGEDLLM_DEBUG_ASSERT(device_.meta(state.block_table.back()).ref_count == 1, "append into a block that is shared");
-    const size_t run = std::min(tokens.size() - next, static_cast<size_t>(block_size - offset));
-    const std::span<const TokenId> part = tokens.subspan(next, run);
+    const int32_t run = std::min(total - next, block_size - offset);
+    const int32_t run_begin = next;
     next += run;
-    device_slots_filled_ += static_cast<int64_t>(run);
-    state.num_tokens += static_cast<int32_t>(run);
+    device_slots_filled_ += run;
+    state.num_tokens += run;
     if (!config_.enable_prefix_caching) continue;
-    const bool fills = offset + static_cast<int32_t>(run) == block_size;
+    const bool fills = offset + run == block_size;
     const size_t index = state.block_table.size() - 1;  // the block being filled
     const bool known_hash = fills && index < known.hashes.size();
     // A hash named by content ids (leading entries) cannot be checked against the tokens.
     const bool check_known = kCheckKnownHashes && index >= static_cast<size_t>(known.num_named);
-    if (!known_hash || check_known) {
-      for (const TokenId token : part) state.tail_hasher.add(token);
+    // Unstored tokens lie in named blocks (the unstored prompt is whole blocks), which the caller
+    // names in every append until they fill: they are never hashed, so never read.
+    const bool unstored = run_begin < tokens.num_unstored;
+    PAGEDLLM_ASSERT(!unstored || index < std::min(static_cast<size_t>(known.num_named), known.hashes.size()),
+                    "unstored tokens outside the blocks named for them");
+    if (!unstored && (!known_hash || check_known)) {
+      for (const TokenId token :
+           tokens.stored.subspan(static_cast<size_t>(run_begin - tokens.num_unstored), static_cast<size_t>(run))) {
+        state.tail_hasher.add(token);
+      }
     }
     if (!fills) continue;
     if (known_hash) {

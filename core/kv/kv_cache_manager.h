@@ -49,14 +49,19 @@ std::ostream& operator<<(std::ostream& out, AllocStatus status);
 
 // A prompt as the prefix cache sees it.
 struct PromptRef {
-  std::span<const TokenId> tokens;
-  uint64_t salt = 0;  // requests with different salts never share blocks
+  std::span<const TokenId> tokens;  // all of them, or those after the first num_unstored_tokens
+  uint64_t salt = 0;                // requests with different salts never share blocks
   // Optional: hash_prompt_blocks(tokens, block_size, salt[, content ids]), computed once by a
   // caller that looks the same prompt up repeatedly. Empty: the manager hashes the tokens itself.
   std::span<const BlockHash> block_hashes = {};
   // Leading block_hashes derived from content ids, not tokens (debug builds check only the rest
   // against the tokens).
   int32_t num_named_hashes = 0;
+  // Leading tokens not given (a simulated prompt's, sched::Sequence::num_unstored_tokens): they
+  // must lie in the blocks of the first num_named_hashes hashes, which must then be given.
+  int32_t num_unstored_tokens = 0;
+
+  int32_t num_tokens() const { return num_unstored_tokens + static_cast<int32_t>(tokens.size()); }
 };
 
 // What an admission (an allocation, a swap-in) must leave of the device tier.
@@ -84,6 +89,11 @@ struct AppendRequest {
   // slots are reserved (the verify pass writes their KV) but they are neither hashed nor offered to
   // the prefix cache until settle_proposals() keeps them.
   int32_t num_tentative = 0;
+  // Slots for this many tokens before `tokens`, which are not given (a simulated prompt's): each
+  // lies in a block of the first num_named_hashes hashes (or the prefix cache is off).
+  int32_t num_unstored_tokens = 0;
+
+  int32_t num_tokens() const { return num_unstored_tokens + static_cast<int32_t>(tokens.size()); }
 };
 
 struct SwapInResult {
@@ -261,6 +271,14 @@ class KvCacheManager {
     int32_t num_skipped_hits = 0;
     int32_t num_held = 0;  // blocks the sequence holds once allocated
   };
+  // Tokens appended, in order: `num_unstored` not given, then `stored`.
+  struct TokenRun {
+    std::span<const TokenId> stored;
+    int32_t num_unstored = 0;
+    int32_t size() const { return num_unstored + static_cast<int32_t>(stored.size()); }
+  };
+  // Tokens [begin, end) of a prompt.
+  static TokenRun prompt_run(PromptRef prompt, int32_t begin, int32_t end);
   // Chain hashes a caller already has for a sequence's leading full blocks.
   struct KnownHashes {
     std::span<const BlockHash> hashes;
@@ -285,8 +303,8 @@ class KvCacheManager {
   void append_one_token(SequenceKv& state, TokenId token, std::vector<BlockId>* fresh);
   // Appends to a device sequence whose blocks were counted by the caller.
   // The last `num_tentative` tokens are proposals (AppendRequest::num_tentative).
-  void append_counted(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
-                      int32_t num_tentative, std::vector<BlockCopy>& copies);
+  void append_counted(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known, int32_t num_tentative,
+                      std::vector<BlockCopy>& copies);
   // The prefix match, with the hit blocks' ids when `hits` is given.
   PrefixMatch match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const;
   int32_t num_blocks_to_append(const SequenceKv& state, int32_t num_new_tokens) const;
@@ -317,18 +335,17 @@ class KvCacheManager {
   void release_device_block(BlockId block, int32_t fill);  // release + slot and cache accounting
   void register_full_block(SequenceKv& seq, BlockId block, const BlockHash& hash, std::vector<BlockId>* cached);
   // The copy-on-write case of an append: copies the shared last block, then appends.
-  [[gnu::noinline]] BlockCopy copy_and_append(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens,
-                                              KnownHashes known, int32_t num_tentative);
+  [[gnu::noinline]] BlockCopy copy_and_append(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known,
+                                              int32_t num_tentative);
   // append_tokens, then append_tentative for the last `num_tentative` tokens, with the event
   // log's `append` line when a log is set.
-  void append_and_log(SeqId seq, SequenceKv& state, std::span<const TokenId> tokens, KnownHashes known,
-                      int32_t num_tentative);
+  void append_and_log(SeqId seq, SequenceKv& state, TokenRun tokens, KnownHashes known, int32_t num_tentative);
   // Slots for proposals: blocks taken as needed, nothing hashed.
   void append_tentative(SequenceKv& state, int32_t num_tokens, std::vector<BlockId>* fresh);
   // Appends tokens to a device sequence whose free blocks were checked by the caller. `known`:
   // chain hashes of the sequence's leading full blocks (may be empty), used for the blocks they
-  // cover instead of hashing their tokens.
-  void append_tokens(SequenceKv& seq, std::span<const TokenId> tokens, KnownHashes known, std::vector<BlockId>* fresh,
+  // cover instead of hashing their tokens. Unstored tokens must lie in blocks `known` names.
+  void append_tokens(SequenceKv& seq, TokenRun tokens, KnownHashes known, std::vector<BlockId>* fresh,
                      std::vector<BlockId>* cached);
 
   KvCacheConfig config_;

@@ -12,14 +12,20 @@ PrefixMatch KvCacheManager::match_prefix(PromptRef prompt) const { return match_
 
 PrefixMatch KvCacheManager::match_prefix(PromptRef prompt, std::vector<BlockId>* hits) const {
   PrefixMatch match;
-  if (!config_.enable_prefix_caching || prompt.tokens.empty()) return match;
+  const int32_t prompt_len = prompt.num_tokens();
+  if (!config_.enable_prefix_caching || prompt_len == 0) return match;
   const int32_t block_size = config_.block_size;
   // Stop one token short of the prompt: the last prompt token must run to produce logits.
-  const auto max_hits = static_cast<int32_t>((prompt.tokens.size() - 1) / block_size);
+  const int32_t max_hits = (prompt_len - 1) / block_size;
   const bool precomputed = !prompt.block_hashes.empty();
-  if (precomputed && prompt.block_hashes.size() != prompt.tokens.size() / block_size) {
+  if (precomputed && prompt.block_hashes.size() != static_cast<size_t>(prompt_len / block_size)) {
     throw KvCacheError("kv cache: PromptRef carries " + std::to_string(prompt.block_hashes.size()) +
-                       " block hashes for " + std::to_string(prompt.tokens.size() / block_size) + " full blocks");
+                       " block hashes for " + std::to_string(prompt_len / block_size) + " full blocks");
+  }
+  if (max_hits == 0) return match;  // nothing to hit, nothing read: a short prompt needs no hashes
+  if (prompt.num_unstored_tokens > 0 && !precomputed) {
+    throw KvCacheError("kv cache: a prompt with " + std::to_string(prompt.num_unstored_tokens) +
+                       " unstored tokens needs its block hashes given");
   }
   BlockHash hash = kRootBlockHash;
   for (int32_t i = 0; i < max_hits; ++i) {

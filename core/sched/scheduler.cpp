@@ -201,8 +201,8 @@ void Scheduler::preempt_for_priority(StepState& state) {
     const Sequence& seq = *std::find_if(head.seqs.begin(), head.seqs.end(),
                                         [](const Sequence& candidate) { return !candidate.finished(); });
     const int32_t first_chunk = std::min(seq.num_tokens(), config_.max_num_batched_tokens);
-    const kv::AllocStatus admission = kv_.allocation_status({seq.tokens, head.request.cache_salt}, first_chunk,
-                                                            admission_headroom(kv_.watermark_blocks()));
+    const kv::AllocStatus admission =
+        kv_.allocation_status(admission_prompt(head, seq), first_chunk, admission_headroom(kv_.watermark_blocks()));
     const std::optional<PreemptionMode> mode = priority_preemption(head, tail, admission);
     if (!mode) break;
     preempt(state, tail, *mode);
@@ -366,9 +366,7 @@ void Scheduler::settle_proposals(Sequence& seq, int32_t num_accepted) {
   const int32_t confirmed = seq.num_computed_tokens;
   PAGEDLLM_ASSERT(num_accepted >= 0 && confirmed + num_accepted < seq.num_tokens(),
                   "settling proposals the sequence did not take");
-  kv_.settle_proposals(
-      seq.id,
-      std::span<const TokenId>(seq.tokens).subspan(static_cast<size_t>(confirmed), static_cast<size_t>(num_accepted)));
+  kv_.settle_proposals(seq.id, seq.stored_tokens(confirmed, confirmed + num_accepted));
   seq.num_computed_tokens = confirmed + num_accepted;
 }
 
@@ -383,14 +381,15 @@ void Scheduler::build_appends(const SequenceGroup& group) {
     // hashes instead of hashing the blocks again. (A forked group's siblings differ past the
     // prompt: the hashes are its first sequence's only.)
     const bool hashed = group.seqs.size() == 1;
-    scratch_appends_.push_back(kv::AppendRequest{
-        .seq = seq.id,
-        .tokens = std::span<const TokenId>(seq.tokens)
-                      .subspan(static_cast<size_t>(seq.num_computed_tokens), static_cast<size_t>(tokens)),
-        .block_hashes =
-            hashed ? std::span<const kv::BlockHash>(group.admission_hashes) : std::span<const kv::BlockHash>(),
-        .num_named_hashes = hashed ? num_named_hashes(group) : 0,
-        .num_tentative = seq.num_proposed_tokens});
+    const int32_t begin = seq.num_computed_tokens;
+    scratch_appends_.push_back(
+        kv::AppendRequest{.seq = seq.id,
+                          .tokens = seq.stored_tokens(begin, begin + tokens),
+                          .block_hashes = hashed ? std::span<const kv::BlockHash>(group.admission_hashes)
+                                                 : std::span<const kv::BlockHash>(),
+                          .num_named_hashes = hashed ? num_named_hashes(group) : 0,
+                          .num_tentative = seq.num_proposed_tokens,
+                          .num_unstored_tokens = seq.num_unstored_in(begin, begin + tokens)});
   }
 }
 
@@ -438,11 +437,7 @@ Scheduler::Outcome Scheduler::admit(StepState& state, SequenceGroup& group) {
       std::find_if(group.seqs.begin(), group.seqs.end(), [](const Sequence& seq) { return !seq.finished(); });
   PAGEDLLM_ASSERT(leader != group.seqs.end(), "a waiting group with no live sequence");
   Sequence& seq = *leader;
-  if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
-    group.admission_hashes =
-        kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt, group.request.content_ids);
-  }
-  const kv::PromptRef prompt{seq.tokens, group.request.cache_salt, group.admission_hashes, num_named_hashes(group)};
+  const kv::PromptRef prompt = admission_prompt(group, seq);
   const int32_t cached = kv_.match_prefix(prompt).num_cached_tokens;
   const int32_t end = lockstep_end(group, seq, num_seqs > 1);
   const int32_t tokens = plan_chunk({cached, end, state.token_budget, block_size, config_.enable_chunked_prefill});
@@ -516,6 +511,7 @@ void Scheduler::add_to_plan(StepState& state, SequenceGroup& group, size_t seq_i
   scheduled.seq = seq.id;
   scheduled.sample_index = static_cast<int32_t>(seq_index);
   scheduled.tokens = seq.tokens;
+  scheduled.num_unstored_tokens = seq.num_unstored_tokens;
   scheduled.start = start;
   scheduled.end = end;
   scheduled.num_prompt_tokens = seq.num_prompt_tokens;
@@ -549,13 +545,32 @@ int32_t Scheduler::num_named_hashes(const SequenceGroup& group) const {
                   static_cast<int32_t>(group.admission_hashes.size()));
 }
 
+kv::PromptRef Scheduler::admission_prompt(SequenceGroup& group, const Sequence& seq) const {
+  if (group.admission_hashes.empty() && kv_.config().enable_prefix_caching) {
+    group.admission_hashes = kv::hash_prompt_blocks(seq.tokens, seq.num_unstored_tokens, kv_.config().block_size,
+                                                    group.request.cache_salt, group.request.content_ids);
+  }
+  return {.tokens = seq.tokens,
+          .salt = group.request.cache_salt,
+          .block_hashes = group.admission_hashes,
+          .num_named_hashes = num_named_hashes(group),
+          .num_unstored_tokens = seq.num_unstored_tokens};
+}
+
 kv::PromptRef Scheduler::rejoin_prompt(const SequenceGroup& group, const Sequence& seq) {
   const kv::PromptContentIds& content = group.request.content_ids;
-  if (content.empty() || !kv_.config().enable_prefix_caching) return {seq.tokens, group.request.cache_salt};
+  if (content.empty() || !kv_.config().enable_prefix_caching) {
+    return {.tokens = seq.tokens, .salt = group.request.cache_salt, .num_unstored_tokens = seq.num_unstored_tokens};
+  }
   // Blocks registered under hashes named by content ids are found only by those hashes.
   const int32_t block_size = kv_.config().block_size;
-  scratch_rejoin_hashes_ = kv::hash_prompt_blocks(seq.tokens, block_size, group.request.cache_salt, content);
-  return {seq.tokens, group.request.cache_salt, scratch_rejoin_hashes_, content.num_named_blocks(block_size)};
+  scratch_rejoin_hashes_ =
+      kv::hash_prompt_blocks(seq.tokens, seq.num_unstored_tokens, block_size, group.request.cache_salt, content);
+  return {.tokens = seq.tokens,
+          .salt = group.request.cache_salt,
+          .block_hashes = scratch_rejoin_hashes_,
+          .num_named_hashes = content.num_named_blocks(block_size),
+          .num_unstored_tokens = seq.num_unstored_tokens};
 }
 
 void Scheduler::release_admission_hashes(SequenceGroup& group, int32_t num_slots) const {

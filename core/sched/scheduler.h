@@ -133,6 +133,9 @@ class Scheduler {
                    std::span<const kv::BlockId> block_table);
   // Leading admission hashes derived from the request's content ids rather than its tokens.
   int32_t num_named_hashes(const SequenceGroup& group) const;
+  // The admitted sequence's prompt for the prefix cache, its block hashes computed once (kept in
+  // group.admission_hashes) when prefix caching is on.
+  kv::PromptRef admission_prompt(SequenceGroup& group, const Sequence& seq) const;
   // A rejoining sibling's prompt for the prefix cache; hashed from the request's content ids
   // when it names them (into scratch_rejoin_hashes_, valid until the next call).
   kv::PromptRef rejoin_prompt(const SequenceGroup& group, const Sequence& seq);

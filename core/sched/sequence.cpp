@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/common/check.h"
+
 namespace pagedllm::sched {
 
 const char* to_string(FinishReason reason) {
@@ -34,13 +36,20 @@ const char* to_string(GroupState state) {
   return "?";
 }
 
-std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq) {
+std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq, int32_t first_stored) {
   auto group = std::make_unique<SequenceGroup>();
   Sequence seq;
   seq.id = first_seq;
   // The prompt is held once, as the first sequence's tokens: the group's request keeps its length.
-  seq.tokens = std::move(request.prompt_tokens);
-  request.prompt_tokens.clear();
+  if (request.prompt_tokens.empty() && request.prompt_synthesis) {
+    const int32_t length = prompt_length(request);
+    PAGEDLLM_ASSERT(first_stored >= 0 && first_stored < length, "a described prompt must store its last token");
+    seq.num_unstored_tokens = first_stored;
+    request.prompt_synthesis->append(request.content_ids, first_stored, length, seq.tokens);
+  } else {
+    seq.tokens = std::move(request.prompt_tokens);
+    request.prompt_tokens.clear();
+  }
   seq.num_prompt_tokens = seq.num_tokens();
   group->num_prompt_tokens = seq.num_prompt_tokens;
   // Room for the outputs up front (as vLLM's input batch holds max_model_len token slots per

@@ -1,9 +1,11 @@
 // Sequences and sequence groups: the scheduler's view of a request in flight.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +21,11 @@ namespace pagedllm::sched {
 // One sample of a request: its tokens and how many of them have KV in the cache.
 struct Sequence {
   SeqId id = 0;
-  std::vector<TokenId> tokens;  // prompt, then output
+  // Prompt, then output; without the first num_unstored_tokens: a simulated prompt's tokens that
+  // nothing reads (Request::prompt_synthesis; whole blocks, named by the request's content ids).
+  // Position p is tokens[p - num_unstored_tokens].
+  std::vector<TokenId> tokens;
+  int32_t num_unstored_tokens = 0;
   int32_t num_prompt_tokens = 0;
   int32_t num_computed_tokens = 0;  // leading tokens whose KV is in the cache
   double cumulative_logprob = 0.0;
@@ -37,9 +43,19 @@ struct Sequence {
   int32_t num_proposed_tokens = 0;
 
   bool finished() const { return finish_reason != FinishReason::none; }
-  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_tokens() const { return num_unstored_tokens + static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
   int32_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
+  // Of positions [begin, end): how many are unstored, and the stored ones.
+  int32_t num_unstored_in(int32_t begin, int32_t end) const {
+    return std::max(0, std::min(end, num_unstored_tokens) - begin);
+  }
+  std::span<const TokenId> stored_tokens(int32_t begin, int32_t end) const {
+    const int32_t first = std::max(begin, num_unstored_tokens);
+    if (end <= first) return {};
+    return std::span<const TokenId>(tokens).subspan(static_cast<size_t>(first - num_unstored_tokens),
+                                                    static_cast<size_t>(end - first));
+  }
 };
 
 enum class GroupState : uint8_t { waiting, running, swapped, finished };
@@ -99,7 +115,9 @@ struct SequenceGroup {
   }
 };
 
-// A new request's group: waiting, with one sequence `first_seq` holding the prompt.
-std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq);
+// A new request's group: waiting, with one sequence `first_seq` holding the prompt. A prompt
+// given by its synthesis (and no tokens) is written from position `first_stored` on, a multiple of
+// the KV block size inside its named blocks (0: all of it).
+std::unique_ptr<SequenceGroup> make_sequence_group(Request request, SeqId first_seq, int32_t first_stored = 0);
 
 }  // namespace pagedllm::sched

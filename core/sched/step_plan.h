@@ -22,9 +22,12 @@ struct ScheduledSequence {
   RequestId request = 0;
   SeqId seq = 0;
   int32_t sample_index = 0;         // the sequence's place in its group (random stream)
-  std::span<const TokenId> tokens;  // all tokens so far; [start, end) are computed now
-  int32_t start = 0;                // first position computed this step
-  int32_t end = 0;                  // one past the last
+  std::span<const TokenId> tokens;  // all tokens so far but the unstored ones; [start, end) are computed now
+  // Leading tokens not in `tokens` (position p is tokens[p - num_unstored_tokens]): a simulated
+  // prompt's, for an executor that reads no prompt (Executor::reads_prompt_tokens); 0 otherwise.
+  int32_t num_unstored_tokens = 0;
+  int32_t start = 0;  // first position computed this step
+  int32_t end = 0;    // one past the last
   int32_t num_prompt_tokens = 0;
   std::span<const kv::BlockId> block_table;  // device blocks after this step's allocations
   bool sample = false;                       // end == tokens.size(): produce logits and sample
@@ -41,6 +44,7 @@ struct ScheduledSequence {
   std::span<const uint32_t> allowed_tokens{};
 
   int32_t num_new_tokens() const { return end - start; }
+  int32_t num_tokens() const { return num_unstored_tokens + static_cast<int32_t>(tokens.size()); }  // unstored too
   bool is_prefill() const { return end - start - num_proposed_tokens > 1 || start < num_prompt_tokens; }
   // The mask of sampled position `row` (0: after the confirmed tokens; r: after r proposals).
   std::span<const uint32_t> allowed_row(size_t row) const {

@@ -48,9 +48,10 @@ struct MaterializeConfig {
   bool ignore_eos = true;
   // Tokenizes text prompts; absent: a text prompt is an error naming its line.
   std::function<std::vector<TokenId>(const std::string&)> encode;
-  // Leave prompts given only as a length empty (MaterializedTrace::fill_prompt writes them when
-  // the request arrives), so that a run holds the tokens of the requests in flight only: what a
-  // simulator of a long trace wants. The tokens are the same either way.
+  // Leave prompts given only as a length unwritten: each request carries its description
+  // (Request::prompt_synthesis; sched::write_prompt writes it), and an engine writes what its
+  // executor reads (a model: all of it; the simulator: the last block). What a simulator of a long
+  // trace wants. The tokens are the same either way.
   bool defer_synthetic_prompts = false;
 
   static sched::SamplingParams greedy_sampling() {
@@ -72,10 +73,6 @@ struct MaterializedTrace : MaterializeReport {
   // Requests in arrival order; request.id is the request's index in the trace, so a request keeps
   // its id (and its scripted tokens) whatever was rejected around it.
   std::vector<sched::Request> requests;
-  // Writes a deferred request's prompt tokens (MaterializeConfig::defer_synthetic_prompts), exactly
-  // the tokens materialize_requests would have written; a request that has its tokens is left as
-  // it is. Empty when nothing was deferred. Safe to call from several threads.
-  std::function<void(sched::Request&)> fill_prompt;
 };
 
 // Throws std::invalid_argument naming the field when the config is unusable.
@@ -85,8 +82,7 @@ void validate(const MaterializeConfig& config);
 MaterializedTrace materialize_requests(const Trace& trace, const MaterializeConfig& config, const std::string& file);
 
 // One request at a time, for a trace read as it is consumed (core/trace/request_stream.h): the
-// same requests materialize_requests makes, with their prompts written at once
-// (defer_synthetic_prompts does not apply).
+// same requests materialize_requests makes.
 class RequestMaterializer {
  public:
   // `prefix_block_tokens` is the trace header's; throws std::invalid_argument like validate() and

@@ -21,10 +21,10 @@ namespace pagedllm::trace {
 struct TraceStreamConfig {
   std::string path{};
   ReadOptions read{};
-  MaterializeConfig materialize{};  // defer_synthetic_prompts is ignored: prompts are written at once
-  int64_t max_requests = 0;         // stop after this many accepted requests; 0 = all
-  bool arrivals_at_zero = false;    // every request arrives at time 0 (`--time fast`)
-  int64_t expected_count = 0;       // for progress (a scan's count); 0 = unknown
+  MaterializeConfig materialize{};
+  int64_t max_requests = 0;       // stop after this many accepted requests; 0 = all
+  bool arrivals_at_zero = false;  // every request arrives at time 0 (`--time fast`)
+  int64_t expected_count = 0;     // for progress (a scan's count); 0 = unknown
 };
 
 class TraceRequestStream final : public engine::RequestSource {

@@ -30,6 +30,8 @@ class RecordingExecutor final : public engine::Executor {
       if (scheduled.sample) add_distinct(record.sampled, scheduled.request);
     }
     record.num_sequences = static_cast<int32_t>(plan.sequences.size());
+    for (const sched::ScheduledSequence& scheduled : plan.sequences)
+      record.num_unstored_tokens += scheduled.num_unstored_tokens;
     record.num_batched_tokens = plan.num_batched_tokens;
     record.num_swap_out = static_cast<int32_t>(plan.swap_out.size());
     record.num_swap_in = static_cast<int32_t>(plan.swap_in.size());
@@ -38,6 +40,7 @@ class RecordingExecutor final : public engine::Executor {
     return inner_.execute(plan);
   }
   std::string name() const override { return "recording"; }
+  bool reads_prompt_tokens() const override { return inner_.reads_prompt_tokens(); }
   const std::vector<PlanRecord>& records() const { return records_; }
 
  private:
@@ -84,7 +87,7 @@ engine::ScriptedExecutorConfig executor_config(const EngineSetup& setup) {
   config.eos_period = setup.eos_period;
   config.seconds_per_step = setup.seconds_per_step;
   config.seconds_per_token = setup.seconds_per_token;
-  config.verify_kv = true;
+  config.verify_kv = setup.verify_kv;
   if (setup.speculative.simulated) config.accepted_per_position = setup.speculative.simulated->accepted_per_position;
   return config;
 }

@@ -54,6 +54,9 @@ struct EngineSetup {
   // With speculative.method draft_model: the draft, a scripted executor of this config (its own
   // KV reads checked too) over a cache of the target's block size and device blocks.
   std::optional<engine::ScriptedExecutorConfig> draft{};
+  // The executor checks every KV read (it then reads every prompt token); off, it reads none and
+  // the engine leaves synthetic prompts unwritten but for their last block, as the simulator's.
+  bool verify_kv = true;
 };
 
 engine::EngineConfig engine_config(const EngineSetup& setup);
@@ -99,6 +102,7 @@ struct PlanRecord {
   int32_t num_swap_out = 0;
   int32_t num_swap_in = 0;
   int32_t num_copies = 0;
+  int64_t num_unstored_tokens = 0;  // summed over the plan's sequences
 };
 
 struct RunOptions {

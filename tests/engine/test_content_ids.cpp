@@ -58,8 +58,9 @@ trace::Trace conversation_trace(uint64_t seed) {
   return trace;
 }
 
-std::vector<sched::Request> materialized(const trace::Trace& trace) {
+std::vector<sched::Request> materialized(const trace::Trace& trace, bool unwritten = false) {
   trace::MaterializeConfig config;
+  config.defer_synthetic_prompts = unwritten;
   config.max_model_len = 128;
   config.synthetic_token_begin = kFirstPromptToken;
   config.synthetic_token_end = 1000;
@@ -118,6 +119,49 @@ BOOST_AUTO_TEST_CASE(named_blocks_are_cached_exactly_as_their_tokens_would_be) {
   RunResult run;
   event_log_of(recompute, named, &run);
   BOOST_TEST(run.counters.preemptions_recompute > 0);
+}
+
+BOOST_AUTO_TEST_CASE(prompts_left_unwritten_run_exactly_as_written_ones) {
+  // The simulator's case: the requests carry their prompts' description only, and an executor
+  // that reads no prompt lets the engine store just each prompt's last block (parallel samples and
+  // beams store all of it). Same trace written out: the same KV event log and tokens.
+  const std::vector<sched::Request> written = materialized(conversation_trace(4));
+  const std::vector<sched::Request> unwritten = materialized(conversation_trace(4), true);
+  int32_t num_unwritten = 0;
+  for (const sched::Request& request : unwritten) num_unwritten += request.prompt_tokens.empty() ? 1 : 0;
+  BOOST_TEST_REQUIRE(num_unwritten == static_cast<int32_t>(unwritten.size()));
+  struct Case {
+    const char* name;
+    EngineSetup setup;
+  };
+  std::vector<Case> cases = {{"ample pool", EngineSetup{}},
+                             {"small pool, recompute", small_pool(PreemptionMode::recompute, true)},
+                             {"small pool, swap", small_pool(PreemptionMode::swap, true)},
+                             {"small pool, no chunked prefill", small_pool(PreemptionMode::recompute, false)},
+                             {"no prefix cache", EngineSetup{}}};
+  cases.back().setup.enable_prefix_caching = false;
+  for (Case& c : cases) c.setup.verify_kv = false;
+  cases.push_back({"KV reads checked: all written", small_pool(PreemptionMode::recompute, true)});
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      RunResult by_description;
+      RunResult by_tokens;
+      const std::string log_by_description = event_log_of(c.setup, unwritten, &by_description);
+      const std::string log_by_tokens = event_log_of(c.setup, written, &by_tokens);
+      BOOST_TEST((log_by_description == log_by_tokens), "leaving prompts unwritten changed the KV event log");
+      check_same_tokens(by_tokens, by_description);
+      BOOST_TEST(by_description.kv_stats.prefix_hit_tokens == by_tokens.kv_stats.prefix_hit_tokens);
+      BOOST_TEST(by_description.counters.preemptions_recompute == by_tokens.counters.preemptions_recompute);
+      BOOST_TEST(by_description.end_time == by_tokens.end_time);
+      int64_t unstored = 0;
+      for (const PlanRecord& plan : by_description.plans) unstored += plan.num_unstored_tokens;
+      if (c.setup.verify_kv) {
+        BOOST_TEST(unstored == 0);  // an executor that reads the prompt gets all of it
+      } else {
+        BOOST_TEST(unstored > 0);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(renamed_content_loses_its_hits) {

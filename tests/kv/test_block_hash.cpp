@@ -113,6 +113,51 @@ BOOST_AUTO_TEST_CASE(named_blocks_hash_from_their_ids_and_the_rest_chains_on_ove
   BOOST_TEST(differs_at(changed, 3) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_stream_names_the_tokens_after_the_ids_and_unstored_tokens_are_never_read) {
+  // 14 tokens named by ids (6 each), then 9 of the request's stream: blocks of 4, all 5 full
+  // blocks named; block 3 (tokens 12-15) straddles the ids' end.
+  std::vector<TokenId> tokens(23);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(100 + i);
+  const kv::PromptContentIds ids_only{.ids = {10, 11, 12}, .tokens_per_id = 6, .num_tokens = 14, .seed = 9};
+  kv::PromptContentIds content = ids_only;
+  content.num_stream_tokens = 9;
+  content.stream = 77;
+  BOOST_TEST(content.num_named_tokens() == 23);
+  BOOST_TEST(content.num_named_blocks(4) == 5);
+  BOOST_TEST(kv::content_ids_problem(content, tokens.size()).empty());
+  const auto hashes = kv::hash_prompt_blocks(tokens, 4, 3, content);
+  const auto by_ids = kv::hash_prompt_blocks(tokens, 4, 3, ids_only);
+  BOOST_REQUIRE(hashes.size() == 5u);
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST((hashes[i] == by_ids[i]));  // inside the ids: as before
+  for (size_t i = 3; i < 5; ++i) BOOST_TEST((hashes[i] != by_ids[i]));  // named by the stream now
+  // Another stream, or another start of it, is other content.
+  kv::PromptContentIds other = content;
+  other.stream = 78;
+  const auto other_stream = kv::hash_prompt_blocks(tokens, 4, 3, other);
+  BOOST_TEST((other_stream[2] == hashes[2]));
+  BOOST_TEST((other_stream[3] != hashes[3]));
+  const kv::PromptContentIds stream_only{
+      .ids = {}, .tokens_per_id = 6, .num_tokens = 0, .seed = 9, .num_stream_tokens = 23, .stream = 77};
+  BOOST_TEST(kv::content_ids_problem(stream_only, tokens.size()).empty());
+  const auto from_zero = kv::hash_prompt_blocks(tokens, 4, 3, stream_only);
+  BOOST_TEST((from_zero[4] != hashes[4]));
+
+  // Leading tokens not given hash the same as given ones where the blocks are named; with the
+  // tokens past the named blocks given, those chain on over them.
+  const auto unstored = kv::hash_prompt_blocks(std::span(tokens).subspan(20), 20, 4, 3, content);
+  BOOST_TEST((unstored == hashes));
+  const auto partly = kv::hash_prompt_blocks(std::span(tokens).subspan(12), 12, 4, 3, ids_only);
+  BOOST_TEST((partly == by_ids));
+  // A block hashed from its tokens must have them.
+  BOOST_CHECK_THROW(kv::hash_prompt_blocks(std::span(tokens).subspan(16), 16, 4, 3, ids_only), std::invalid_argument);
+  // A short last block is not hashed: every token may be unstored when the full blocks are named.
+  const std::vector<TokenId> none;
+  kv::PromptContentIds short_tail = stream_only;
+  short_tail.num_stream_tokens = 22;
+  BOOST_TEST((kv::hash_prompt_blocks(none, 22, 4, 3, short_tail) ==
+              kv::hash_prompt_blocks(std::span(tokens).first(22), 4, 3, short_tail)));
+}
+
 BOOST_AUTO_TEST_CASE(content_ids_that_name_more_than_they_cover_are_refused) {
   const std::vector<TokenId> tokens(20, 5);
   const auto problem = [&](kv::PromptContentIds content) { return kv::content_ids_problem(content, tokens.size()); };
@@ -123,6 +168,9 @@ BOOST_AUTO_TEST_CASE(content_ids_that_name_more_than_they_cover_are_refused) {
   BOOST_TEST(!problem({.ids = {1, 2, 3, 4}, .tokens_per_id = 6, .num_tokens = 21}).empty());  // past the prompt
   BOOST_TEST(!problem({.ids = {1}, .tokens_per_id = 0, .num_tokens = 1}).empty());
   BOOST_TEST(!problem({.ids = {1}, .tokens_per_id = 4, .num_tokens = -1}).empty());
+  BOOST_TEST(problem({.ids = {1, 2}, .tokens_per_id = 6, .num_tokens = 12, .num_stream_tokens = 9}) ==
+             "content ids name 12 prompt tokens with 2 ids of 6 tokens each and 9 by their stream; the prompt has 20");
+  BOOST_TEST(!problem({.ids = {}, .tokens_per_id = 0, .num_tokens = 0, .seed = 0, .num_stream_tokens = -1}).empty());
   BOOST_CHECK_THROW(kv::hash_prompt_blocks(tokens, 4, 0, {.ids = {1}, .tokens_per_id = 4, .num_tokens = 5}),
                     std::invalid_argument);
 }

@@ -163,6 +163,61 @@ BOOST_AUTO_TEST_CASE(precomputed_prompt_hashes_give_the_same_hits) {
       "carries 1 block hashes for 3 full blocks");
 }
 
+BOOST_AUTO_TEST_CASE(unstored_prompt_tokens_in_named_blocks_give_the_same_blocks_as_given_ones) {
+  // A 23-token prompt whose 5 full blocks are named (ids, then a stream); the first 20 tokens are
+  // not given to one manager. Chunked appends (7, 9, then 7 tokens) cross block boundaries inside
+  // the unstored part. Both managers must log the same events and cache the same prefixes.
+  const Tokens prompt = iota_tokens(23, 300);
+  const kv::PromptContentIds content{
+      .ids = {1, 2}, .tokens_per_id = 6, .num_tokens = 12, .seed = 4, .num_stream_tokens = 11, .stream = 9};
+  const auto hashes = kv::hash_prompt_blocks(prompt, 4, 0, content);
+  const std::span<const TokenId> tail = std::span(prompt).subspan(20);
+  std::ostringstream given_text;
+  std::ostringstream unstored_text;
+  kv::KvEventLog given_log(given_text);
+  kv::KvEventLog unstored_log(unstored_text);
+  kv::KvCacheManager given(small_config(16), &given_log);
+  kv::KvCacheManager unstored(small_config(16), &unstored_log);
+  const int32_t named = content.num_named_blocks(4);
+  given.allocate(1, {.tokens = prompt, .block_hashes = hashes, .num_named_hashes = named}, 7);
+  unstored.allocate(1, {.tokens = tail, .block_hashes = hashes, .num_named_hashes = named, .num_unstored_tokens = 20},
+                    7);
+  std::vector<kv::BlockCopy> copies;
+  const auto append = [&](int32_t begin, int32_t end) {
+    const kv::AppendRequest whole{.seq = 1,
+                                  .tokens = std::span(prompt).subspan(begin, end - begin),
+                                  .block_hashes = hashes,
+                                  .num_named_hashes = named};
+    BOOST_REQUIRE(given.try_append_slots(whole, copies));
+    const int32_t first_stored = std::max(begin, 20);
+    kv::AppendRequest part = whole;
+    part.tokens = std::span(prompt).subspan(first_stored, std::max(0, end - first_stored));
+    part.num_unstored_tokens = std::max(0, std::min(end, 20) - begin);
+    BOOST_REQUIRE(unstored.try_append_slots(part, copies));
+  };
+  append(7, 16);
+  append(16, 23);
+  // A decode fills the last block: it is hashed from the stored tail and the new token.
+  const Tokens next{5};
+  BOOST_REQUIRE(given.try_append_slots({.seq = 1, .tokens = next}, copies));
+  BOOST_REQUIRE(unstored.try_append_slots({.seq = 1, .tokens = next}, copies));
+  BOOST_TEST(copies.empty());
+  BOOST_TEST(unstored_text.str() == given_text.str());
+  BOOST_TEST(table(unstored, 1) == table(given, 1), boost::test_tools::per_element());
+  Tokens grown = prompt;
+  grown.push_back(5);
+  const auto grown_hashes = kv::hash_prompt_blocks(grown, 4, 0, content);
+  for (kv::KvCacheManager* manager : {&given, &unstored}) {
+    BOOST_TEST(manager->match_prefix({.tokens = grown, .block_hashes = grown_hashes, .num_named_hashes = named})
+                   .num_cached_tokens == 20);
+    manager->check_invariants();
+  }
+  // Unstored tokens need their blocks' hashes, named; without them the call is refused.
+  expect_refused<kv::KvCacheError>(
+      unstored, [&] { unstored.allocate(2, {.tokens = tail, .num_unstored_tokens = 20}, 23); },
+      "unstored tokens needs its block hashes given");
+}
+
 BOOST_AUTO_TEST_CASE(salted_prompts_never_share) {
   kv::KvCacheManager manager(small_config(16));
   const Tokens prompt = iota_tokens(9);

@@ -121,34 +121,63 @@ BOOST_AUTO_TEST_CASE(prefix_affinity_sends_shared_prefixes_where_they_are_cached
   for (int32_t i = 8; i < 80; i += 4) BOOST_TEST(affinity.replica_of(i) == affinity.replica_of(4));
 }
 
-BOOST_AUTO_TEST_CASE(prompts_written_at_arrival_route_and_run_as_if_given_up_front) {
-  // The requests come without prompts; on_arrival writes each one (as a deferred trace does). The
-  // prefix-affinity router reads the prompt, so it must be written before routing.
-  std::vector<sched::Request> deferred = requests(80);
-  std::vector<std::vector<TokenId>> prompts;
-  for (sched::Request& request : deferred) prompts.push_back(std::move(request.prompt_tokens));
+// Requests whose prompts are described, not written (as `simulate` materializes a length-only
+// trace): every fourth names a shared 64-token prefix by content ids (4 ids of 16 tokens), the
+// rest of each prompt is the request's own stream; some prompts are shorter than a KV block.
+std::vector<sched::Request> described_requests(int32_t count) {
+  const sched::SyntheticTokens synthesis(7, 100, 20000);
+  std::vector<sched::Request> result;
+  for (int32_t i = 0; i < count; ++i) {
+    sched::Request request;
+    request.id = i;
+    request.arrival_time = 0.02 * i;
+    const int32_t length = i % 7 == 3 ? 5 + i % 9 : 100 + 7 * (i % 5);
+    const bool shared = i % 4 == 0 && length > 64;
+    request.content_ids = {.ids = shared ? std::vector<uint64_t>{1, 2, 3, 4} : std::vector<uint64_t>{},
+                           .tokens_per_id = 16,
+                           .num_tokens = shared ? 64 : 0,
+                           .seed = synthesis.content_seed(),
+                           .num_stream_tokens = length - (shared ? 64 : 0),
+                           .stream = static_cast<uint64_t>(i)};
+    request.prompt_synthesis = synthesis;
+    request.params.max_tokens = 20 + i % 13;
+    request.params.ignore_eos = true;
+    result.push_back(request);
+  }
+  return result;
+}
+
+BOOST_AUTO_TEST_CASE(described_prompts_route_and_run_as_written_ones) {
+  // The prefix-affinity router hashes a described prompt from its description; each replica's
+  // engine stores only its last block (the simulator reads no prompt). Written out, the same
+  // requests must go to the same replicas and produce the same tokens, times and hits.
+  std::vector<sched::Request> written = described_requests(80);
+  for (sched::Request& request : written) sched::write_prompt(request);
   sim::ClusterConfig config = cluster_config(3, sim::RouterPolicy::prefix_affinity);
   int32_t calls = 0;
   config.on_arrival = [&](sched::Request& request) {
     ++calls;
-    request.prompt_tokens = prompts.at(static_cast<size_t>(request.id));
+    BOOST_TEST(request.prompt_tokens.empty());  // nothing writes it on the way in
   };
-  sim::ClusterSimulation late(std::move(config));
-  const engine::ReplayResult written = late.run(std::move(deferred));
-  sim::ClusterSimulation early(cluster_config(3, sim::RouterPolicy::prefix_affinity));
-  const engine::ReplayResult given = early.run(requests(80));
+  sim::ClusterSimulation described(std::move(config));
+  const engine::ReplayResult by_description = described.run(described_requests(80));
+  sim::ClusterSimulation given(cluster_config(3, sim::RouterPolicy::prefix_affinity));
+  const engine::ReplayResult by_tokens = given.run(written);
   BOOST_TEST(calls == 80);
-  BOOST_TEST(written.refused.empty());
-  BOOST_REQUIRE_EQUAL(written.outputs.size(), given.outputs.size());
-  for (size_t i = 0; i < given.outputs.size(); ++i) {
-    BOOST_TEST(written.outputs[i].id == given.outputs[i].id);
-    BOOST_TEST(written.outputs[i].times.finished == given.outputs[i].times.finished);
-    BOOST_TEST(written.outputs[i].completions.front().tokens == given.outputs[i].completions.front().tokens);
-    BOOST_TEST(late.replica_of(given.outputs[i].id) == early.replica_of(given.outputs[i].id));
+  BOOST_TEST(by_description.refused.empty());
+  BOOST_REQUIRE_EQUAL(by_description.outputs.size(), by_tokens.outputs.size());
+  for (size_t i = 0; i < by_tokens.outputs.size(); ++i) {
+    BOOST_TEST(by_description.outputs[i].id == by_tokens.outputs[i].id);
+    BOOST_TEST(by_description.outputs[i].times.finished == by_tokens.outputs[i].times.finished);
+    BOOST_TEST(by_description.outputs[i].completions.front().tokens == by_tokens.outputs[i].completions.front().tokens);
+    BOOST_TEST(described.replica_of(by_tokens.outputs[i].id) == given.replica_of(by_tokens.outputs[i].id));
   }
+  int64_t hits = 0;
   for (int32_t r = 0; r < 3; ++r) {
-    BOOST_TEST(late.replica(r).kv().stats().prefix_hit_tokens == early.replica(r).kv().stats().prefix_hit_tokens);
+    hits += described.replica(r).kv().stats().prefix_hit_tokens;
+    BOOST_TEST(described.replica(r).kv().stats().prefix_hit_tokens == given.replica(r).kv().stats().prefix_hit_tokens);
   }
+  BOOST_TEST(hits > 0);
 }
 
 // A source that hands out requests one at a time and counts how far ahead of the run it was asked.

@@ -106,9 +106,17 @@ BOOST_AUTO_TEST_CASE(named_blocks_are_handed_on_as_content_ids_up_to_the_prompt_
   BOOST_TEST(first.ids == (std::vector<uint64_t>{7, 8, 9}));
   BOOST_TEST(first.tokens_per_id == 4);
   BOOST_TEST(first.num_tokens == 10);
+  BOOST_TEST(first.num_stream_tokens == 0);
   BOOST_TEST(result.requests[1].content_ids.num_tokens == 8);
   BOOST_TEST(result.requests[2].content_ids.num_tokens == 8);
-  BOOST_TEST(result.requests[3].content_ids.empty());
+  // The tokens past the ids are named by the request's own stream (its index), to the prompt end.
+  BOOST_TEST(result.requests[1].content_ids.num_stream_tokens == 6);
+  BOOST_TEST(result.requests[1].content_ids.stream == 1u);
+  BOOST_TEST(result.requests[2].content_ids.num_stream_tokens == 54 - 8);
+  BOOST_TEST(result.requests[3].content_ids.ids.empty());
+  BOOST_TEST(result.requests[3].content_ids.num_tokens == 0);
+  BOOST_TEST(result.requests[3].content_ids.num_stream_tokens == 10);
+  BOOST_TEST(result.requests[3].content_ids.stream == 3u);
   BOOST_TEST(result.requests[1].content_ids.seed == first.seed);
   // The seed stands for everything the tokens depend on besides (id, offset).
   MaterializeConfig reseeded = config;
@@ -195,7 +203,7 @@ BOOST_AUTO_TEST_CASE(unusable_configs_name_the_field) {
   BOOST_CHECK_THROW(validate(config), std::invalid_argument);
 }
 
-BOOST_AUTO_TEST_CASE(deferred_prompts_are_filled_at_arrival_with_exactly_the_eager_tokens) {
+BOOST_AUTO_TEST_CASE(deferred_prompts_are_described_and_written_as_exactly_the_eager_tokens) {
   Trace trace;
   trace.header.prefix_block_tokens = 4;
   TraceRequest tokens = length_request(0.3, 0, 3, 4);
@@ -210,28 +218,39 @@ BOOST_AUTO_TEST_CASE(deferred_prompts_are_filled_at_arrival_with_exactly_the_eag
   MaterializeConfig config = small_config();
   config.defer_synthetic_prompts = true;
   MaterializedTrace deferred = materialize_requests(trace, config, "t");
-  BOOST_TEST(!eager.fill_prompt);
-  BOOST_REQUIRE(deferred.fill_prompt);
   BOOST_REQUIRE_EQUAL(deferred.requests.size(), eager.requests.size());
   BOOST_REQUIRE_EQUAL(deferred.requests.size(), 4u);
   BOOST_TEST(deferred.rejected.size() == eager.rejected.size());
   BOOST_TEST(deferred.num_clipped == eager.num_clipped);
   BOOST_TEST(deferred.num_clipped_prompt_tokens == eager.num_clipped_prompt_tokens);
   BOOST_TEST(deferred.num_clipped_prompt_tokens == 36);
-  BOOST_TEST(deferred.requests[0].prompt_tokens.empty());  // nothing written before arrival
+  BOOST_TEST(deferred.requests[0].prompt_tokens.empty());  // nothing written
   BOOST_TEST(deferred.requests[2].prompt_tokens == (std::vector<TokenId>{5, 6, 7}));
+  BOOST_TEST(!deferred.requests[2].prompt_synthesis);  // given as ids: not described
   for (size_t i = 0; i < deferred.requests.size(); ++i) {
     sched::Request& request = deferred.requests[i];
-    deferred.fill_prompt(request);
     const sched::Request& expected = eager.requests[i];
+    BOOST_TEST(sched::prompt_length(request) == static_cast<int32_t>(expected.prompt_tokens.size()));
+    if (i != 2) {
+      // Every token of a described prompt, made alone, is the one written.
+      BOOST_REQUIRE(request.prompt_synthesis);
+      BOOST_TEST(request.content_ids.num_named_tokens() == sched::prompt_length(request));
+      for (int32_t p = 0; p < sched::prompt_length(request); ++p) {
+        BOOST_TEST(request.prompt_synthesis->token_at(request.content_ids, p) ==
+                   expected.prompt_tokens[static_cast<size_t>(p)]);
+      }
+    }
+    sched::write_prompt(request);
     BOOST_TEST(request.id == expected.id);
     BOOST_TEST(request.prompt_tokens == expected.prompt_tokens, boost::test_tools::per_element());
     BOOST_TEST(request.content_ids.ids == expected.content_ids.ids, boost::test_tools::per_element());
     BOOST_TEST(request.content_ids.num_tokens == expected.content_ids.num_tokens);
+    BOOST_TEST(request.content_ids.num_stream_tokens == expected.content_ids.num_stream_tokens);
+    BOOST_TEST(request.content_ids.stream == expected.content_ids.stream);
     BOOST_TEST(request.params.max_tokens == expected.params.max_tokens);
-    // Filling twice changes nothing.
+    // Writing twice changes nothing.
     const std::vector<TokenId> once = request.prompt_tokens;
-    deferred.fill_prompt(request);
+    sched::write_prompt(request);
     BOOST_TEST(request.prompt_tokens == once, boost::test_tools::per_element());
   }
 }

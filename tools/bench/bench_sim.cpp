@@ -142,6 +142,7 @@ class CountingExecutor final : public engine::Executor {
   }
   void recycle(sched::StepResult&& result) override { inner_.recycle(std::move(result)); }
   std::string name() const override { return inner_.name(); }
+  bool reads_prompt_tokens() const override { return inner_.reads_prompt_tokens(); }
 
   int64_t num_forward_steps = 0;
   int64_t num_sequence_steps = 0;
@@ -220,6 +221,7 @@ trace::MaterializedTrace materialize(const trace::Trace& t, const TraceSpec& spe
   config.synthetic_token_end = config.vocab_size;
   config.seed = seed;
   config.rate_scale = rate > 0.0 ? rate / spec.native_rate : 1.0;
+  config.defer_synthetic_prompts = true;  // as `pagedllm simulate`: the engine writes each prompt's last block
   return trace::materialize_requests(t, config, spec.key);
 }
 
@@ -376,7 +378,12 @@ void run_once(TraceRun& run, const BenchConfig& config, bool first) {
     inputs = fold(inputs, static_cast<uint64_t>(request.id));
     inputs = fold(inputs, bits(request.arrival_time));
     inputs = fold(inputs, static_cast<uint64_t>(request.params.max_tokens));
-    for (const pagedllm::TokenId token : request.prompt_tokens) inputs = fold(inputs, static_cast<uint64_t>(token));
+    for (int32_t p = 0; p < sched::prompt_length(request); ++p) {  // the tokens, written or described
+      const pagedllm::TokenId token = request.prompt_tokens.empty()
+                                          ? request.prompt_synthesis->token_at(request.content_ids, p)
+                                          : request.prompt_tokens[static_cast<size_t>(p)];
+      inputs = fold(inputs, static_cast<uint64_t>(token));
+    }
   }
   std::ofstream events_file;
   std::optional<kv::KvEventLog> events;

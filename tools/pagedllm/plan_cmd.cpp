@@ -302,7 +302,8 @@ int run_plan(const std::vector<std::string>& args) {
       trace, options.trace.path, TraceRequestOptions{},
       {.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len : model_max_len,
        .vocab_size = vocab_size,
-       .tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr},
+       .tokenizer = model.bundle ? &model.bundle->tokenizer : nullptr,
+       .synthetic_prompts_unwritten = true},
       std::cerr);
 
   // Each rate repeats the trace until its queue settles, so a short trace gives a rate; but its

@@ -85,7 +85,7 @@ struct SimRunSpec {
   double serving_path_seconds = 0.0;  // per request, the client's time outside the engine
   std::function<void(const engine::ReplayProgress&)> on_progress;
   std::function<bool()> should_stop;                // a wall-clock limit (sim::ClusterConfig::should_stop)
-  std::function<void(sched::Request&)> on_arrival;  // trace::MaterializedTrace::fill_prompt, if deferred
+  std::function<void(sched::Request&)> on_arrival;  // sim::ClusterConfig::on_arrival
   // Optional, both or neither: outputs and refusals as they end (sim::ClusterConfig::on_finished).
   std::function<void(engine::RequestOutput&&)> on_finished{};
   std::function<void(engine::RefusedRequest&&)> on_refused{};

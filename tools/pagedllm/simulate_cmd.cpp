@@ -192,7 +192,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const RequestTarget target{.max_model_len = config.scheduler.max_model_len,
                              .vocab_size = vocab_size,
                              .tokenizer = tokenizer,
-                             .prompts_at_arrival = true};
+                             .synthetic_prompts_unwritten = true};
   // The requests: streamed from the file, or materialized from the whole trace (prompts written
   // on arrival either way).
   std::unique_ptr<engine::RequestSource> source;
@@ -248,11 +248,7 @@ int run_simulate(const std::vector<std::string>& args) {
                         progress.update(p.num_finished, detail.str());
                       },
                   .should_stop = past_deadline,
-                  .on_arrival =
-                      [&, fill_prompt = materialized.fill_prompt](sched::Request& request) {
-                        if (fill_prompt) fill_prompt(request);
-                        records.arrived(request.id);
-                      },
+                  .on_arrival = [&](sched::Request& request) { records.arrived(request.id); },
                   .on_finished =
                       [&](engine::RequestOutput&& output) {
                         ++num_ended;

@@ -62,7 +62,7 @@ trace::MaterializeConfig materialize_config(const TraceRequestOptions& options, 
   materialize.seed = options.seed;
   materialize.rate_scale = options.rate_scale;
   materialize.ignore_eos = !options.respect_eos;
-  materialize.defer_synthetic_prompts = target.prompts_at_arrival;
+  materialize.defer_synthetic_prompts = target.synthetic_prompts_unwritten;
   return materialize;
 }
 

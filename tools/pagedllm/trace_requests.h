@@ -36,9 +36,9 @@ struct RequestTarget {
   int32_t max_model_len = 0;
   int32_t vocab_size = 0;
   const tokenizer::Tokenizer* tokenizer = nullptr;
-  // Synthetic prompts are written as each request arrives (MaterializedTrace::fill_prompt), by a
-  // consumer that calls it: the simulator.
-  bool prompts_at_arrival = false;
+  // Synthetic prompts stay unwritten (Request::prompt_synthesis): for a consumer whose engines
+  // write what their executors read, the simulator.
+  bool synthetic_prompts_unwritten = false;
 };
 
 // ShareGPT's reader counts tokens with this: the tokenizer's encoding, or nothing (null tokenizer).
