@@ -29,30 +29,42 @@ BlockHash finish_hash(uint64_t lo, uint64_t hi, uint64_t length) {
   return BlockHash{lo, hi};
 }
 
-// Block [begin, begin + block_size) of a named prompt: the ids it reads, in order, then (where it
-// reaches past them) the stream and the position where its stream tokens start. Where in the ids
-// it reads follows from its place in the chain (the parent), the block size and tokens_per_id,
-// which the start state takes in with the seed.
-BlockHash hash_named_block(const BlockHash& parent, const PromptContentIds& content, int64_t begin, int32_t block_size,
-                           uint64_t salt) {
-  const uint64_t layout =
-      content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
-  uint64_t lo = mix64(parent.lo ^ salt ^ layout);
-  uint64_t hi = mix64(parent.hi + std::rotl(salt, 29) + std::rotl(layout, 17) + kNamedContentDomain);
-  const int64_t end = begin + block_size;
-  const int64_t ids_end = std::min<int64_t>(end, content.num_tokens);
-  if (begin < ids_end) {
-    const int64_t per_id = content.tokens_per_id;
-    const auto first = static_cast<size_t>(begin / per_id);
-    const auto last = static_cast<size_t>((ids_end - 1) / per_id);
-    for (size_t index = first; index <= last; ++index) absorb(lo, hi, content.ids[index]);
+// The named blocks of a prompt, in order. Block i's hash covers everything its prefix of tokens is
+// made from: the layout (seed, tokens per id), the salt, the ids that name tokens before its end,
+// then (once past them) the stream and where it starts, and the end itself. Equal hashes therefore
+// mean equal token prefixes, as a chain does; but each id is absorbed once, not once per block,
+// and no block's mixing waits for the one before it.
+class NamedPrefixHasher {
+ public:
+  NamedPrefixHasher(const PromptContentIds& content, uint64_t salt) : content_(content) {
+    const uint64_t layout =
+        content.seed ^ (static_cast<uint64_t>(content.tokens_per_id) << 32 | kNamedContentDomain >> 32);
+    lo_ = mix64(kRootBlockHash.lo ^ salt ^ layout);
+    hi_ = mix64(kRootBlockHash.hi + std::rotl(salt, 29) + std::rotl(layout, 17) + kNamedContentDomain);
   }
-  if (end > content.num_tokens) {
-    absorb(lo, hi, content.stream ^ kStreamDomain);
-    absorb(lo, hi, static_cast<uint64_t>(std::max<int64_t>(begin, content.num_tokens)));
+
+  // The hash of the block ending at `end` (increasing from call to call).
+  BlockHash block(int64_t end) {
+    const int64_t ids_end = std::min<int64_t>(end, content_.num_tokens);
+    if (ids_end > 0) {
+      const auto last = static_cast<size_t>((ids_end - 1) / content_.tokens_per_id);
+      for (; next_id_ <= last; ++next_id_) absorb(lo_, hi_, content_.ids[next_id_]);
+    }
+    if (end > content_.num_tokens && !stream_absorbed_) {
+      absorb(lo_, hi_, content_.stream ^ kStreamDomain);
+      absorb(lo_, hi_, static_cast<uint64_t>(content_.num_tokens));
+      stream_absorbed_ = true;
+    }
+    return finish_hash(lo_, hi_, static_cast<uint64_t>(end));
   }
-  return finish_hash(lo, hi, static_cast<uint64_t>(block_size));
-}
+
+ private:
+  const PromptContentIds& content_;
+  uint64_t lo_ = 0;
+  uint64_t hi_ = 0;
+  size_t next_id_ = 0;
+  bool stream_absorbed_ = false;
+};
 
 }  // namespace
 
@@ -129,17 +141,16 @@ std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32
                                 " prompt tokens are not given, past the " + std::to_string(num_named) +
                                 " blocks their content ids name");
   }
-  hashes.reserve(num_full);
-  BlockHash parent = kRootBlockHash;
-  for (size_t i = 0; i < num_full; ++i) {
+  hashes.resize(num_full);
+  NamedPrefixHasher named(content, salt);
+  const size_t num_from_ids = std::min(num_named, num_full);
+  for (size_t i = 0; i < num_from_ids; ++i) hashes[i] = named.block(static_cast<int64_t>((i + 1) * block_size));
+  BlockHash parent = num_from_ids > 0 ? hashes[num_from_ids - 1] : kRootBlockHash;
+  for (size_t i = num_from_ids; i < num_full; ++i) {
     const size_t begin = i * static_cast<size_t>(block_size);
-    parent =
-        i < num_named
-            ? hash_named_block(parent, content, static_cast<int64_t>(begin), block_size, salt)
-            : hash_block(parent,
-                         tokens.subspan(begin - static_cast<size_t>(num_unstored), static_cast<size_t>(block_size)),
-                         salt);
-    hashes.push_back(parent);
+    parent = hash_block(
+        parent, tokens.subspan(begin - static_cast<size_t>(num_unstored), static_cast<size_t>(block_size)), salt);
+    hashes[i] = parent;
   }
   return hashes;
 }

@@ -82,10 +82,12 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens, u
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt);
 
 // The same for a prompt whose leading tokens are named by `content`: its first
-// content.num_named_blocks(block_size) hashes come from the ids (one word per id a block touches,
-// two for the stream, no token read); the blocks after them chain on over their tokens, as the KV
-// manager's tail hasher continues them. A named hash never equals a token hash of the same parent
-// by design (a separate domain). Throws std::invalid_argument with content_ids_problem's answer.
+// content.num_named_blocks(block_size) hashes come from the description (no token read): each
+// covers the seed, tokens per id, salt, the ids that name tokens before the block's end, the
+// stream once past them, and the end, so equal hashes mean equal token prefixes without a chain of
+// mixes from block to block; the blocks after them chain on over their tokens, as the KV manager's
+// tail hasher continues them. A named hash never equals a token hash by design (a separate
+// domain). Throws std::invalid_argument with content_ids_problem's answer.
 std::vector<BlockHash> hash_prompt_blocks(std::span<const TokenId> tokens, int32_t block_size, uint64_t salt,
                                           const PromptContentIds& content);
 // The same for a prompt of `num_unstored` + tokens.size() tokens whose first num_unstored are not
