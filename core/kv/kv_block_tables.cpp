@@ -27,9 +27,7 @@ void KvCacheManager::check_allocation(SeqId seq, PromptRef prompt, int32_t num_t
     throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ", which already holds blocks");
   }
   const auto prompt_len = static_cast<int64_t>(prompt.num_tokens());
-  if (prompt.num_unstored_tokens < 0) {
-    throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with a negative count of unstored tokens");
-  }
+  check_unstored(seq, "allocate of ", prompt.num_unstored_tokens, 0, prompt.block_hashes, prompt.num_named_hashes);
   if (prompt_len == 0) throw KvCacheError("kv cache: allocate of " + seq_name(seq) + " with an empty prompt");
   if (num_tokens < 1 || num_tokens > prompt_len) {
     throw KvCacheError("kv cache: allocate of " + seq_name(seq) + ": num_tokens " + std::to_string(num_tokens) +
@@ -303,9 +301,8 @@ void KvCacheManager::append_and_log(SeqId seq, SequenceKv& state, TokenRun token
 }
 
 void KvCacheManager::check_tentative(const AppendRequest& request, const SequenceKv& state) const {
-  if (request.num_unstored_tokens < 0) {
-    throw KvCacheError("kv cache: append to " + seq_name(request.seq) + " with a negative count of unstored tokens");
-  }
+  check_unstored(request.seq, "append to ", request.num_unstored_tokens, state.num_tokens, request.block_hashes,
+                 request.num_named_hashes);
   if (request.num_tentative < 0 || request.num_tentative > static_cast<int32_t>(request.tokens.size())) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + " marks " +
                        std::to_string(request.num_tentative) + " of its " + std::to_string(request.tokens.size()) +
@@ -313,6 +310,21 @@ void KvCacheManager::check_tentative(const AppendRequest& request, const Sequenc
   }
   if (state.num_tentative > 0) {
     throw KvCacheError("kv cache: append to " + seq_name(request.seq) + ", whose last proposals are not settled");
+  }
+}
+
+void KvCacheManager::check_unstored(SeqId seq, const char* what, int32_t num_unstored, int32_t first_position,
+                                    std::span<const BlockHash> hashes, int32_t num_named) const {
+  if (num_unstored < 0) {
+    throw KvCacheError("kv cache: " + std::string(what) + seq_name(seq) + " with a negative count of unstored tokens");
+  }
+  if (num_unstored == 0 || !config_.enable_prefix_caching) return;  // without a cache nothing reads them
+  const int64_t named_end =
+      static_cast<int64_t>(std::min(static_cast<size_t>(std::max(num_named, 0)), hashes.size())) * config_.block_size;
+  if (first_position + int64_t{num_unstored} > named_end) {
+    throw KvCacheError("kv cache: " + std::string(what) + seq_name(seq) + ": its unstored tokens reach position " +
+                       std::to_string(first_position + int64_t{num_unstored}) + ", past the " +
+                       std::to_string(named_end) + " tokens of the blocks named for them");
   }
 }
 

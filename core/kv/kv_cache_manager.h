@@ -295,6 +295,10 @@ class KvCacheManager {
   int32_t commit_allocation(SeqId seq, PromptRef prompt, const AllocPlan& plan);      // returns the cached tokens
   void check_allocation(SeqId seq, PromptRef prompt, int32_t num_tokens) const;       // misuse throws
   void check_tentative(const AppendRequest& request, const SequenceKv& state) const;  // misuse throws
+  // Unstored tokens from `first_position` on must lie in blocks named by the given hashes (with a
+  // prefix cache: they are never read); throws KvCacheError otherwise.
+  void check_unstored(SeqId seq, const char* what, int32_t num_unstored, int32_t first_position,
+                      std::span<const BlockHash> hashes, int32_t num_named) const;
   // try_append_slots' common case: one confirmed token of a device sequence that holds its last
   // block alone, without a window or an event log, not filling a block that must be registered.
   bool try_append_decode(SequenceKv& state, TokenId token, int32_t keep_free_blocks, std::span<const BlockId>* table);

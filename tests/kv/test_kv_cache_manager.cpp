@@ -215,7 +215,20 @@ BOOST_AUTO_TEST_CASE(unstored_prompt_tokens_in_named_blocks_give_the_same_blocks
   // Unstored tokens need their blocks' hashes, named; without them the call is refused.
   expect_refused<kv::KvCacheError>(
       unstored, [&] { unstored.allocate(2, {.tokens = tail, .num_unstored_tokens = 20}, 23); },
-      "unstored tokens needs its block hashes given");
+      "its unstored tokens reach position 20, past the 0 tokens of the blocks named for them");
+  expect_refused<kv::KvCacheError>(
+      unstored,
+      [&] {
+        unstored.allocate(2, {.tokens = tail, .block_hashes = hashes, .num_named_hashes = 4, .num_unstored_tokens = 20},
+                          23);
+      },
+      "past the 16 tokens");
+  unstored.allocate(3, {.tokens = tail, .block_hashes = hashes, .num_named_hashes = named, .num_unstored_tokens = 20},
+                    2);
+  expect_refused<kv::KvCacheError>(
+      unstored,
+      [&] { BOOST_TEST(unstored.try_append_slots({.seq = 3, .tokens = tail, .num_unstored_tokens = 18}, copies)); },
+      "append to sequence 3: its unstored tokens reach position 38, past the 0 tokens");
 }
 
 BOOST_AUTO_TEST_CASE(salted_prompts_never_share) {
