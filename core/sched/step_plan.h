@@ -30,7 +30,7 @@ struct ScheduledSequence {
   int32_t end = 0;    // one past the last
   int32_t num_prompt_tokens = 0;
   std::span<const kv::BlockId> block_table;  // device blocks after this step's allocations
-  bool sample = false;                       // end == tokens.size(): produce logits and sample
+  bool sample = false;                       // end == num_tokens(): produce logits and sample
   // Speculative decoding: the last this-many tokens of [start, end) are proposals. The executor
   // returns logits for each of them and for the token before them, and keeps the longest run of
   // proposals its sampler would have drawn itself, plus its own next token (SequenceOutput).

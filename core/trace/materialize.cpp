@@ -59,6 +59,7 @@ void validate(const MaterializeConfig& config) {
     fail("rate_scale", "must be positive and finite");
 }
 
+// Held by RequestMaterializer::Impl, so not in an anonymous namespace.
 namespace materialize_internal {
 
 class Materializer {
