@@ -432,6 +432,7 @@ void KvCacheManager::append_tokens(SequenceKv& state, TokenRun tokens, KnownHash
     const bool unstored = run_begin < tokens.num_unstored;
     PAGEDLLM_ASSERT(!unstored || index < std::min(static_cast<size_t>(known.num_named), known.hashes.size()),
                     "unstored tokens outside the blocks named for them");
+    if (unstored) state.tail_unstored = true;
     if (!unstored && (!known_hash || check_known)) {
       for (const TokenId token :
            tokens.stored.subspan(static_cast<size_t>(run_begin - tokens.num_unstored), static_cast<size_t>(run))) {
@@ -464,6 +465,7 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   SequenceKv& copy = add_sequence(child);  // slots live in a deque: `source` stays valid
   copy.block_table = source.block_table;
   copy.tail_hasher = source.tail_hasher;
+  copy.tail_unstored = source.tail_unstored;
   copy.salt = source.salt;
   copy.num_tokens = source.num_tokens;
   copy.num_released_blocks = source.num_released_blocks;

@@ -70,8 +70,9 @@ void KvCacheManager::check_invariants() const {
         (state.num_tentative > 0 && state.tier != Tier::device)) {
       fail(name + " holds " + std::to_string(state.num_tentative) + " tentative slots");
     }
-    if (config_.enable_prefix_caching &&
-        state.tail_hasher.num_tokens() != (state.num_tokens - state.num_tentative) % block_size) {
+    // A last block of unstored tokens is hashed from its name when it fills: its hasher is empty.
+    const int32_t tail_hashed = state.tail_unstored ? 0 : (state.num_tokens - state.num_tentative) % block_size;
+    if (config_.enable_prefix_caching && state.tail_hasher.num_tokens() != tail_hashed) {
       fail(name + " has hashed " + std::to_string(state.tail_hasher.num_tokens()) + " tokens of its last block");
     }
     const BlockPool& tier_pool = state.tier == Tier::device ? device_ : host_;

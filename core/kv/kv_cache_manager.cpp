@@ -96,6 +96,7 @@ KvCacheManager::SequenceKv& KvCacheManager::add_sequence(SeqId seq) {
   state.num_tentative = 0;
   state.tier = Tier::device;
   state.last_block_maybe_shared = false;
+  state.tail_unstored = false;
   state.live = true;
   return state;
 }

@@ -238,6 +238,9 @@ class KvCacheManager {
     Tier tier = Tier::device;
     bool last_block_maybe_shared = false;  // set by fork; cleared once the block is known exclusive
     bool live = false;                     // false: a free slot awaiting reuse
+    // The unfinished last block holds unstored tokens: the tail hasher has none of them (the
+    // block's hash comes named when it fills). Cleared when a block is registered.
+    bool tail_unstored = false;
   };
 
   struct SeqIdBits {

@@ -45,6 +45,7 @@ PrefixMatch KvCacheManager::match_prefix(PromptRef prompt, std::vector<BlockId>*
 void KvCacheManager::register_full_block(SequenceKv& state, BlockId block, const BlockHash& hash,
                                          std::vector<BlockId>* cached) {
   state.tail_hasher.reset(hash, state.salt);
+  state.tail_unstored = false;
   BlockMeta& meta = device_.meta(block);
   meta.hash = hash;
   meta.has_hash = true;

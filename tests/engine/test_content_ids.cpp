@@ -140,6 +140,16 @@ BOOST_AUTO_TEST_CASE(prompts_left_unwritten_run_exactly_as_written_ones) {
                              {"small pool, no chunked prefill", small_pool(PreemptionMode::recompute, false)},
                              {"no prefix cache", EngineSetup{}}};
   cases.back().setup.enable_prefix_caching = false;
+  // The simulator's speculative decoding: placeholder drafts after the last token, verified at
+  // measured rates (positions past the unstored prompt).
+  cases.push_back({"simulated speculation, recompute", small_pool(PreemptionMode::recompute, true)});
+  cases.back().setup.speculative = {.method = spec::SpeculativeMethod::ngram,
+                                    .num_speculative_tokens = 3,
+                                    .prompt_lookup_min = 1,
+                                    .prompt_lookup_max = 3,
+                                    .disable_by_batch_size = 0};
+  cases.back().setup.speculative.simulated =
+      spec::SimulatedAcceptance{.draft_rate = 0.7, .accepted_per_position = {0.8, 0.5, 0.3}};
   for (Case& c : cases) c.setup.verify_kv = false;
   cases.push_back({"KV reads checked: all written", small_pool(PreemptionMode::recompute, true)});
   for (const Case& c : cases) {
@@ -153,6 +163,8 @@ BOOST_AUTO_TEST_CASE(prompts_left_unwritten_run_exactly_as_written_ones) {
       BOOST_TEST(by_description.kv_stats.prefix_hit_tokens == by_tokens.kv_stats.prefix_hit_tokens);
       BOOST_TEST(by_description.counters.preemptions_recompute == by_tokens.counters.preemptions_recompute);
       BOOST_TEST(by_description.end_time == by_tokens.end_time);
+      BOOST_TEST(by_description.counters.spec_accepted_tokens == by_tokens.counters.spec_accepted_tokens);
+      if (c.setup.speculative.enabled()) BOOST_TEST(by_description.counters.spec_accepted_tokens > 0);
       int64_t unstored = 0;
       for (const PlanRecord& plan : by_description.plans) unstored += plan.num_unstored_tokens;
       if (c.setup.verify_kv) {
