@@ -127,7 +127,7 @@ int32_t KvCacheManager::commit_allocation(SeqId seq, PromptRef prompt, const All
     scratch_fresh_.clear();
     scratch_cached_.clear();
   }
-  append_tokens(state, prompt_run(prompt, match.num_cached_tokens, plan.slots),
+  append_tokens(state, TokenRun::of(prompt.tokens, prompt.num_unstored_tokens, match.num_cached_tokens, plan.slots),
                 KnownHashes{prompt.block_hashes, prompt.num_named_hashes}, logging ? &scratch_fresh_ : nullptr,
                 logging ? &scratch_cached_ : nullptr);
   if (logging) {
@@ -387,16 +387,6 @@ void KvCacheManager::settle_proposals(SeqId seq, std::span<const TokenId> accept
   }
 }
 
-KvCacheManager::TokenRun KvCacheManager::prompt_run(PromptRef prompt, int32_t begin, int32_t end) {
-  const int32_t unstored = std::min(end, prompt.num_unstored_tokens);
-  const int32_t first_stored = std::max(begin, prompt.num_unstored_tokens);
-  return TokenRun{.stored = end > first_stored
-                                ? prompt.tokens.subspan(static_cast<size_t>(first_stored - prompt.num_unstored_tokens),
-                                                        static_cast<size_t>(end - first_stored))
-                                : std::span<const TokenId>(),
-                  .num_unstored = std::max(0, unstored - begin)};
-}
-
 void KvCacheManager::append_tokens(SequenceKv& state, TokenRun tokens, KnownHashes known, std::vector<BlockId>* fresh,
                                    std::vector<BlockId>* cached) {
   const int32_t block_size = config_.block_size;
@@ -430,8 +420,8 @@ void KvCacheManager::append_tokens(SequenceKv& state, TokenRun tokens, KnownHash
     // Unstored tokens lie in named blocks (the unstored prompt is whole blocks), which the caller
     // names in every append until they fill: they are never hashed, so never read.
     const bool unstored = run_begin < tokens.num_unstored;
-    PAGEDLLM_ASSERT(!unstored || index < std::min(static_cast<size_t>(known.num_named), known.hashes.size()),
-                    "unstored tokens outside the blocks named for them");
+    PAGEDLLM_DEBUG_ASSERT(!unstored || index < std::min(static_cast<size_t>(known.num_named), known.hashes.size()),
+                          "unstored tokens outside the blocks named for them (check_unstored lets none in)");
     if (unstored) state.tail_unstored = true;
     if (!unstored && (!known_hash || check_known)) {
       for (const TokenId token :

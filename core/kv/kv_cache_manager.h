@@ -39,6 +39,7 @@
 #include "core/kv/kv_cache_config.h"
 #include "core/kv/kv_event_log.h"
 #include "core/kv/prefix_index.h"
+#include "core/kv/token_run.h"
 
 namespace pagedllm::kv {
 
@@ -274,14 +275,6 @@ class KvCacheManager {
     int32_t num_skipped_hits = 0;
     int32_t num_held = 0;  // blocks the sequence holds once allocated
   };
-  // Tokens appended, in order: `num_unstored` not given, then `stored`.
-  struct TokenRun {
-    std::span<const TokenId> stored;
-    int32_t num_unstored = 0;
-    int32_t size() const { return num_unstored + static_cast<int32_t>(stored.size()); }
-  };
-  // Tokens [begin, end) of a prompt.
-  static TokenRun prompt_run(PromptRef prompt, int32_t begin, int32_t end);
   // Chain hashes a caller already has for a sequence's leading full blocks.
   struct KnownHashes {
     std::span<const BlockHash> hashes;

@@ -366,7 +366,7 @@ void Scheduler::settle_proposals(Sequence& seq, int32_t num_accepted) {
   const int32_t confirmed = seq.num_computed_tokens;
   PAGEDLLM_ASSERT(num_accepted >= 0 && confirmed + num_accepted < seq.num_tokens(),
                   "settling proposals the sequence did not take");
-  kv_.settle_proposals(seq.id, seq.stored_tokens(confirmed, confirmed + num_accepted));
+  kv_.settle_proposals(seq.id, seq.run(confirmed, confirmed + num_accepted).stored);
   seq.num_computed_tokens = confirmed + num_accepted;
 }
 
@@ -381,15 +381,15 @@ void Scheduler::build_appends(const SequenceGroup& group) {
     // hashes instead of hashing the blocks again. (A forked group's siblings differ past the
     // prompt: the hashes are its first sequence's only.)
     const bool hashed = group.seqs.size() == 1;
-    const int32_t begin = seq.num_computed_tokens;
+    const kv::TokenRun run = seq.run(seq.num_computed_tokens, seq.num_computed_tokens + tokens);
     scratch_appends_.push_back(
         kv::AppendRequest{.seq = seq.id,
-                          .tokens = seq.stored_tokens(begin, begin + tokens),
+                          .tokens = run.stored,
                           .block_hashes = hashed ? std::span<const kv::BlockHash>(group.admission_hashes)
                                                  : std::span<const kv::BlockHash>(),
                           .num_named_hashes = hashed ? num_named_hashes(group) : 0,
                           .num_tentative = seq.num_proposed_tokens,
-                          .num_unstored_tokens = seq.num_unstored_in(begin, begin + tokens)});
+                          .num_unstored_tokens = run.num_unstored});
   }
 }
 

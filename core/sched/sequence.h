@@ -1,17 +1,16 @@
 // Sequences and sequence groups: the scheduler's view of a request in flight.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/common/types.h"
 #include "core/kv/block_hash.h"
+#include "core/kv/token_run.h"
 #include "core/sched/request.h"
 #include "core/spec/speculation_tally.h"
 #include "core/structured/token_mask.h"
@@ -46,15 +45,9 @@ struct Sequence {
   int32_t num_tokens() const { return num_unstored_tokens + static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
   int32_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
-  // Of positions [begin, end): how many are unstored, and the stored ones.
-  int32_t num_unstored_in(int32_t begin, int32_t end) const {
-    return std::max(0, std::min(end, num_unstored_tokens) - begin);
-  }
-  std::span<const TokenId> stored_tokens(int32_t begin, int32_t end) const {
-    const int32_t first = std::max(begin, num_unstored_tokens);
-    if (end <= first) return {};
-    return std::span<const TokenId>(tokens).subspan(static_cast<size_t>(first - num_unstored_tokens),
-                                                    static_cast<size_t>(end - first));
+  // Positions [begin, end): how many are unstored, and the stored ones.
+  kv::TokenRun run(int32_t begin, int32_t end) const {
+    return kv::TokenRun::of(tokens, num_unstored_tokens, begin, end);
   }
 };
 

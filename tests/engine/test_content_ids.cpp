@@ -84,6 +84,19 @@ std::string event_log_of(const EngineSetup& setup, const std::vector<sched::Requ
   return text.str();
 }
 
+struct Case {
+  const char* name;
+  EngineSetup setup;
+};
+
+// Sharing, chunked prefill and both preemption modes in play.
+std::vector<Case> schedule_cases() {
+  return {{"ample pool", EngineSetup{}},
+          {"small pool, recompute", small_pool(PreemptionMode::recompute, true)},
+          {"small pool, swap", small_pool(PreemptionMode::swap, true)},
+          {"small pool, no chunked prefill", small_pool(PreemptionMode::recompute, false)}};
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(engine_content_ids)
@@ -95,15 +108,7 @@ BOOST_AUTO_TEST_CASE(named_blocks_are_cached_exactly_as_their_tokens_would_be) {
   BOOST_TEST_REQUIRE(with_ids > 20);
   const std::vector<sched::Request> tokens_only = without_content_ids(named);
 
-  struct Case {
-    const char* name;
-    EngineSetup setup;
-  };
-  const Case cases[] = {{"ample pool", EngineSetup{}},
-                        {"small pool, recompute", small_pool(PreemptionMode::recompute, true)},
-                        {"small pool, swap", small_pool(PreemptionMode::swap, true)},
-                        {"small pool, no chunked prefill", small_pool(PreemptionMode::recompute, false)}};
-  for (const Case& c : cases) {
+  for (const Case& c : schedule_cases()) {
     BOOST_TEST_CONTEXT(c.name) {
       RunResult by_ids;
       RunResult by_tokens;
@@ -130,15 +135,8 @@ BOOST_AUTO_TEST_CASE(prompts_left_unwritten_run_exactly_as_written_ones) {
   int32_t num_unwritten = 0;
   for (const sched::Request& request : unwritten) num_unwritten += request.prompt_tokens.empty() ? 1 : 0;
   BOOST_TEST_REQUIRE(num_unwritten == static_cast<int32_t>(unwritten.size()));
-  struct Case {
-    const char* name;
-    EngineSetup setup;
-  };
-  std::vector<Case> cases = {{"ample pool", EngineSetup{}},
-                             {"small pool, recompute", small_pool(PreemptionMode::recompute, true)},
-                             {"small pool, swap", small_pool(PreemptionMode::swap, true)},
-                             {"small pool, no chunked prefill", small_pool(PreemptionMode::recompute, false)},
-                             {"no prefix cache", EngineSetup{}}};
+  std::vector<Case> cases = schedule_cases();
+  cases.push_back({"no prefix cache", EngineSetup{}});
   cases.back().setup.enable_prefix_caching = false;
   // The simulator's speculative decoding: placeholder drafts after the last token, verified at
   // measured rates (positions past the unstored prompt).
