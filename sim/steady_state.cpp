@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "core/metrics/request_records.h"
+#include "sim/slo_watch.h"
 
 namespace pagedllm::sim {
 
@@ -130,8 +132,45 @@ SteadyStateReport run_to_steady_state(std::span<const sched::Request> trace, dou
   const int64_t max_copies = std::max<int64_t>(1, config.max_requests / std::max<int64_t>(trace_size, 1));
   int64_t copies = std::clamp<int64_t>((config.min_requests + trace_size - 1) / trace_size, 1, max_copies);
   for (;;) {
-    SteadyStateReport report = measure_steady_state(run(tile_requests(trace, rate_scale, copies)), config);
+    std::vector<sched::Request> tiled = tile_requests(trace, rate_scale, copies);
+    const auto num_tiled = static_cast<int64_t>(tiled.size());
+    std::optional<SloMissWatch> watch;
+    if (!config.objectives.empty()) watch.emplace(config.objectives, tiled);
+    engine::ReplayResult ended;  // what the hooks were handed
+    const SimulationHooks hooks{.on_finished =
+                                    [&](engine::RequestOutput&& output) {
+                                      if (watch) watch->observe(output);
+                                      ended.outputs.push_back(std::move(output));
+                                    },
+                                .on_refused =
+                                    [&](engine::RefusedRequest&& refused) {
+                                      if (watch) watch->observe_refusal(refused);
+                                      ended.refused.push_back(std::move(refused));
+                                    },
+                                .should_stop = [&] { return watch && watch->decided(); }};
+    const engine::ReplayResult result = run(std::move(tiled), hooks);
+    if (result.stopped && !(watch && watch->decided())) {
+      throw std::logic_error("run_to_steady_state: the simulation stopped before its end unasked");
+    }
+    // In request id order, as a run that keeps its outputs returns them.
+    std::sort(ended.outputs.begin(), ended.outputs.end(),
+              [](const engine::RequestOutput& a, const engine::RequestOutput& b) { return a.id < b.id; });
+    if (result.stopped) {
+      SteadyStateReport report;
+      report.num_requests = num_tiled;
+      report.num_copies = copies;
+      report.num_refused = static_cast<int64_t>(ended.refused.size());
+      report.missed = watch->verdict();
+      report.stopped_early = true;
+      return report;
+    }
+    SteadyStateReport report = measure_steady_state(ended, config);
     report.num_copies = copies;
+    if (watch && watch->decided()) {  // decided by the run's last requests: the verdict stands too
+      report.missed = watch->verdict();
+      report.shortfall.clear();
+      return report;
+    }
     const bool plainly_unsustained =
         !report.sustained && report.arrival_span >= kMinSpanForRefusal * report.mean_service_time;
     if (report.span_sufficient || plainly_unsustained || copies >= max_copies || report.window.empty()) {

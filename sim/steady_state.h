@@ -12,6 +12,10 @@
 //   - the waiting count must not trend upward: its slope is at most max_growth times the
 //     arrival rate (above capacity it is rate - capacity);
 //   - the latency statistics of the SLO are taken over the same window.
+// With the SLO's objectives given, a run stops as soon as its verdict is certain (a request refused,
+// an objective missed over the window: sim/slo_watch.h), and that verdict stands: the run is not
+// repeated on a longer span, since a queue that starts empty only understates the latencies of a
+// longer run.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include "core/engine/replay.h"
 #include "core/metrics/request_record.h"
 #include "core/sched/request.h"
+#include "sim/latency_objective.h"
 
 namespace pagedllm::sim {
 
@@ -31,6 +36,8 @@ struct SteadyStateConfig {
   int64_t min_requests = 1000;              // simulated requests at least (copies of the trace)
   int64_t max_requests = 200000;            // tiling stops here; the report says the span fell short
   double max_growth = 0.05;                 // allowed upward trend (see above)
+  // The SLO: a run that certainly misses one of these stops there (empty: every run to its end).
+  std::vector<LatencyObjective> objectives;
 };
 
 // `trace` (sorted by arrival, times from 0) repeated `num_copies` times with arrival times divided
@@ -51,14 +58,28 @@ struct SteadyStateReport {
   int64_t num_refused = 0;                     // requests the engine refused (never fit)
   std::vector<metrics::RequestRecord> window;  // the requests that arrived in the second half
   std::string shortfall;                       // why the span is not sufficient ("" when it is)
+  std::string missed;                          // why the SLO is certainly missed (sim/slo_watch.h), or ""
+  bool stopped_early = false;                  // the run stopped when `missed` was decided: no window
 };
 
 // Judges one simulated run (see the header comment).
 SteadyStateReport measure_steady_state(const engine::ReplayResult& result, const SteadyStateConfig& config);
 
+// What run_to_steady_state asks of one simulation besides its requests: hand each finished output
+// and each refusal to these as they end (sim::ClusterConfig::on_finished, on_refused), and ask
+// should_stop now and then (sim::ClusterConfig::should_stop), stopping where the run stands when
+// it says so.
+struct SimulationHooks {
+  std::function<void(engine::RequestOutput&&)> on_finished;
+  std::function<void(engine::RefusedRequest&&)> on_refused;
+  std::function<bool()> should_stop;
+};
+
 // Runs `trace` at `rate_scale` through `run` (a simulation of one replica), tiled until the span
-// is sufficient, the rate is plainly not sustained, or max_requests is reached.
-using SimulateFn = std::function<engine::ReplayResult(std::vector<sched::Request>)>;
+// is sufficient, the rate is plainly not sustained, the SLO is certainly missed, or max_requests
+// is reached. `run` returns its ReplayResult with `stopped` set when should_stop ended it; its
+// outputs and refusals went to the hooks.
+using SimulateFn = std::function<engine::ReplayResult(std::vector<sched::Request>, const SimulationHooks&)>;
 SteadyStateReport run_to_steady_state(std::span<const sched::Request> trace, double rate_scale, const SimulateFn& run,
                                       const SteadyStateConfig& config);
 

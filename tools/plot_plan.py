@@ -33,7 +33,8 @@ def main():
     for axis, term in zip(axes[0], terms):
         for configuration in configurations:
             label = " ".join(f"{k}={v}" for k, v in configuration["knobs"].items()) or "as given"
-            curve = configuration["curve"]
+            # Rates stopped at a certain SLO miss carry no latencies (plan --full-runs gives them).
+            curve = [point for point in configuration["curve"] if "latency_ms" in point]
             rates = [point["request_rate"] for point in curve]
             latencies = [point["latency_ms"][term] for point in curve]
             (line,) = axis.plot(rates, latencies, marker=".", label=label)

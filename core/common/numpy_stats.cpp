@@ -60,6 +60,11 @@ double percentile(std::span<const double> sorted, double percent) {
   return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;  // numpy's _lerp, both branches
 }
 
+size_t percentile_floor_index(size_t size, double percent) {
+  if (const std::optional<size_t> lower = percentile_lower_index(size, percent)) return *lower;
+  return percent < 0.0 ? 0 : size - 1;
+}
+
 double median(std::span<const double> sorted) {
   if (sorted.empty()) return 0.0;
   const size_t middle = sorted.size() / 2;

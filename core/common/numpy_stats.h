@@ -11,6 +11,11 @@ namespace pagedllm::stats {
 // percent in [0, 100]. Empty input: 0.
 double percentile(std::span<const double> sorted, double percent);
 
+// The index, among `size` >= 1 ascending values, of the lower of the two that
+// percentile(values, percent) interpolates between (the last one at 100, the first below 0): the
+// percentile is at least the value there. np.median's is percentile 50's.
+size_t percentile_floor_index(size_t size, double percent);
+
 // np.median on ascending values. Empty input: 0.
 double median(std::span<const double> sorted);
 

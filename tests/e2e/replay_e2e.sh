@@ -315,6 +315,27 @@ section_plan() {
   expect "plan: more running sequences sustain more" \
     "$(json "$work/plan.json" "d['configurations'][1]['max_request_rate_per_replica'] > d['configurations'][0]['max_request_rate_per_replica']")" True
 
+  echo "--- plan: a rate stops once it certainly misses the SLO, and the search ends where full runs end it"
+  "$pagedllm" plan "${plan_args[@]}" --full-runs -q -o "$work/plan_full.json" > /dev/null
+  same_search() {  # the rates found, every verdict, and the figures of every rate that ran to its end
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+early, full = (json.load(open(path))["configurations"] for path in sys.argv[1:3])
+same = len(early) == len(full)
+for e, f in zip(early, full):
+    same = same and e.get("max_request_rate_per_replica") == f.get("max_request_rate_per_replica")
+    same = same and [p["rate_scale"] for p in e["curve"]] == [p["rate_scale"] for p in f["curve"]]
+    for p, q in zip(e["curve"], f["curve"]):
+        same = same and p["feasible"] == q["feasible"]
+        if not p.get("stopped_early"):
+            same = same and {k: v for k, v in p.items() if k != "slo_missed"} == q
+print(same)
+EOF
+  }
+  expect "plan: early stops change no rate found and no verdict" "$(same_search "$work/plan.json" "$work/plan_full.json")" True
+  expect "plan: some infeasible rates stopped early, saying why" \
+    "$(json "$work/plan.json" "any(p.get('stopped_early') and 'certainly above' in p['slo_missed'] for c in d['configurations'] for p in c['curve'])")" True
+
   echo "--- plan: sweep points on threads and in shards, merged"
   # Two shards, run by the Slurm array script as Slurm runs its tasks (one thread each), merge into
   # exactly the document the unsharded plan above wrote on all cores: the result depends neither on
@@ -363,10 +384,11 @@ section_limits() {
   # The steady state, not the trace's length, decides: 200 and 2,000 requests of one distribution
   # (synth seeds 1 and 2, as first run) give rates within 10% (docs/SIMULATOR.md has the spread
   # over other seeds), and the rates above the one found were judged on a growing queue.
+  # The 200-request plan runs every rate to its end, for the growth figures of the rates above.
   for n in 200 2000; do
     "$pagedllm" trace synth -n "$n" --request-rate 10 --seed "$((n / 1000 + 1))" -o "$work/steady_$n.jsonl" 2>/dev/null
     "$pagedllm" plan --trace "$work/steady_$n.jsonl" --model llama-2-7b --hardware h100-sxm --max-num-seqs 256 \
-      --slo ttft_p99=2000,tpot_p99=100 -o "$work/steady_$n.json" > /dev/null
+      --slo ttft_p99=2000,tpot_p99=100 $([ "$n" == 200 ] && echo --full-runs) -o "$work/steady_$n.json" > /dev/null
   done
   expect "plan: 200 and 2,000 requests of one distribution agree within 10%" \
     "$(python3 -c "import json; r=[json.load(open('$work/steady_'+n+'.json'))['configurations'][0]['max_request_rate_per_replica'] for n in ('200','2000')]; print(abs(r[0]-r[1]) <= 0.1*r[1])")" True

@@ -8,7 +8,9 @@
 #include <set>
 #include <vector>
 
+#include "core/metrics/serving_metrics.h"
 #include "sim/cluster.h"
+#include "sim/latency_objective.h"
 #include "sim/roofline_cost_model.h"
 #include "sim/sim_executor.h"
 #include "sim/steady_state.h"
@@ -63,9 +65,12 @@ std::vector<sched::Request> poisson_requests(int32_t count, double rate, uint64_
 }
 
 sim::SimulateFn simulate() {
-  return [](std::vector<sched::Request> requests) {
+  return [](std::vector<sched::Request> requests, const sim::SimulationHooks& hooks) {
     sim::ClusterConfig config;
     config.engine = serial_engine();
+    config.on_finished = hooks.on_finished;
+    config.on_refused = hooks.on_refused;
+    config.should_stop = hooks.should_stop;
     config.make_executor = [](int32_t) {
       return std::make_unique<sim::SimExecutor>(sim::SimExecutorConfig{.cost_model = llama2_7b_on_h100()},
                                                 serial_engine().cache);
@@ -104,12 +109,44 @@ BOOST_AUTO_TEST_CASE(a_serial_server_is_judged_against_its_analytic_capacity) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_rate_that_certainly_misses_its_slo_stops_there_and_one_that_meets_it_runs_whole) {
+  const double capacity = 1.0 / service_time();
+  const std::vector<sched::Request> trace = poisson_requests(200, 1.0, 7);
+  // TTFT within twenty service times: missed above capacity, where the queue grows without bound.
+  sim::SteadyStateConfig watched;
+  watched.objectives = {{.metric = sim::LatencyMetric::ttft,
+                         .statistic = sim::LatencyStatistic::p99,
+                         .ms = 2e4 * service_time()}};
+  const sim::LatencyObjective& objective = watched.objectives.front();
+  for (const double load : {0.75, 1.25}) {
+    BOOST_TEST_CONTEXT("offered " << load << " x capacity") {
+      const sim::SteadyStateReport early = sim::run_to_steady_state(trace, load * capacity, simulate(), watched);
+      const sim::SteadyStateReport full =
+          sim::run_to_steady_state(trace, load * capacity, simulate(), sim::SteadyStateConfig{});
+      const double full_ms = sim::statistic_ms(metrics::compute_serving_metrics(full.window), objective);
+      BOOST_TEST_MESSAGE("full run: ttft_p99 " << full_ms << " ms against " << objective.ms);
+      BOOST_TEST(early.stopped_early == (load > 1.0));
+      if (early.stopped_early) {
+        BOOST_TEST(early.missed.rfind("ttft_p99 certainly above", 0) == 0, early.missed);
+        BOOST_TEST(early.window.empty());
+        BOOST_TEST(full_ms > objective.ms);  // the verdict the full run gives
+      } else {
+        BOOST_TEST(early.missed.empty(), early.missed);
+        BOOST_TEST(full_ms <= objective.ms);
+        BOOST_TEST(early.num_requests == full.num_requests);
+        BOOST_TEST(early.window.size() == full.window.size());
+        BOOST_TEST(early.delay_growth == full.delay_growth);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_run_too_short_to_judge_says_so) {
   const double capacity = 1.0 / service_time();
   const std::vector<sched::Request> trace = poisson_requests(50, 1.0, 3);
-  const sim::SteadyStateReport report =
-      sim::run_to_steady_state(trace, 0.5 * capacity, simulate(),
-                               {.min_span_in_service_times = 1000.0, .min_requests = 50, .max_requests = 200});
+  const sim::SteadyStateReport report = sim::run_to_steady_state(
+      trace, 0.5 * capacity, simulate(),
+      {.min_span_in_service_times = 1000.0, .min_requests = 50, .max_requests = 200, .objectives = {}});
   BOOST_TEST(report.num_requests == 200);
   BOOST_TEST(!report.span_sufficient);
   BOOST_TEST(report.shortfall.find("the most allowed") != std::string::npos, report.shortfall);

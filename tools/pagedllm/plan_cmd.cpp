@@ -23,9 +23,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/common/check.h"
 #include "core/metrics/request_records.h"
 #include "core/metrics/serving_metrics.h"
 #include "core/trace/materialize.h"
+#include "sim/latency_objective.h"
 #include "sim/steady_state.h"
 #include "tools/pagedllm/cli_options.h"
 #include "tools/pagedllm/engine_options.h"
@@ -41,54 +43,6 @@ namespace pagedllm::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-// One objective: a statistic of a latency, at most `ms` milliseconds ("ttft_p99=500").
-struct SloTerm {
-  std::string metric;  // ttft | tpot | itl | e2el
-  std::string stat;    // mean | p50 | p90 | p99
-  double ms = 0.0;
-  std::string name() const { return metric + "_" + stat; }
-};
-
-std::vector<SloTerm> parse_slo(const std::string& text) {
-  std::vector<SloTerm> terms;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    const size_t equals = item.find('=');
-    const size_t underscore = item.find('_');
-    if (equals == std::string::npos || underscore == std::string::npos || underscore > equals) {
-      throw po::error("--slo: expected METRIC_STAT=MS (e.g. ttft_p99=500), got '" + item + "'");
-    }
-    SloTerm term{item.substr(0, underscore), item.substr(underscore + 1, equals - underscore - 1), 0.0};
-    if (term.metric != "ttft" && term.metric != "tpot" && term.metric != "itl" && term.metric != "e2el") {
-      throw po::error("--slo: unknown latency '" + term.metric + "' (ttft, tpot, itl, e2el)");
-    }
-    if (term.stat != "mean" && term.stat != "p50" && term.stat != "p90" && term.stat != "p99") {
-      throw po::error("--slo: unknown statistic '" + term.stat + "' (mean, p50, p90, p99)");
-    }
-    try {
-      term.ms = std::stod(item.substr(equals + 1));
-    } catch (const std::exception&) {
-      throw po::error("--slo: '" + item.substr(equals + 1) + "' is not a number of milliseconds");
-    }
-    if (!(term.ms > 0.0)) throw po::error("--slo: " + term.name() + " must be positive");
-    terms.push_back(term);
-  }
-  if (terms.empty()) throw po::error("--slo: give at least one objective, e.g. ttft_p99=500,tpot_p99=50");
-  return terms;
-}
-
-double statistic_ms(const metrics::ServingMetrics& serving, const SloTerm& term) {
-  const metrics::LatencySummary& summary = term.metric == "ttft"   ? serving.ttft
-                                           : term.metric == "tpot" ? serving.tpot
-                                           : term.metric == "itl"  ? serving.itl
-                                                                   : serving.e2el;
-  const double seconds = term.stat == "mean"  ? summary.mean
-                         : term.stat == "p50" ? summary.median
-                         : term.stat == "p90" ? summary.p90
-                                              : summary.p99;
-  return 1e3 * seconds;
-}
 
 // "--sweep block-size=16,32": the values of one engine knob.
 struct SweepAxis {
@@ -129,6 +83,7 @@ struct PlanOptions {
   std::vector<std::string> sweeps;
   std::string output_json;
   int32_t jobs = 0;
+  bool full_runs = false;  // no early stop at a certain SLO miss
   std::string shard = "0/1";
   double max_wall_seconds = 0.0;
   bool quiet = false;
@@ -145,7 +100,9 @@ struct Evaluation {
   double delay_growth = 0.0;
   double waiting_growth = 0.0;
   std::string shortfall;                    // why the span was too short to judge ("" = it was long enough)
-  std::map<std::string, double> values_ms;  // per SLO term
+  std::map<std::string, double> values_ms;  // per SLO objective; none when stopped early
+  std::string missed;                       // why the SLO is certainly missed (sim/slo_watch.h), or ""
+  bool stopped_early = false;               // at that verdict: no latencies, no steady-state figures
   double output_throughput = 0.0;
   double request_throughput = 0.0;
 };
@@ -244,6 +201,9 @@ int run_plan(const std::vector<std::string>& args) {
       ("max-wall-seconds", po::value(&options.max_wall_seconds)->default_value(0.0),
        "stop searching after this much wall time; each configuration reports the best rate found by then "
        "(marked stopped; 0 = no limit)")
+      ("full-runs", po::bool_switch(&options.full_runs),
+       "simulate every rate to its end, for the latencies of the infeasible ones too (slower; by default a rate "
+       "stops once it certainly misses the SLO, and its curve point says why)")
       ("quiet,q", po::bool_switch(&options.quiet), "no progress bar")
       ("shard", po::value(&options.shard)->default_value(options.shard),
        "I/N: compute only configurations i with i mod N = I, for `pagedllm plan merge` to join (run every shard "
@@ -254,7 +214,13 @@ int run_plan(const std::vector<std::string>& args) {
   add_executor_options(description, options.executor);
   po::variables_map values;
   if (!parse_options(args, description, values)) return 0;
-  const std::vector<SloTerm> slo = parse_slo(options.slo);
+  std::vector<sim::LatencyObjective> slo;
+  try {
+    slo = sim::parse_latency_objectives(options.slo);
+  } catch (const std::invalid_argument& error) {
+    throw po::error(std::string("--slo: ") + error.what());
+  }
+  if (!options.full_runs) options.steady_state.objectives = slo;
   PlanShard shard;
   try {
     shard = parse_plan_shard(options.shard);
@@ -344,40 +310,47 @@ int run_plan(const std::vector<std::string>& args) {
     const SimBackend backend = make_sim_backend(executor_options, model.shape, model_config, config);
     config.cache = backend.cache;
     if (past_deadline && past_deadline()) throw WallLimitReached();
-    const auto simulate = [&](std::vector<sched::Request> tiled) {
-      engine::ReplayResult result = run_simulation({.config = config,
-                                                    .cost_model = backend.cost_model,
-                                                    .draft = backend.draft,
-                                                    .vocab_size = vocab_size,
-                                                    .num_replicas = 1,
-                                                    .router = {},
-                                                    .host = {},
-                                                    .serving_path_seconds = 0.0,
-                                                    .on_progress = {},
-                                                    .should_stop = past_deadline,
-                                                    .on_arrival = {}},
-                                                   std::move(tiled))
-                                        .result;
-      if (result.stopped) throw WallLimitReached();
+    const auto simulate = [&](std::vector<sched::Request> tiled, const sim::SimulationHooks& hooks) {
+      engine::ReplayResult result =
+          run_simulation({.config = config,
+                          .cost_model = backend.cost_model,
+                          .draft = backend.draft,
+                          .vocab_size = vocab_size,
+                          .num_replicas = 1,
+                          .router = {},
+                          .host = {},
+                          .serving_path_seconds = 0.0,
+                          .on_progress = {},
+                          .should_stop = [&] { return hooks.should_stop() || (past_deadline && past_deadline()); },
+                          .on_arrival = {},
+                          .on_finished = hooks.on_finished,
+                          .on_refused = hooks.on_refused},
+                         std::move(tiled))
+              .result;
+      if (result.stopped && !hooks.should_stop()) throw WallLimitReached();
       return result;
     };
     const sim::SteadyStateReport steady =
         sim::run_to_steady_state(requests.requests, rate_scale, simulate, options.steady_state);
-    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(steady.window);
     Evaluation evaluation;
     evaluation.rate_scale = rate_scale;
     evaluation.request_rate = base_rate * rate_scale;
-    evaluation.sustained = steady.sustained;
     evaluation.num_requests = steady.num_requests;
+    evaluation.missed = steady.missed;
+    evaluation.stopped_early = steady.stopped_early;
+    if (steady.stopped_early) return evaluation;  // infeasible, and nothing measured
+    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(steady.window);
+    evaluation.sustained = steady.sustained;
     evaluation.delay_growth = steady.delay_growth;
     evaluation.waiting_growth = steady.waiting_growth;
     evaluation.shortfall = steady.shortfall;
     evaluation.feasible = serving.num_completed > 0 && evaluation.sustained;
-    for (const SloTerm& term : slo) {
-      const double value = statistic_ms(serving, term);
-      evaluation.values_ms[term.name()] = value;
-      evaluation.feasible = evaluation.feasible && value <= term.ms;
+    for (const sim::LatencyObjective& objective : slo) {
+      const double value = sim::statistic_ms(serving, objective);
+      evaluation.values_ms[objective.name()] = value;
+      evaluation.feasible = evaluation.feasible && value <= objective.ms;
     }
+    PAGEDLLM_ASSERT(evaluation.missed.empty() || !evaluation.feasible, "a rate decided infeasible was judged feasible");
     evaluation.output_throughput = serving.output_throughput;
     evaluation.request_throughput = serving.request_throughput;
     return evaluation;
@@ -468,23 +441,29 @@ int run_plan(const std::vector<std::string>& args) {
       {"sweep", {{"fingerprint", plan_fingerprint(identity)}, {"num_configurations", combinations.size()}}},
       {"configurations", nlohmann::json::array()}};
   if (shard.sharded()) document["shard"] = {{"index", shard.index}, {"count", shard.count}};
-  for (const SloTerm& term : slo) document["slo"][term.name()] = term.ms;
+  for (const sim::LatencyObjective& objective : slo) document["slo"][objective.name()] = objective.ms;
   for (const size_t index : owned) {
     const PlanRow& row = rows[index];
     const int32_t tp = row.knobs.contains("tp") ? row.knobs.at("tp") : options.executor.tensor_parallel;
     nlohmann::json entry = {
         {"index", index}, {"knobs", row.knobs}, {"tensor_parallel", tp}, {"curve", nlohmann::json::array()}};
     for (const Evaluation& point : row.curve) {
-      entry["curve"].push_back({{"rate_scale", point.rate_scale},
-                                {"request_rate", point.request_rate},
-                                {"feasible", point.feasible},
-                                {"sustained", point.sustained},
-                                {"simulated_requests", point.num_requests},
-                                {"delay_growth", point.delay_growth},
-                                {"waiting_growth", point.waiting_growth},
-                                {"span_shortfall", point.shortfall},
-                                {"latency_ms", point.values_ms},
-                                {"output_throughput", point.output_throughput}});
+      nlohmann::json curve_point = {{"rate_scale", point.rate_scale},
+                                    {"request_rate", point.request_rate},
+                                    {"feasible", point.feasible},
+                                    {"simulated_requests", point.num_requests}};
+      if (!point.missed.empty()) curve_point["slo_missed"] = point.missed;
+      if (point.stopped_early) {
+        curve_point["stopped_early"] = true;
+      } else {
+        curve_point.update({{"sustained", point.sustained},
+                            {"delay_growth", point.delay_growth},
+                            {"waiting_growth", point.waiting_growth},
+                            {"span_shortfall", point.shortfall},
+                            {"latency_ms", point.values_ms},
+                            {"output_throughput", point.output_throughput}});
+      }
+      entry["curve"].push_back(std::move(curve_point));
     }
     if (!row.note.empty()) entry["note"] = row.note;
     if (row.stopped) entry["stopped_by_wall_limit"] = true;
