@@ -95,7 +95,9 @@ void ServingMetricsAccumulator::add(const RequestRecord& record) {
     tpot = (e2el - ttft) / static_cast<double>(record.output_tokens - 1);
     tpot_.add(tpot);
   }
-  for (size_t i = 1; i < record.chunk_times.size(); ++i) itl_.add(record.chunk_times[i] - record.chunk_times[i - 1]);
+  if (options_.inter_token_latencies) {
+    for (size_t i = 1; i < record.chunk_times.size(); ++i) itl_.add(record.chunk_times[i] - record.chunk_times[i - 1]);
+  }
   ttft_.add(ttft);
   e2el_.add(e2el);
   if (meets(options_.slo.ttft_ms, ttft) && meets(options_.slo.tpot_ms, tpot) && meets(options_.slo.e2el_ms, e2el)) {

@@ -49,6 +49,9 @@ struct MetricsOptions {
   // Values per latency distribution kept exactly; past it, percentiles come from a histogram
   // (LatencyValues). Only ITL, one value per output token, reaches it in practice.
   int64_t max_exact_values = kDefaultMaxExactValues;
+  // False: ITL is left empty (a summary of no values). Its values are every gap between tokens, so
+  // a reader that needs no ITL (a planner without an ITL objective) skips most of the work.
+  bool inter_token_latencies = true;
 };
 
 struct ServingMetrics {

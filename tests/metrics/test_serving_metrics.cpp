@@ -146,6 +146,23 @@ BOOST_AUTO_TEST_CASE(itl_pools_every_gap_of_every_request) {
   check_close(itl.max, 1.6);
 }
 
+BOOST_AUTO_TEST_CASE(itl_left_out_when_not_asked_leaves_every_other_figure_as_it_was) {
+  metrics::MetricsOptions options;
+  options.inter_token_latencies = false;
+  const metrics::ServingMetrics without = metrics::compute_serving_metrics(records(), options);
+  const metrics::ServingMetrics with = metrics::compute_serving_metrics(records());
+  BOOST_TEST(without.itl.count == 0);
+  BOOST_TEST(without.itl.p99 == 0.0);
+  BOOST_TEST(with.itl.count == 7);
+  for (const auto& [a, b] :
+       {std::pair{&without.ttft, &with.ttft}, {&without.tpot, &with.tpot}, {&without.e2el, &with.e2el}}) {
+    BOOST_TEST(a->count == b->count);
+    BOOST_TEST(a->mean == b->mean);
+    BOOST_TEST(a->p99 == b->p99);
+  }
+  BOOST_TEST(without.output_throughput == with.output_throughput);
+}
+
 BOOST_AUTO_TEST_CASE(e2el_distribution) {
   const metrics::LatencySummary e2el = metrics::compute_serving_metrics(records()).e2el;
   // Sorted: 0.6 1.0 1.5 2.0.

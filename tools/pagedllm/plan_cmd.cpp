@@ -221,6 +221,9 @@ int run_plan(const std::vector<std::string>& args) {
     throw po::error(std::string("--slo: ") + error.what());
   }
   if (!options.full_runs) options.steady_state.objectives = slo;
+  metrics::MetricsOptions metrics_options;  // each rate's latencies: ITL only when an objective asks
+  metrics_options.inter_token_latencies = std::any_of(
+      slo.begin(), slo.end(), [](const sim::LatencyObjective& o) { return o.metric == sim::LatencyMetric::itl; });
   PlanShard shard;
   try {
     shard = parse_plan_shard(options.shard);
@@ -339,7 +342,7 @@ int run_plan(const std::vector<std::string>& args) {
     evaluation.missed = steady.missed;
     evaluation.stopped_early = steady.stopped_early;
     if (steady.stopped_early) return evaluation;  // infeasible, and nothing measured
-    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(steady.window);
+    const metrics::ServingMetrics serving = metrics::compute_serving_metrics(steady.window, metrics_options);
     evaluation.sustained = steady.sustained;
     evaluation.delay_growth = steady.delay_growth;
     evaluation.waiting_growth = steady.waiting_growth;
