@@ -2,7 +2,8 @@
 // over block size, max-num-seqs, max-num-batched-tokens and tensor parallelism), the highest
 // request rate one replica sustains within the latency SLOs (binary search on the trace's rate
 // scale; each rate simulated on the trace tiled until the queue reaches its steady state, and
-// judged there: sim/steady_state.h), the replicas a target rate needs, and what it costs.
+// judged there: sim/steady_state.h; a rate that certainly misses the SLO stops where that is
+// decided: sim/slo_watch.h), the replicas a target rate needs, and what it costs.
 // Configurations are simulated in parallel (--jobs), each on one thread, so the result does not
 // depend on the thread count; --shard I/N computes every N-th and `plan merge` joins the shards
 // (plan_report.h).
