@@ -80,7 +80,16 @@ void validate(const RooflineConfig& config) {
   require_non_negative(config.overheads.step_seconds, "overheads.step_seconds");
   require_non_negative(config.overheads.layer_seconds, "overheads.layer_seconds");
   require_non_negative(config.overheads.all_reduce_latency_seconds, "overheads.all_reduce_latency_seconds");
+  validate(config.gemm);
 }
+
+LinearModel parse_linear_model(std::string_view text) {
+  if (text == "roofline") return LinearModel::roofline;
+  if (text == "per-gemm") return LinearModel::per_gemm;
+  throw std::invalid_argument("unknown GEMM model '" + std::string(text) + "' (roofline, per-gemm)");
+}
+
+const char* to_string(LinearModel model) { return model == LinearModel::roofline ? "roofline" : "per-gemm"; }
 
 int64_t num_kv_heads_per_gpu(const RooflineConfig& config) {
   return std::max<int64_t>(1, config.model.num_kv_heads / config.tensor_parallel);
@@ -159,6 +168,10 @@ void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) 
     if (scheduled.sample) num_sampled_rows += 1 + scheduled.num_proposed_tokens;  // a verify pass: k + 1 rows
   }
   if (num_tokens <= 0) return;
+  if (config_.linear_model == LinearModel::per_gemm) {
+    add_linear_per_gemm(num_tokens, num_sampled_rows, cost);
+    return;
+  }
   const double n = config_.tensor_parallel;
   const auto lm_head_params = static_cast<double>(model.num_lm_head_params());
   // The layers and the final norm; the lm_head only when a row samples.
@@ -175,6 +188,31 @@ void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) 
   cost.compute_seconds += compute;
   cost.memory_seconds += memory;
   cost.linear_seconds += std::max(compute, memory);
+}
+
+// A layer's four GEMMs per GPU (Megatron-style splits: q, k, v and gate, up by columns, o and down
+// by rows), each priced on its own shape, times the layers; the lm_head on the sampled rows.
+void RooflineCostModel::add_linear_per_gemm(int64_t num_tokens, int64_t num_sampled_rows, StepCost& cost) const {
+  const model::ModelShape& model = config_.model;
+  const int64_t n = config_.tensor_parallel;
+  const int64_t q = model.q_dim() / n;
+  const int64_t kv = num_kv_heads_per_gpu(config_) * model.head_dim;
+  const int64_t mlp = model.intermediate_size / n;
+  const GemmShape layer[] = {{num_tokens, q + 2 * kv, model.hidden_size},  // q, k, v projections
+                             {num_tokens, model.hidden_size, q},           // o projection
+                             {num_tokens, 2 * mlp, model.hidden_size},     // gate and up projections
+                             {num_tokens, model.hidden_size, mlp}};        // down projection
+  const auto add = [&](const GemmShape& shape, double times) {
+    const GemmCost gemm = gemm_cost(shape, config_.hardware, config_.gemm, model.weight_bytes_per_param,
+                                    config_.activation_bytes_per_element);
+    cost.weight_bytes += times * gemm.weight_bytes;
+    cost.flops += times * gemm.flops;
+    cost.compute_seconds += times * gemm.compute_seconds;
+    cost.memory_seconds += times * gemm.memory_seconds;
+    cost.linear_seconds += times * gemm.seconds;
+  };
+  for (const GemmShape& shape : layer) add(shape, static_cast<double>(model.num_layers));
+  if (num_sampled_rows > 0) add({num_sampled_rows, model.vocab_size / n, model.hidden_size}, 1.0);
 }
 
 // Each sequence reads the KV of its whole context [0, end) once per layer (a query-head group

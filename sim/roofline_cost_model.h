@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/model/model_shape.h"
 #include "sim/cost_model.h"
+#include "sim/gemm_cost.h"
 #include "sim/hardware.h"
 
 namespace pagedllm::sim {
@@ -41,6 +43,15 @@ struct RooflineOverheads {
   double all_reduce_latency_seconds = 10e-6;  // per all-reduce, on top of its bandwidth time
 };
 
+// How the linear layers' GEMMs are priced.
+enum class LinearModel {
+  roofline,  // all of a step's GEMMs at once: max(FLOPs / sustained compute, weight bytes / sustained bandwidth)
+  per_gemm,  // each GEMM on its own shape, the transition between the bounds modelled (sim/gemm_cost.h)
+};
+// "roofline" | "per-gemm"; throws std::invalid_argument listing both.
+LinearModel parse_linear_model(std::string_view text);
+const char* to_string(LinearModel model);
+
 struct RooflineConfig {
   HardwareSpec hardware;
   model::ModelShape model;
@@ -49,6 +60,8 @@ struct RooflineConfig {
   double activation_bytes_per_element = 2.0;  // bf16 activations (the all-reduce payload)
   RooflineEfficiency efficiency;
   RooflineOverheads overheads;
+  LinearModel linear_model = LinearModel::roofline;
+  GemmCostConstants gemm;  // with LinearModel::per_gemm (the linear_* efficiencies then go unused)
 };
 
 // Throws std::invalid_argument naming the field at fault (including a tensor_parallel that does
@@ -79,6 +92,7 @@ class RooflineCostModel final : public CostModel {
 
  private:
   void add_linear(const sched::StepPlan& plan, StepCost& cost) const;
+  void add_linear_per_gemm(int64_t num_tokens, int64_t num_sampled_rows, StepCost& cost) const;
   void add_attention(const sched::ScheduledSequence& scheduled, StepCost& cost) const;
   void add_block_operations(const sched::StepPlan& plan, StepCost& cost) const;
   void add_all_reduce(const sched::StepPlan& plan, StepCost& cost) const;

@@ -262,6 +262,19 @@ section_simulate() {
     --router round-robin --rate-scale 8 -q -o "$work/sim_model.json" > /dev/null
   expect "simulate --sim-model is --model" \
     "$(python3 -c "import json; a=json.load(open('$work/sim_model.json')); b=json.load(open('$work/round-robin.json')); print(a['config']['model'] == 'llama-3-8b' and a['metrics'] == b['metrics'])")" True
+  # GEMMs priced per shape: slower than the roofline's bound near its ridge (prompts of a few hundred
+  # tokens), and said in the report; an unknown model is refused by name.
+  for gemm in roofline per-gemm; do
+    "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --model llama-2-7b --gemm-model "$gemm" \
+      -q -o "$work/gemm_$gemm.json" > /dev/null
+  done
+  expect "simulate --gemm-model per-gemm: named in the report, prefills priced above the roofline's bound" \
+    "$(python3 -c "import json; a=json.load(open('$work/gemm_per-gemm.json')); b=json.load(open('$work/gemm_roofline.json')); print(a['config']['cost_model'] == 'roofline, per-gemm' and b['config']['cost_model'] == 'roofline' and a['metrics']['mean_ttft_ms'] > 1.05 * b['metrics']['mean_ttft_ms'])")" True
+  if "$pagedllm" simulate --trace "$source_dir/traces/sharegpt_like.jsonl" --gemm-model tiles -q 2> "$work/gemm_err.txt"; then
+    fail "simulate accepted --gemm-model tiles"
+  fi
+  grep -q "gemm-model: unknown GEMM model 'tiles' (roofline, per-gemm)" "$work/gemm_err.txt" ||
+    fail "the --gemm-model refusal: $(cat "$work/gemm_err.txt")"
   if "$pagedllm" simulate --trace "$source_dir/traces/mooncake_like.jsonl" --model llama-2-7b --sim-model llama-3-8b -q \
     > /dev/null 2> "$work/sim_model_err.txt"; then fail "two models were accepted"; fi
   grep -q "^pagedllm simulate: error: --sim-model llama-3-8b and --model llama-2-7b name two models" "$work/sim_model_err.txt" ||

@@ -48,6 +48,10 @@ void add_sim_options(po::options_description& description, ExecutorOptions& opti
        ("sim: a model shape preset instead of --model's config: " + model::model_shape_names()).c_str())
       ("tensor-parallel-size,tp", po::value(&options.tensor_parallel)->default_value(options.tensor_parallel),
        "sim: GPUs per replica")
+      ("gemm-model", po::value(&options.gemm_model)->default_value(options.gemm_model),
+       "sim: how the roofline prices the linear layers: roofline (a step's GEMMs at the larger of their FLOP and "
+       "byte times) or per-gemm (each GEMM on its shape, with the transition between the bounds and each "
+       "kernel's latency: closer to measured GPUs at 96-384 tokens; docs/SIMULATOR.md)")
       ("profile", po::value(&options.profile),
        "sim: a measured step profile (pagedllm profile) instead of the roofline; KV blocks as the profiled "
        "executor sizes them (cpu: --kv-cache-mib, --swap-space) unless --num-gpu-blocks-override")

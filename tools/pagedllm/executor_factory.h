@@ -30,6 +30,7 @@ struct ExecutorOptions {
   std::string hardware = "h100-sxm";
   std::string sim_model;  // a shape preset; empty: the --model's config
   int32_t tensor_parallel = 1;
+  std::string gemm_model = "roofline";  // sim::parse_linear_model
   double gpu_memory_utilization = 0.9;  // sim and cuda
   // GiB of host memory for swapped-out KV (per GPU), in every executor's own KV format; absent:
   // the executor's default (swap_space_gib_for).

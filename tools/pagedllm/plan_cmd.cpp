@@ -434,7 +434,7 @@ int run_plan(const std::vector<std::string>& args) {
   nlohmann::json document = {
       {"model", model.shape.name},
       {"hardware", base_backend.device},
-      {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
+      {"cost_model", cost_model_name(options.executor)},
       {"description", base_backend.description},
       {"trace", options.trace.path},
       {"num_requests", requests.requests.size()},

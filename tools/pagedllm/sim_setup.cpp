@@ -1,6 +1,7 @@
 #include "tools/pagedllm/sim_setup.h"
 
 #include <algorithm>
+#include <boost/program_options/errors.hpp>
 #include <chrono>
 #include <iomanip>
 #include <sstream>
@@ -38,8 +39,18 @@ sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::M
   roofline.model = shape;
   roofline.tensor_parallel = options.tensor_parallel;
   roofline.block_size = block_size;
+  try {
+    roofline.linear_model = sim::parse_linear_model(options.gemm_model);
+  } catch (const std::invalid_argument& error) {
+    throw boost::program_options::error(std::string("--gemm-model: ") + error.what());
+  }
   sim::validate(roofline);
   return roofline;
+}
+
+std::string cost_model_name(const ExecutorOptions& options) {
+  if (!options.profile.empty()) return "profile " + options.profile;
+  return options.gemm_model == "roofline" ? "roofline" : "roofline, " + options.gemm_model;
 }
 
 namespace {
@@ -118,8 +129,9 @@ SimBackend make_roofline_backend(const ExecutorOptions& options, const model::Mo
   backend.device = roofline.hardware.name;
   backend.tensor_parallel = roofline.tensor_parallel;
   backend.usd_per_gpu_hour = roofline.hardware.usd_per_gpu_hour;
-  backend.description = "sim (roofline), " + shape.name + " on " + roofline.hardware.name + " x" +
-                        std::to_string(roofline.tensor_parallel);
+  const bool per_gemm = roofline.linear_model == sim::LinearModel::per_gemm;
+  backend.description = std::string(per_gemm ? "sim (roofline, GEMMs priced per shape), " : "sim (roofline), ") +
+                        shape.name + " on " + roofline.hardware.name + " x" + std::to_string(roofline.tensor_parallel);
   if (draft) backend.description += ", draft model " + draft->model.name;
   return backend;
 }

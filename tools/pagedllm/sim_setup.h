@@ -36,6 +36,9 @@ std::string simulated_model_argument(const std::string& model, bool model_given,
 // (validated: throws std::invalid_argument naming the field).
 sim::RooflineConfig make_roofline(const ExecutorOptions& options, const model::ModelShape& shape, int32_t block_size);
 
+// What prices the steps, as reports name it: "roofline", "roofline, per-gemm" or "profile PATH".
+std::string cost_model_name(const ExecutorOptions& options);
+
 // A simulated draft model (speculative method draft_model): the roofline of its shape on the
 // target's hardware, which prices its passes, and its KV cache (spec::draft_cache_config of the
 // target's, sized with it: both models' weights and KV share the GPU).

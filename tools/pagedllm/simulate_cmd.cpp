@@ -314,7 +314,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const int32_t num_gpus = options.num_replicas * backend.tensor_parallel;
   input.config = {{"model", backend.model_name},
                   {"hardware", backend.device},
-                  {"cost_model", options.executor.profile.empty() ? "roofline" : "profile " + options.executor.profile},
+                  {"cost_model", cost_model_name(options.executor)},
                   {"tensor_parallel", backend.tensor_parallel},
                   {"replicas", options.num_replicas},
                   {"router", sim::to_string(router)},
