@@ -114,9 +114,8 @@ BOOST_AUTO_TEST_CASE(a_rate_that_certainly_misses_its_slo_stops_there_and_one_th
   const std::vector<sched::Request> trace = poisson_requests(200, 1.0, 7);
   // TTFT within twenty service times: missed above capacity, where the queue grows without bound.
   sim::SteadyStateConfig watched;
-  watched.objectives = {{.metric = sim::LatencyMetric::ttft,
-                         .statistic = sim::LatencyStatistic::p99,
-                         .ms = 2e4 * service_time()}};
+  watched.objectives = {
+      {.metric = sim::LatencyMetric::ttft, .statistic = sim::LatencyStatistic::p99, .ms = 2e4 * service_time()}};
   const sim::LatencyObjective& objective = watched.objectives.front();
   for (const double load : {0.75, 1.25}) {
     BOOST_TEST_CONTEXT("offered " << load << " x capacity") {
