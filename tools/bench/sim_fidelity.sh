@@ -6,7 +6,8 @@
 #   3. pagedllm replay --executor sim --profile   (the simulator on that profile; also with
 #      --profile-quiet, the tables without the profile's load factor)
 #   4. with --roofline "ARGS": pagedllm replay --executor sim ARGS (the uncalibrated roofline, e.g.
-#      "--hardware h100-sxm": the error before calibration)
+#      "--hardware h100-sxm": the error before calibration), then the same with --gemm-model
+#      per-gemm (GEMMs priced per shape: which of the two linear models whole steps agree with)
 # and prints, per metric, the real runs (median, min..max), each simulation and its error against
 # the real median. Everything the runs wrote stays in --out.
 #
@@ -103,6 +104,9 @@ if [[ -n "$roofline" ]]; then
   echo "== simulated replay (roofline: $roofline)" >&2
   # shellcheck disable=SC2086  # roofline is a list of options
   "$bin" replay "${common[@]}" --executor sim $roofline -o "$out/sim_roofline.json" >"$out/sim_roofline.txt"
+  # shellcheck disable=SC2086
+  "$bin" replay "${common[@]}" --executor sim $roofline --gemm-model per-gemm -o "$out/sim_per_gemm.json" \
+    >"$out/sim_per_gemm.txt"
 fi
 
 python3 - "$out" "$repeats" "$profile" "$roofline" <<'EOF'
@@ -112,6 +116,7 @@ real = [json.load(open(f"{out}/real_{i}.json"))["metrics"] for i in range(1, rep
 sim = json.load(open(f"{out}/sim.json"))["metrics"]
 sim_quiet = json.load(open(f"{out}/sim_quiet.json"))["metrics"]
 sim_roofline = json.load(open(f"{out}/sim_roofline.json"))["metrics"] if roofline else None
+sim_per_gemm = json.load(open(f"{out}/sim_per_gemm.json"))["metrics"] if roofline else None
 load_factor = json.load(open(profile))["load_factor"]
 rows = [("request throughput (req/s)", "request_throughput"), ("output throughput (tok/s)", "output_throughput"),
         ("p50 TTFT (ms)", "p50_ttft_ms"), ("p99 TTFT (ms)", "p99_ttft_ms"),
@@ -119,7 +124,7 @@ rows = [("request throughput (req/s)", "request_throughput"), ("output throughpu
 print(f"real: {repeats} runs (median, min..max); sim: the profile (load factor {load_factor:.3f}); "
       "sim quiet: without the load factor" + (f"; roofline: {roofline}" if roofline else ""))
 header = f"{'metric':<27} {'real':>9} {'real min..max':>19} {'sim':>9} {'error':>7} {'sim quiet':>10} {'error':>7}"
-print(header + (f" {'roofline':>9} {'error':>7}" if roofline else ""))
+print(header + (f" {'roofline':>9} {'error':>7} {'per-gemm':>9} {'error':>7}" if roofline else ""))
 summary = {}
 for name, key in rows:
     values = [r[key] for r in real]
@@ -132,7 +137,9 @@ for name, key in rows:
                     "sim_quiet": sim_quiet[key], "sim_quiet_error_pct": err(sim_quiet[key])}
     if sim_roofline:
         line += f" {sim_roofline[key]:>9.4g} {err(sim_roofline[key]):>+6.1f}%"
-        summary[key].update({"roofline": sim_roofline[key], "roofline_error_pct": err(sim_roofline[key])})
+        line += f" {sim_per_gemm[key]:>9.4g} {err(sim_per_gemm[key]):>+6.1f}%"
+        summary[key].update({"roofline": sim_roofline[key], "roofline_error_pct": err(sim_roofline[key]),
+                             "per_gemm": sim_per_gemm[key], "per_gemm_error_pct": err(sim_per_gemm[key])})
     print(line)
 json.dump({"repeats": repeats, "load_factor": load_factor, "roofline": roofline, "metrics": summary},
           open(f"{out}/fidelity.json", "w"), indent=1)
