@@ -517,6 +517,33 @@ PY
     -o "$work/bad.json" > /dev/null 2> "$work/import_err.txt"; then fail "a profile of another model was imported"; fi
   grep -q "mlp_1.csv:6: n_embd: 5120 here, but the model simulated (llama-2-7b) has 4096" "$work/import_err.txt" ||
     fail "the import's shape refusal: $(cat "$work/import_err.txt")"
+
+  echo "--- bench_gemm_vs_operators: each row's own GEMM shapes, priced by both linear models"
+  # A made-up file in the same layout (a GQA model at tensor parallel 1 and 4) whose "measured"
+  # times are the roofline's own prices, worked out here from the rows' shapes: the roofline must
+  # then be exact on every GEMM, which it is only if the bench splits the projections as written.
+  python3 - "$work" <<'PY'
+import sys
+work = sys.argv[1]
+peak, bandwidth = 989e12 * 0.65, 3.35e12 * 0.80  # h100-sxm at the roofline's linear efficiencies
+def price_ms(m, n, k):
+    return 1e3 * max(2.0 * m * n * k / peak, 2.0 * n * k / bandwidth)
+ops = ["attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj"]
+with open(f"{work}/gemm_mlp.csv", "w") as out:
+    out.write(",".join(f"time_stats.{op}.median" for op in ops) +
+              ",n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n")
+    for tp in (1, 4):
+        for tokens in (1, 64, 256, 2048):
+            head_dim, q, kv, mlp = 128, 32 * 128 // tp, 8 // tp * 128, 14336 // tp
+            shapes = [(tokens, q + 2 * kv, 4096), (tokens, 4096, q), (tokens, 2 * mlp, 4096), (tokens, 4096, mlp)]
+            out.write(",".join(repr(price_ms(*shape)) for shape in shapes) + f",32,8,4096,14336,128256,True,{tokens},{tp}\n")
+PY
+  "$(dirname "$pagedllm")/bench/bench_gemm_vs_operators" --hardware h100-sxm --mlp "$work/gemm_mlp.csv" \
+    > "$work/gemm_bench.txt"
+  expect "bench_gemm_vs_operators: the roofline priced at exactly its own prices, in every regime" \
+    "$(grep -c "roofline  1.00-1.00x, median 1.00x, 100% within 20%" "$work/gemm_bench.txt")" 6
+  grep -q "^all 32 GEMMs: root mean square of ln(predicted / measured): roofline 0.000, per-gemm " "$work/gemm_bench.txt" ||
+    fail "bench_gemm_vs_operators: $(cat "$work/gemm_bench.txt")"
 }
 
 section_switches() {
