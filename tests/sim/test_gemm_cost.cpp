@@ -9,22 +9,12 @@
 #include "sim/gemm_cost.h"
 #include "sim/roofline_cost_model.h"
 #include "tests/sim/plan_builder.h"
+#include "tests/sim/roofline_fixture.h"
 
 namespace pagedllm::test {
 namespace {
 
 namespace tt = boost::test_tools;
-
-// Round figures: 1,000 FLOP/s and 100 bytes/s, unit efficiencies.
-sim::HardwareSpec round_hardware() {
-  return {.name = "round",
-          .peak_flops = 1000.0,
-          .memory_bandwidth = 100.0,
-          .memory_bytes = 1 << 20,
-          .host_link_bandwidth = 10.0,
-          .gpu_link_bandwidth = 50.0,
-          .usd_per_gpu_hour = 1.0};
-}
 
 sim::GemmCostConstants unit_constants(double p, double latency) {
   return {

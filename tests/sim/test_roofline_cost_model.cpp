@@ -7,6 +7,7 @@
 
 #include "sim/roofline_cost_model.h"
 #include "tests/sim/plan_builder.h"
+#include "tests/sim/roofline_fixture.h"
 
 namespace pagedllm::test {
 namespace {
@@ -34,13 +35,7 @@ model::ModelShape tiny_shape() {
 // Round figures and unit efficiencies, so that times are bytes / 100 and FLOPs / 1000.
 RooflineConfig tiny_config() {
   RooflineConfig config;
-  config.hardware = {.name = "round",
-                     .peak_flops = 1000.0,
-                     .memory_bandwidth = 100.0,
-                     .memory_bytes = 1 << 20,
-                     .host_link_bandwidth = 10.0,
-                     .gpu_link_bandwidth = 50.0,
-                     .usd_per_gpu_hour = 1.0};
+  config.hardware = round_hardware();
   config.model = tiny_shape();
   config.block_size = 4;
   config.efficiency = {.linear_compute = 1.0,
