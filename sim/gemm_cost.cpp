@@ -26,6 +26,16 @@ void validate(const GemmCostConstants& constants) {
   }
 }
 
+std::array<GemmShape, 4> layer_gemm_shapes(int64_t tokens, const LayerDims& layer, int64_t tensor_parallel) {
+  const int64_t q = layer.num_heads / tensor_parallel * layer.head_dim;
+  const int64_t kv = std::max<int64_t>(1, layer.num_kv_heads / tensor_parallel) * layer.head_dim;
+  const int64_t mlp = layer.intermediate_size / tensor_parallel;
+  return {{{tokens, q + 2 * kv, layer.hidden_size},
+           {tokens, layer.hidden_size, q},
+           {tokens, (layer.gated_mlp ? 2 : 1) * mlp, layer.hidden_size},
+           {tokens, layer.hidden_size, mlp}}};
+}
+
 GemmCost gemm_cost(const GemmShape& shape, const HardwareSpec& hardware, const GemmCostConstants& constants,
                    double weight_bytes_per_element, double activation_bytes_per_element) {
   GemmCost cost;

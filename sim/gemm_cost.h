@@ -19,6 +19,7 @@
 // 2% only (cuBLAS picks tile shapes and split-K to fill the SMs), so they are not in the price.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "sim/hardware.h"
@@ -45,6 +46,21 @@ struct GemmCost {
   double flops = 0.0;
   double weight_bytes = 0.0;
 };
+
+// What a transformer layer's GEMMs are made of.
+struct LayerDims {
+  int64_t hidden_size = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  bool gated_mlp = true;  // SwiGLU: gate and up projections side by side
+};
+
+// One layer's four GEMMs per GPU for `tokens` rows, split Megatron-style over `tensor_parallel`
+// GPUs (q, k, v and the MLP's up projections by columns, o and down by rows; KV heads replicated
+// where there are fewer than GPUs): q/k/v, o, gate and up, down.
+std::array<GemmShape, 4> layer_gemm_shapes(int64_t tokens, const LayerDims& layer, int64_t tensor_parallel);
 
 // Throws std::invalid_argument naming the constant at fault (efficiencies in (0, 1], p >= 1,
 // latency >= 0).

@@ -1,6 +1,7 @@
 #include "sim/latency_objective.h"
 
 #include <array>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -26,6 +27,14 @@ const char* name_of(const std::array<std::pair<const char*, Enum>, N>& names, En
   return "?";
 }
 
+template <typename Enum, size_t N>
+std::optional<Enum> value_of(const std::array<std::pair<const char*, Enum>, N>& names, const std::string& text) {
+  for (const auto& [name, value] : names) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string LatencyObjective::name() const {
@@ -44,16 +53,12 @@ std::vector<LatencyObjective> parse_latency_objectives(const std::string& text) 
     const std::string metric = item.substr(0, underscore);
     const std::string statistic = item.substr(underscore + 1, equals - underscore - 1);
     LatencyObjective objective;
-    bool known = false;
-    for (const auto& [name, value] : kMetrics) {
-      if (metric == name) objective.metric = value, known = true;
-    }
-    if (!known) throw std::invalid_argument("unknown latency '" + metric + "' (ttft, tpot, itl, e2el)");
-    known = false;
-    for (const auto& [name, value] : kStatistics) {
-      if (statistic == name) objective.statistic = value, known = true;
-    }
-    if (!known) throw std::invalid_argument("unknown statistic '" + statistic + "' (mean, p50, p90, p99)");
+    const std::optional<LatencyMetric> known_metric = value_of(kMetrics, metric);
+    if (!known_metric) throw std::invalid_argument("unknown latency '" + metric + "' (ttft, tpot, itl, e2el)");
+    const std::optional<LatencyStatistic> known_statistic = value_of(kStatistics, statistic);
+    if (!known_statistic) throw std::invalid_argument("unknown statistic '" + statistic + "' (mean, p50, p90, p99)");
+    objective.metric = *known_metric;
+    objective.statistic = *known_statistic;
     try {
       objective.ms = std::stod(item.substr(equals + 1));
     } catch (const std::exception&) {

@@ -190,18 +190,16 @@ void RooflineCostModel::add_linear(const sched::StepPlan& plan, StepCost& cost) 
   cost.linear_seconds += std::max(compute, memory);
 }
 
-// A layer's four GEMMs per GPU (Megatron-style splits: q, k, v and gate, up by columns, o and down
-// by rows), each priced on its own shape, times the layers; the lm_head on the sampled rows.
+// A layer's four GEMMs per GPU (layer_gemm_shapes), each priced on its own shape, times the layers;
+// the lm_head on the sampled rows.
 void RooflineCostModel::add_linear_per_gemm(int64_t num_tokens, int64_t num_sampled_rows, StepCost& cost) const {
   const model::ModelShape& model = config_.model;
   const int64_t n = config_.tensor_parallel;
-  const int64_t q = model.q_dim() / n;
-  const int64_t kv = num_kv_heads_per_gpu(config_) * model.head_dim;
-  const int64_t mlp = model.intermediate_size / n;
-  const GemmShape layer[] = {{num_tokens, q + 2 * kv, model.hidden_size},  // q, k, v projections
-                             {num_tokens, model.hidden_size, q},           // o projection
-                             {num_tokens, 2 * mlp, model.hidden_size},     // gate and up projections
-                             {num_tokens, model.hidden_size, mlp}};        // down projection
+  const LayerDims dims{.hidden_size = model.hidden_size,
+                       .num_heads = model.num_heads,
+                       .num_kv_heads = model.num_kv_heads,
+                       .head_dim = model.head_dim,
+                       .intermediate_size = model.intermediate_size};
   const auto add = [&](const GemmShape& shape, double times) {
     const GemmCost gemm = gemm_cost(shape, config_.hardware, config_.gemm, model.weight_bytes_per_param,
                                     config_.activation_bytes_per_element);
@@ -211,7 +209,8 @@ void RooflineCostModel::add_linear_per_gemm(int64_t num_tokens, int64_t num_samp
     cost.memory_seconds += times * gemm.memory_seconds;
     cost.linear_seconds += times * gemm.seconds;
   };
-  for (const GemmShape& shape : layer) add(shape, static_cast<double>(model.num_layers));
+  for (const GemmShape& shape : layer_gemm_shapes(num_tokens, dims, n))
+    add(shape, static_cast<double>(model.num_layers));
   if (num_sampled_rows > 0) add({num_sampled_rows, model.vocab_size / n, model.hidden_size}, 1.0);
 }
 

@@ -12,15 +12,17 @@
 // four GEMMs of num_tokens rows per GPU: attention's pre projection (q, k, v), its post projection,
 // the MLP's up projection (gate and up when gated) and its down projection, each timed alone.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/trace/csv_reader.h"
 #include "sim/gemm_cost.h"
 #include "sim/hardware.h"
 #include "sim/roofline_cost_model.h"
@@ -66,13 +68,6 @@ struct Sample {
   double per_gemm = 0.0;
 };
 
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream stream(line);
-  for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
-  return fields;
-}
-
 // The roofline's linear term for one GEMM: its share of the step's max(FLOP time, weight-byte
 // time). Every GEMM of a step has the same arithmetic intensity (m FLOPs per weight byte and a
 // half), so the step's term is the sum of these.
@@ -87,42 +82,40 @@ double roofline_seconds(const sim::GemmShape& shape, const sim::HardwareSpec& ha
 void read_file(const Input& input, bool print_rows, std::vector<Sample>& samples) {
   std::ifstream in(input.path);
   if (!in) throw bench::UsageError("--mlp " + input.path + ": cannot open");
-  std::string line;
-  if (!std::getline(in, line)) throw bench::UsageError(input.path + ": empty");
-  const std::vector<std::string> header = split(line);
-  const auto column = [&](const std::string& name) {
-    const auto at = std::find(header.begin(), header.end(), name);
-    if (at == header.end()) throw bench::UsageError(input.path + ": no column " + name);
-    return static_cast<size_t>(at - header.begin());
-  };
-  const size_t heads = column("n_head");
-  const size_t kv_heads = column("n_kv_head");
-  const size_t hidden = column("n_embd");
-  const size_t expanded = column("n_expanded_embd");
-  const size_t gated = column("use_gated_mlp");
-  const size_t tokens = column("num_tokens");
-  const size_t tp = column("num_tensor_parallel_workers");
-  std::vector<size_t> medians;
-  for (const char* gemm : kGemms) medians.push_back(column(std::string("time_stats.") + gemm + ".median"));
+  trace::CsvReader reader(in);
+  trace::CsvRecord header;
+  if (!reader.next(header)) throw bench::UsageError(input.path + ": empty");
+  std::vector<std::string> medians;
+  for (const char* gemm : kGemms) medians.push_back(std::string("time_stats.") + gemm + ".median");
+  std::vector<std::string> required = {
+      "n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp", "num_tokens", "num_tensor_parallel_workers"};
+  required.insert(required.end(), medians.begin(), medians.end());
+  const trace::CsvColumns columns(header, required, input.path);  // throws naming a missing column
   const sim::GemmCostConstants constants;
-  for (int64_t line_number = 2; std::getline(in, line); ++line_number) {
-    if (line.empty()) continue;
-    const std::vector<std::string> f = split(line);
-    if (f.size() != header.size()) {
-      throw bench::UsageError(input.path + ":" + std::to_string(line_number) + ": " + std::to_string(f.size()) +
-                              " fields, the header has " + std::to_string(header.size()));
-    }
-    const int64_t n = std::stoll(f[tp]);
-    const int64_t h = std::stoll(f[hidden]);
-    const int64_t head_dim = h / std::stoll(f[heads]);
-    const int64_t q = std::stoll(f[heads]) / n * head_dim;
-    const int64_t kv = std::max<int64_t>(1, std::stoll(f[kv_heads]) / n) * head_dim;
-    const int64_t mlp = std::stoll(f[expanded]) / n;
-    const int64_t m = std::stoll(f[tokens]);
-    const bool is_gated = f[gated] == "True" || f[gated] == "true" || f[gated] == "1";
-    const sim::GemmShape shapes[] = {{m, q + 2 * kv, h}, {m, h, q}, {m, (is_gated ? 2 : 1) * mlp, h}, {m, h, mlp}};
-    for (size_t g = 0; g < 4; ++g) {
-      const double measured = std::stod(f[medians[g]]) * 1e-3;  // the files give ms
+  for (trace::CsvRecord record; reader.next(record);) {
+    const auto where = [&](const std::string& column) {
+      return input.path + ":" + std::to_string(record.line) + ": " + column;
+    };
+    if (const std::string problem = columns.problem(record); !problem.empty()) throw bench::UsageError(where(problem));
+    const auto integer = [&](const std::string& column) {
+      const std::optional<int64_t> value = trace::parse_csv_integer(record.fields[columns.at(column)]);
+      if (!value || *value <= 0) throw bench::UsageError(where(column) + ": expected a positive whole number");
+      return *value;
+    };
+    const int64_t n = integer("num_tensor_parallel_workers");
+    const int64_t m = integer("num_tokens");
+    const std::string& gated = record.fields[columns.at("use_gated_mlp")];
+    const sim::LayerDims layer{.hidden_size = integer("n_embd"),
+                               .num_heads = integer("n_head"),
+                               .num_kv_heads = integer("n_kv_head"),
+                               .head_dim = integer("n_embd") / integer("n_head"),
+                               .intermediate_size = integer("n_expanded_embd"),
+                               .gated_mlp = gated == "True" || gated == "true" || gated == "1"};
+    const std::array<sim::GemmShape, 4> shapes = sim::layer_gemm_shapes(m, layer, n);
+    for (size_t g = 0; g < shapes.size(); ++g) {
+      const std::optional<double> ms = trace::parse_csv_number(record.fields[columns.at(medians[g])]);
+      if (!ms) throw bench::UsageError(where(medians[g]) + ": expected a time in ms");
+      const double measured = *ms * 1e-3;
       if (!(measured > 0.0)) continue;
       const double roofline = roofline_seconds(shapes[g], input.hardware);
       const double per_gemm = sim::gemm_cost(shapes[g], input.hardware, constants, 2.0, 2.0).seconds;
